@@ -1,0 +1,432 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config-keys.c: every key a workspace config may hold, with its type and
+ * range, in one table. A key that is not in the table is an error: a typo in
+ * a security boundary must never be silently ignored.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stddef.h>
+
+#include "config-private.h"
+#include "util.h"
+
+const char *const config_section_names[SECTION_MAX] = {
+        [SECTION_WORKSPACE] = "workspace", [SECTION_REPO] = "repo",
+        [SECTION_HOME] = "home",           [SECTION_MIRROR] = "mirror",
+        [SECTION_BROKER] = "broker",       [SECTION_LIMITS] = "limits",
+        [SECTION_NETWORK] = "network",     [SECTION_RUN] = "run",
+};
+
+enum key_type {
+        KEY_NAME,        /* workspace name */
+        KEY_HOST_PATH,   /* absolute path on the host */
+        KEY_INSIDE_PATH, /* absolute path inside the workspace */
+        KEY_REV,
+        KEY_BOOL,
+        KEY_SIZE,
+        KEY_DURATION,
+        KEY_COUNT,
+        KEY_NETWORK,
+        KEY_ENV_LIST,
+        KEY_USER,
+        KEY_SEED,        /* repeatable */
+        KEY_EXCLUDE,     /* mirror only, repeatable */
+};
+
+struct key {
+        enum section_kind section;
+        const char *name;
+        enum key_type type;
+        size_t offset; /* into struct config; mirror keys: into struct config_mirror */
+        uint64_t min, max;
+        size_t set_flag; /* offset of a bool in struct config, or 0 */
+};
+
+#define CFG(f) offsetof(struct config, f)
+#define MIR(f) offsetof(struct config_mirror, f)
+#define KiB    (1ULL << 10)
+#define MiB    (1ULL << 20)
+#define GiB    (1ULL << 30)
+#define TiB    (1ULL << 40)
+#define DAY    86400ULL
+
+static const struct key keys[] = {
+        {SECTION_WORKSPACE, "name", KEY_NAME, CFG(workspace.name), 0, 0, 0},
+        {SECTION_WORKSPACE, "state", KEY_HOST_PATH, CFG(workspace.state), 0, 0, 0},
+        {SECTION_WORKSPACE, "mountpoint", KEY_HOST_PATH, CFG(workspace.mountpoint), 0, 0, 0},
+        {SECTION_REPO, "source", KEY_HOST_PATH, CFG(repo.source), 0, 0, 0},
+        {SECTION_REPO, "rev", KEY_REV, CFG(repo.rev), 0, 0, 0},
+        {SECTION_REPO, "path", KEY_INSIDE_PATH, CFG(repo.path), 0, 0, 0},
+        {SECTION_HOME, "path", KEY_INSIDE_PATH, CFG(home.path), 0, 0, 0},
+        {SECTION_HOME, "seed", KEY_SEED, 0, 0, 0, 0},
+        {SECTION_HOME, "persist", KEY_BOOL, CFG(home.persist), 0, 0, 0},
+        {SECTION_MIRROR, "source", KEY_HOST_PATH, MIR(source), 0, 0, 0},
+        {SECTION_MIRROR, "path", KEY_INSIDE_PATH, MIR(path), 0, 0, 0},
+        {SECTION_MIRROR, "exclude", KEY_EXCLUDE, MIR(exclude), 0, 0, 0},
+        {SECTION_BROKER, "socket", KEY_HOST_PATH, CFG(broker.socket), 0, 0, 0},
+        {SECTION_BROKER, "policy", KEY_HOST_PATH, CFG(broker.policy), 0, 0, 0},
+        {SECTION_BROKER, "dir", KEY_HOST_PATH, CFG(broker.dir), 0, 0, 0},
+        {SECTION_LIMITS, "bytes", KEY_SIZE, CFG(limits.bytes), 1 * MiB, 16 * TiB,
+         CFG(limits.set_bytes)},
+        {SECTION_LIMITS, "files", KEY_COUNT, CFG(limits.files), 16, 100000000ULL,
+         CFG(limits.set_files)},
+        {SECTION_LIMITS, "timeout", KEY_DURATION, CFG(limits.timeout), 1, 30 * DAY,
+         CFG(limits.set_timeout)},
+        {SECTION_LIMITS, "memory", KEY_SIZE, CFG(limits.memory), 16 * MiB, 16 * TiB,
+         CFG(limits.set_memory)},
+        {SECTION_LIMITS, "processes", KEY_COUNT, CFG(limits.processes), 1, 1000000,
+         CFG(limits.set_processes)},
+        {SECTION_LIMITS, "cpu", KEY_DURATION, CFG(limits.cpu), 1, 30 * DAY, 0},
+        {SECTION_LIMITS, "tmp", KEY_SIZE, CFG(limits.tmp), 1 * MiB, 1 * TiB, 0},
+        {SECTION_NETWORK, "mode", KEY_NETWORK, CFG(network.mode), 0, 0, 0},
+        {SECTION_RUN, "env", KEY_ENV_LIST, CFG(run.env), 0, 0, 0},
+        {SECTION_RUN, "user", KEY_USER, CFG(run.user), 0, 0, 0},
+};
+
+_Static_assert(ELEMENTSOF(keys) <= CONFIG_KEYS_MAX, "raise CONFIG_KEYS_MAX");
+
+static bool name_is_valid(const char *v, size_t max)
+{
+        size_t n = strlen(v);
+
+        if (n == 0 || n > max || v[0] == '.' || v[0] == '-')
+                return false;
+        for (const char *c = v; *c; c++)
+                if (!isalnum((unsigned char)*c) && !strchr("._-", *c))
+                        return false;
+        return true;
+}
+
+static bool user_is_valid(const char *v)
+{
+        size_t n = strlen(v);
+
+        if (n == 0 || n > 32 || !(islower((unsigned char)v[0]) || v[0] == '_'))
+                return false;
+        for (const char *c = v; *c; c++)
+                if (!islower((unsigned char)*c) && !isdigit((unsigned char)*c) &&
+                    !strchr("_-", *c))
+                        return false;
+        return true;
+}
+
+static bool env_name_is_valid(const char *v)
+{
+        if (!*v || !(isalpha((unsigned char)v[0]) || v[0] == '_') || strlen(v) > 128)
+                return false;
+        for (const char *c = v; *c; c++)
+                if (!isalnum((unsigned char)*c) && *c != '_')
+                        return false;
+        return true;
+}
+
+/* A relative path inside the home: components, no "..", ".", empty or absolute. */
+static bool relative_path_is_clean(const char *p)
+{
+        _cleanup_free_ char *abs = NULL;
+
+        if (!*p || p[0] == '/' || asprintf(&abs, "/%s", p) < 0)
+                return false;
+        return config_path_is_clean_absolute(abs);
+}
+
+static char *strip(char *s)
+{
+        char *e;
+
+        while (isspace((unsigned char)*s))
+                s++;
+        e = s + strlen(s);
+        while (e > s && isspace((unsigned char)e[-1]))
+                *--e = '\0';
+        return s;
+}
+
+/* Append comma-separated items to a NULL-terminated vector, checking each. */
+static int list_append(struct parse_state *st, const struct key *k, char ***vec,
+                       const char *value, size_t max, bool (*valid)(const char *),
+                       const char *what)
+{
+        _cleanup_free_ char *copy = strdup(value);
+        size_t n = 0;
+        char *save = NULL;
+
+        if (!copy)
+                return config_error(st, 0, "out of memory");
+        while ((*vec)[n])
+                n++;
+        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                char *item = strip(tok);
+                if (!*item)
+                        return config_error(st, config_reader_line(st),
+                                            "key '%s' in [%s]: empty item in list", k->name,
+                                            config_section_names[k->section]);
+                if (valid && !valid(item))
+                        return config_error(st, config_reader_line(st),
+                                            "key '%s' in [%s]: '%s' is not %s", k->name,
+                                            config_section_names[k->section], item, what);
+                if (n >= max)
+                        return config_error(st, config_reader_line(st),
+                                            "key '%s' in [%s]: more than %zu items", k->name,
+                                            config_section_names[k->section], max);
+                char **nv = realloc(*vec, (n + 2) * sizeof(char *));
+                if (!nv)
+                        return config_error(st, 0, "out of memory");
+                *vec = nv;
+                nv[n] = strdup(item);
+                nv[++n] = NULL;
+                if (!nv[n - 1])
+                        return config_error(st, 0, "out of memory");
+        }
+        return 1;
+}
+
+static bool glob_is_valid(const char *g)
+{
+        return strlen(g) <= NAME_MAX && !strchr(g, '\n');
+}
+
+/* seed = SOURCE [-> DEST] */
+static int seed_add(struct parse_state *st, const struct key *k, const char *value)
+{
+        struct config *c = st->cfg;
+        unsigned line = config_reader_line(st);
+        _cleanup_free_ char *copy = strdup(value);
+        _cleanup_free_ char *src = NULL, *dst = NULL;
+        char *arrow;
+
+        if (!copy)
+                return config_error(st, 0, "out of memory");
+        if (c->home.n_seeds >= CONFIG_MAX_SEEDS)
+                return config_error(st, line, "key 'seed' in [home]: more than %d seeds",
+                                    CONFIG_MAX_SEEDS);
+        arrow = strstr(copy, "->");
+        if (arrow) {
+                *arrow = '\0';
+                dst = strdup(strip(arrow + 2));
+        }
+        src = config_expand(st, "seed", strip(copy));
+        if (!src)
+                return 0;
+        if (arrow && !dst)
+                return config_error(st, 0, "out of memory");
+        if (!config_path_is_clean_absolute(src) || streq(src, "/"))
+                return config_error(st, line,
+                                    "key 'seed' in [home]: source '%s' must be a clean "
+                                    "absolute path (no '..', '.', '//' or trailing '/')",
+                                    src);
+        if (!dst) {
+                dst = strdup(strrchr(src, '/') + 1);
+                if (!dst)
+                        return config_error(st, 0, "out of memory");
+        }
+        if (!relative_path_is_clean(dst))
+                return config_error(st, line,
+                                    "key 'seed' in [home]: destination '%s' must be a clean "
+                                    "relative path inside the home",
+                                    dst);
+        for (size_t i = 0; i < c->home.n_seeds; i++)
+                if (streq(c->home.seeds[i].dest, dst))
+                        return config_error(st, line,
+                                            "key 'seed' in [home]: destination '%s' already "
+                                            "seeded on line %u",
+                                            dst, c->home.seeds[i].line);
+        struct config_seed *s = realloc(c->home.seeds, (c->home.n_seeds + 1) * sizeof(*s));
+        if (!s)
+                return config_error(st, 0, "out of memory");
+        c->home.seeds = s;
+        s[c->home.n_seeds++] = (struct config_seed){
+                .source = TAKE_PTR(src), .dest = TAKE_PTR(dst), .line = line};
+        (void)k;
+        return 1;
+}
+
+static int number_check(struct parse_state *st, const struct key *k, int r, uint64_t v,
+                        const char *value, const char *what)
+{
+        unsigned line = config_reader_line(st);
+        const char *sec = config_section_names[k->section];
+
+        if (r == -ERANGE)
+                return config_error(st, line, "key '%s' in [%s]: '%s' is too large", k->name,
+                                    sec, value);
+        if (r < 0)
+                return config_error(st, line, "key '%s' in [%s]: '%s' is not %s", k->name, sec,
+                                    value, what);
+        if (v < k->min || v > k->max)
+                return config_error(st, line,
+                                    "key '%s' in [%s]: %s is out of range (%llu to %llu)",
+                                    k->name, sec, value, (unsigned long long)k->min,
+                                    (unsigned long long)k->max);
+        return 1;
+}
+
+static int count_parse(const char *v, uint64_t *ret)
+{
+        for (const char *c = v; *c; c++)
+                if (!isdigit((unsigned char)*c))
+                        return -EINVAL;
+        return config_parse_size(v, ret); /* digits only: same overflow checks */
+}
+
+static int value_apply(struct parse_state *st, const struct key *k, void *base,
+                       const char *value)
+{
+        unsigned line = config_reader_line(st);
+        const char *sec = config_section_names[k->section];
+        void *field = (char *)base + k->offset;
+        uint64_t n = 0;
+        int r;
+
+        switch (k->type) {
+        case KEY_NAME:
+                if (!name_is_valid(value, CONFIG_NAME_MAX))
+                        return config_error(st, line,
+                                            "key '%s' in [%s]: '%s' must be 1-%d letters, "
+                                            "digits, '.', '_' or '-', not starting with '.' "
+                                            "or '-'",
+                                            k->name, sec, value, CONFIG_NAME_MAX);
+                break;
+        case KEY_HOST_PATH: {
+                char *expanded = config_expand(st, k->name, value);
+                if (!expanded)
+                        return 0;
+                if (!config_path_is_clean_absolute(expanded)) {
+                        config_error(st, line,
+                                     "key '%s' in [%s]: '%s' must be a clean absolute "
+                                     "path (no '..', '.', '//' or trailing '/')",
+                                     k->name, sec, expanded);
+                        free(expanded);
+                        return 0;
+                }
+                char **s = field;
+                free(*s);
+                *s = expanded;
+                return 1;
+        }
+        case KEY_INSIDE_PATH:
+                if (!config_path_is_clean_absolute(value))
+                        return config_error(st, line,
+                                            "key '%s' in [%s]: '%s' must be a clean absolute "
+                                            "path (no '..', '.', '//' or trailing '/')",
+                                            k->name, sec, value);
+                if (k->type == KEY_INSIDE_PATH && streq(value, "/"))
+                        return config_error(st, line,
+                                            "key '%s' in [%s]: '/' is the synthetic root and "
+                                            "cannot be a part",
+                                            k->name, sec);
+                break;
+        case KEY_REV:
+                if (!*value || strlen(value) > 255 || value[0] == '-')
+                        return config_error(st, line,
+                                            "key '%s' in [%s]: '%s' is not a revision", k->name,
+                                            sec, value);
+                for (const char *c = value; *c; c++)
+                        if (isspace((unsigned char)*c) || iscntrl((unsigned char)*c))
+                                return config_error(st, line,
+                                                    "key '%s' in [%s]: revision holds white "
+                                                    "space or control characters",
+                                                    k->name, sec);
+                break;
+        case KEY_BOOL:
+                if (config_parse_bool(value, (bool *)field) < 0)
+                        return config_error(st, line,
+                                            "key '%s' in [%s]: '%s' is not a boolean "
+                                            "(true/false)",
+                                            k->name, sec, value);
+                return 1;
+        case KEY_SIZE:
+                r = config_parse_size(value, &n);
+                if (number_check(st, k, r, n, value, "a size (e.g. 512M, 4G)") == 0)
+                        return 0;
+                *(uint64_t *)field = n;
+                return 1;
+        case KEY_DURATION:
+                r = config_parse_duration(value, &n);
+                if (number_check(st, k, r, n, value, "a duration (e.g. 90s, 15m, 2h)") == 0)
+                        return 0;
+                *(uint64_t *)field = n;
+                return 1;
+        case KEY_COUNT:
+                r = count_parse(value, &n);
+                if (number_check(st, k, r, n, value, "a whole number") == 0)
+                        return 0;
+                *(uint64_t *)field = n;
+                return 1;
+        case KEY_NETWORK:
+                if (streq(value, "none"))
+                        *(enum config_network *)field = CONFIG_NETWORK_NONE;
+                else if (streq(value, "host"))
+                        *(enum config_network *)field = CONFIG_NETWORK_HOST;
+                else
+                        return config_error(st, line,
+                                            "key '%s' in [%s]: '%s' is not 'none' or 'host'",
+                                            k->name, sec, value);
+                return 1;
+        case KEY_USER:
+                if (!user_is_valid(value))
+                        return config_error(st, line,
+                                            "key '%s' in [%s]: '%s' is not a valid user name",
+                                            k->name, sec, value);
+                break;
+        case KEY_ENV_LIST:
+                return list_append(st, k, (char ***)field, value, CONFIG_MAX_ENV,
+                                   env_name_is_valid, "a variable name");
+        case KEY_EXCLUDE:
+                return list_append(st, k, (char ***)field, value, CONFIG_MAX_EXCLUDES,
+                                   glob_is_valid, "a glob");
+        case KEY_SEED:
+                return seed_add(st, k, value);
+        }
+
+        char **s = field;
+        free(*s);
+        *s = strdup(value);
+        if (!*s)
+                return config_error(st, 0, "out of memory");
+        return 1;
+}
+
+int config_key_apply(struct parse_state *st, const char *section, const char *name,
+                     const char *value)
+{
+        unsigned line = config_reader_line(st);
+        const char *sec = config_section_names[st->section];
+
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
+                const struct key *k = &keys[i];
+                bool repeatable = k->type == KEY_SEED || k->type == KEY_EXCLUDE ||
+                                  k->type == KEY_ENV_LIST;
+                unsigned *seen;
+                void *base;
+
+                if (k->section != st->section || !streq(k->name, name))
+                        continue;
+                if (st->section == SECTION_MIRROR) {
+                        base = st->mirror;
+                        seen = &st->mirror_lines[i - KEY_LINE_MIRROR_FIRST];
+                } else {
+                        base = st->cfg;
+                        seen = &st->lines[i];
+                }
+                if (*seen && !repeatable)
+                        return config_error(st, line,
+                                            "key '%s' in [%s]: duplicate key (first set on "
+                                            "line %u)",
+                                            name, sec, *seen);
+                if (!*seen)
+                        *seen = line;
+                if (st->section == SECTION_MIRROR && streq(name, "path"))
+                        st->mirror->path_line = line;
+                if (!*value && k->type != KEY_ENV_LIST && k->type != KEY_EXCLUDE)
+                        return config_error(st, line, "key '%s' in [%s]: empty value", name,
+                                            sec);
+                if (k->set_flag)
+                        *(bool *)((char *)st->cfg + k->set_flag) = true;
+                return value_apply(st, k, base, value);
+        }
+        (void)section;
+        return config_error(st, line, "key '%s' in [%s]: unknown key", name, sec);
+}

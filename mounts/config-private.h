@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config-private.h: the parser's state, shared by config.c (lexing, via
+ * inih), config-keys.c (one entry per key) and config-validate.c (the
+ * whole-file checks that need every key first).
+ */
+#pragma once
+
+#include "config.h"
+
+enum section_kind {
+        SECTION_WORKSPACE,
+        SECTION_REPO,
+        SECTION_HOME,
+        SECTION_MIRROR,
+        SECTION_BROKER,
+        SECTION_LIMITS,
+        SECTION_NETWORK,
+        SECTION_RUN,
+        SECTION_MAX,
+};
+
+extern const char *const config_section_names[SECTION_MAX];
+
+/* Line of each scalar key, 0 while unset: for "duplicate" and cross-key errors. */
+#define CONFIG_KEYS_MAX 64
+/* Indices into keys[] (config-keys.c) that cross-key checks report lines for. */
+enum {
+        KEY_LINE_STATE = 1,
+        KEY_LINE_MOUNTPOINT = 2,
+        KEY_LINE_REPO_PATH = 5,
+        KEY_LINE_HOME_PATH = 6,
+        KEY_LINE_MIRROR_FIRST = 9,
+};
+
+struct parse_state {
+        const char *file;
+        struct config *cfg;
+        struct reader *reader;
+        char *current_section;
+        enum section_kind section;
+        struct config_mirror *mirror;
+        unsigned lines[CONFIG_KEYS_MAX];            /* scalar keys, by key index */
+        unsigned mirror_lines[4];                   /* per key of the current mirror */
+        char *config_dir; /* canonical directory of the file, for %C and %R */
+        char *error;
+};
+
+/* Expand %C, %R and %% in a host path; returns NULL and sets the error on failure. */
+char *config_expand(struct parse_state *st, const char *key, const char *value);
+
+int config_error(struct parse_state *st, unsigned line, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+int config_key_apply(struct parse_state *st, const char *section, const char *name,
+                     const char *value);
+void config_finish(struct parse_state *st);
+unsigned config_reader_line(const struct parse_state *st);

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * config.h: one workspace, as described by one INI file.
+ *
+ * The config is the trust boundary's blueprint: everything the agent will see
+ * of the host is named here, so the parser refuses anything it does not
+ * understand (unknown keys, relative paths, "..", overlaps) instead of
+ * guessing. docs/config.md lists every key with its default.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_MAX_FILE_SIZE  (1024 * 1024) /* a config is small; refuse more */
+#define CONFIG_MAX_MIRRORS    64
+#define CONFIG_MAX_SEEDS      256
+#define CONFIG_MAX_EXCLUDES   256
+#define CONFIG_MAX_ENV        256
+#define CONFIG_NAME_MAX       64
+
+enum config_network {
+        CONFIG_NETWORK_NONE = 0, /* loopback only (default) */
+        CONFIG_NETWORK_HOST,     /* the host's network; refused by run without a flag */
+};
+
+struct config_seed {
+        char *source; /* absolute host path (file or directory) */
+        char *dest;   /* relative path inside the home, no "..", no leading "/" */
+        unsigned line;
+};
+
+struct config_mirror {
+        char *name;     /* from [mirror "NAME"] */
+        char *source;   /* absolute host directory */
+        char *path;     /* absolute path inside the workspace */
+        char **exclude; /* NULL-terminated list of fnmatch(3) globs, never NULL */
+        unsigned line;  /* line of the section header */
+        unsigned path_line;
+};
+
+struct config {
+        char *file; /* the path it was loaded from */
+
+        struct {
+                char *name;       /* [A-Za-z0-9._-]{1,64}, not "." or ".." */
+                char *state;      /* absolute; upper layers, journal, broker state */
+                char *mountpoint; /* absolute; default <state>/mnt */
+        } workspace;
+
+        struct {
+                char *source; /* absolute; a git repository or a plain directory */
+                char *rev;    /* default "HEAD" */
+                char *path;   /* absolute path inside; default "/workspace" */
+        } repo;
+
+        struct {
+                char *path; /* absolute path inside; default "/home/agent" */
+                struct config_seed *seeds;
+                size_t n_seeds;
+                bool persist; /* keep home writes across unmount; default false */
+        } home;
+
+        struct config_mirror *mirrors;
+        size_t n_mirrors;
+
+        struct {
+                char *socket; /* absolute host path; default <state>/broker.sock */
+                char *policy; /* absolute host path; NULL: no broker */
+                char *dir;    /* keys, sealed secrets, audit log; default <state>/broker */
+        } broker;
+
+        struct {
+                uint64_t bytes;     /* bytes the agent may write; default 4 GiB */
+                uint64_t files;     /* inodes the agent may create; default 100000 */
+                uint64_t timeout;   /* seconds of wall clock for `run`; default 3600 */
+                uint64_t memory;    /* bytes of address space; default 4 GiB */
+                uint64_t processes; /* RLIMIT_NPROC; default 512 */
+                uint64_t cpu;       /* seconds of CPU (RLIMIT_CPU); default 3600 */
+                uint64_t tmp;       /* size of the /tmp tmpfs; default 512 MiB */
+                bool set_bytes, set_files, set_timeout, set_memory, set_processes;
+        } limits;
+
+        struct {
+                enum config_network mode;
+        } network;
+
+        struct {
+                char **env; /* NULL-terminated host variable names allowed in; never NULL */
+                char *user; /* the agent's user name; default "agent" */
+        } run;
+};
+
+/*
+ * Load and validate a config. On failure returns a negative errno and, if
+ * ret_error is not NULL, a malloc'd one-line message in the form
+ * "FILE:LINE: key 'x' in [section]: reason". ret is untouched on failure.
+ */
+int config_load(const char *path, struct config **ret, char **ret_error);
+void config_free(struct config *c);
+static inline void config_freep(struct config **c)
+{
+        config_free(*c);
+}
+#define _cleanup_config_ __attribute__((cleanup(config_freep)))
+
+/* "on"/"off" → bool etc.; exposed for the broker's policy parser. */
+int config_parse_bool(const char *v, bool *ret);
+/* "512", "4K", "10M", "4G", "1T" (binary units) → bytes. */
+int config_parse_size(const char *v, uint64_t *ret);
+/* "90", "90s", "15m", "2h", "1d" → seconds. */
+int config_parse_duration(const char *v, uint64_t *ret);
+/* Absolute, normalized (no "//", no trailing "/", no "." or ".." components). */
+bool config_path_is_clean_absolute(const char *p);
+
+/* Security lint. One line per finding, appended to *lines (NULL-terminated). */
+enum config_lint_level {
+        CONFIG_LINT_WARNING,
+};
+int config_lint(const struct config *c, const char *host_home, char ***ret_lines);
