@@ -148,8 +148,8 @@ static int section_parse(struct parse_state *st, const char *section)
         q++;
         if (n > CONFIG_NAME_MAX)
                 return config_error(st, st->reader->line,
-                                    "section [%s]: mirror name longer than %d characters",
-                                    section, CONFIG_NAME_MAX);
+                                    "section [%s]: mirror name longer than %d characters", section,
+                                    CONFIG_NAME_MAX);
         for (size_t i = 0; i < n; i++)
                 if (!isalnum((unsigned char)q[i]) && !strchr("._-", q[i]))
                         return config_error(st, st->reader->line,
@@ -166,8 +166,7 @@ static int section_parse(struct parse_state *st, const char *section)
                 return config_error(st, st->reader->line, "too many mirrors (at most %d)",
                                     CONFIG_MAX_MIRRORS);
 
-        struct config_mirror *m = realloc(st->cfg->mirrors,
-                                          (st->cfg->n_mirrors + 1) * sizeof(*m));
+        struct config_mirror *m = realloc(st->cfg->mirrors, (st->cfg->n_mirrors + 1) * sizeof(*m));
         if (!m)
                 return config_error(st, 0, "out of memory");
         st->cfg->mirrors = m;
@@ -190,8 +189,7 @@ static int handler(void *user, const char *section, const char *name, const char
         if (st->error)
                 return 0;
         if (section[0] == '\0')
-                return config_error(st, st->reader->line,
-                                    "key '%s' outside of any section", name);
+                return config_error(st, st->reader->line, "key '%s' outside of any section", name);
         return config_key_apply(st, section, name, value);
 }
 

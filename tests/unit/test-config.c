@@ -104,20 +104,20 @@ END_TEST
 
 START_TEST(every_key_is_parsed)
 {
-        _cleanup_config_ struct config *c = load_ok(
-                "; a comment\n"
-                "[workspace]\nname = my-ws.1\nstate = /srv/st\nmountpoint = /srv/mnt\n"
-                "[repo]\nsource = /srv/src\nrev = v1.2^{commit}\npath = /src\n"
-                "[home]\npath = /home/bot\npersist = yes\n"
-                "seed = /etc/skel/.bashrc\nseed = /srv/gitconfig -> .config/git/config\n"
-                "[mirror \"cache\"]\nsource = /var/cache/apt\npath = /var/cache/apt\n"
-                "exclude = *.lock, partial\nexclude = lock\n"
-                "[mirror \"docs\"]\nsource = /usr/share/doc\npath = /opt/doc\n"
-                "[broker]\nsocket = /run/b.sock\npolicy = /srv/policy.ini\ndir = /srv/b\n"
-                "[limits]\nbytes = 10G\nfiles = 2000\ntimeout = 15m\nmemory = 512M\n"
-                "processes = 64\ncpu = 2h\ntmp = 64M\n"
-                "[network]\nmode = host\n"
-                "[run]\nenv = TERM, LANG\nenv = TZ\nuser = bot\n");
+        _cleanup_config_ struct config *c =
+                load_ok("; a comment\n"
+                        "[workspace]\nname = my-ws.1\nstate = /srv/st\nmountpoint = /srv/mnt\n"
+                        "[repo]\nsource = /srv/src\nrev = v1.2^{commit}\npath = /src\n"
+                        "[home]\npath = /home/bot\npersist = yes\n"
+                        "seed = /etc/skel/.bashrc\nseed = /srv/gitconfig -> .config/git/config\n"
+                        "[mirror \"cache\"]\nsource = /var/cache/apt\npath = /var/cache/apt\n"
+                        "exclude = *.lock, partial\nexclude = lock\n"
+                        "[mirror \"docs\"]\nsource = /usr/share/doc\npath = /opt/doc\n"
+                        "[broker]\nsocket = /run/b.sock\npolicy = /srv/policy.ini\ndir = /srv/b\n"
+                        "[limits]\nbytes = 10G\nfiles = 2000\ntimeout = 15m\nmemory = 512M\n"
+                        "processes = 64\ncpu = 2h\ntmp = 64M\n"
+                        "[network]\nmode = host\n"
+                        "[run]\nenv = TERM, LANG\nenv = TZ\nuser = bot\n");
 
         ck_assert_str_eq(c->workspace.name, "my-ws.1");
         ck_assert_str_eq(c->workspace.mountpoint, "/srv/mnt");
@@ -447,8 +447,7 @@ START_TEST(too_many_mirrors_are_refused)
 
         fputs(HEAD, f);
         for (int i = 0; i <= CONFIG_MAX_MIRRORS; i++)
-                fprintf(f, "[mirror \"m%d\"]\nsource = /usr/share/m%d\npath = /opt/m%d\n", i, i,
-                        i);
+                fprintf(f, "[mirror \"m%d\"]\nsource = /usr/share/m%d\npath = /opt/m%d\n", i, i, i);
         fclose(f);
         FAILS(text, ":198: too many mirrors (at most 64)");
         free(text);
