@@ -256,6 +256,10 @@ int review_changes_load(review *r, struct review_change **ret, size_t *ret_n)
         int fd, k = 0;
         ssize_t len;
 
+        /* Loaded afresh each time: the view may have changed (discard). */
+        for (size_t i = 0; i < r->n_home_paths; i++)
+                free(r->home_paths[i]);
+        r->n_home_paths = 0;
         fd = open(r->o.changes, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return review_fail(r, negative_errno(), "'%s': %m", r->o.changes);

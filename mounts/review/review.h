@@ -115,7 +115,8 @@ int review_agent_commits(review *r, git_oid **ret, size_t *ret_n);
 int review_mbox(review *r, const git_oid *commits, size_t n, FILE *out);
 
 /*
- * Discard: empty the upper layer of the repo and the journal's changes in an
- * UNMOUNTED state directory. See docs/cloister-export.md.
+ * Reset the workspace's files to the base revision, through the view: added
+ * paths are removed, deleted and modified ones rewritten from the base. The
+ * workspace's .git is left alone. See docs/cloister-export.md.
  */
-int review_discard_state(const char *state_dir, char **ret_error);
+int review_discard(review *r);

@@ -164,6 +164,14 @@ static bool is_dir(const char *rel)
         return lstat(p, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+static bool exists(const char *rel)
+{
+        char p[512];
+        struct stat st;
+        snprintf(p, sizeof(p), "%s/%s", view, rel);
+        return lstat(p, &st) == 0;
+}
+
 static const char *const names[] = {"a", "b c", "\xc3\xa9t\xc3\xa9", "d.bin", "e-f", "x y z"};
 
 static void random_edit(unsigned *seed)
@@ -185,7 +193,7 @@ static void random_edit(unsigned *seed)
                         buf[i] = binary ? (char)rand_r(seed) : "abc \n"[rand_r(seed) % 5];
                 snprintf(rel2, sizeof(rel2), "%s%s%s", is_dir(rel) ? rel : "n", "/",
                          names[rand_r(seed) % ELEMENTSOF(names)]);
-                if (!is_dir(rel) && rand_r(seed) % 2)
+                if (!is_dir(rel) && (rand_r(seed) % 2 || !(is_dir("n") || !exists("n"))))
                         snprintf(rel2, sizeof(rel2), "%s", names[rand_r(seed) % ELEMENTSOF(names)]);
                 if (is_dir(rel2))
                         return;
@@ -509,6 +517,62 @@ START_TEST(stat_and_name_status_agree_with_git)
 }
 END_TEST
 
+/* Discard must leave the view equal to a clean checkout of the base. */
+static void discard_and_compare(void)
+{
+        review *r = review_new(true, true);
+        ck_assert_msg(review_discard(r) == 0, "%s", review_error(r));
+        review_free(r);
+        ck_assert_int_eq(fx_sh("git clone -q src fresh && printf '' > empty.patch"), 0);
+        ck_assert_int_eq(fx_sh("rm -rf viewc freshc && cp -a view viewc && cp -a fresh freshc && "
+                               "find viewc freshc -depth -type d -empty -delete; "
+                               "diff -r --no-dereference -x .git viewc freshc"),
+                         0);
+}
+
+START_TEST(discard_resets_corner_cases_to_the_base)
+{
+        corner_edits();
+        ck_assert_int_eq(fx_sh("mkfifo view/a-fifo && mkdir view/empty-dir"), 0);
+        fx_touch("a-fifo", false);
+        fx_touch("empty-dir", false);
+        fx_changes_write();
+        discard_and_compare();
+        ck_assert_int_eq(fx_sh("test ! -e view/a-fifo && test ! -e view/empty-dir && "
+                               "test -x view/run.sh && test ! -x view/mode.txt && "
+                               "test \"$(readlink view/link)\" = a.txt"),
+                         0);
+        /* The agent's .git is left alone. */
+        ck_assert_int_eq(fx_sh("test -f view/.git/agent-note"), 0);
+}
+END_TEST
+
+START_TEST(discard_resets_randomized_edits_to_the_base)
+{
+        unsigned seed = 2000 + (unsigned)_i;
+
+        for (int i = 0; i < 40; i++)
+                random_edit(&seed);
+        fx_changes_write();
+        discard_and_compare();
+}
+END_TEST
+
+START_TEST(discard_removes_agent_symlinks_without_following_them)
+{
+        /* The agent swaps a directory for a symlink to a host directory with a canary. */
+        ck_assert_int_eq(fx_sh("mkdir canary && printf keep > canary/dir-x && "
+                               "rm -r view/dir && ln -s ../canary view/dir"),
+                         0);
+        fx_touch("dir", false);
+        fx_changes_write();
+        discard_and_compare();
+        ck_assert_int_eq(fx_sh("test \"$(cat canary/dir-x)\" = keep && test ! -L view/dir && "
+                               "test -f view/dir/x"),
+                         0);
+}
+END_TEST
+
 START_TEST(bad_base_revision_is_a_clear_error)
 {
         struct review_options o = {
@@ -544,6 +608,9 @@ int main(void)
         tcase_add_test(tc, symlinked_directory_in_the_changes_list_is_not_followed);
         tcase_add_test(tc, home_changes_are_listed_with_sizes_and_kept_out_of_the_patch);
         tcase_add_test(tc, stat_and_name_status_agree_with_git);
+        tcase_add_test(tc, discard_resets_corner_cases_to_the_base);
+        tcase_add_loop_test(tc, discard_resets_randomized_edits_to_the_base, 0, 4);
+        tcase_add_test(tc, discard_removes_agent_symlinks_without_following_them);
         tcase_add_test(tc, bad_base_revision_is_a_clear_error);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
