@@ -53,11 +53,9 @@ static int attrs_read(char **ret_host)
         return 0;
 }
 
-static int quit(const char *fmt, const char *arg)
+static int quit(const char *what, const char *why)
 {
-        fprintf(stderr, "git-credential-cloister: ");
-        fprintf(stderr, fmt, arg);
-        fprintf(stderr, "\n");
+        fprintf(stderr, "git-credential-cloister: %s%s\n", what, why);
         printf("quit=1\n");
         return fflush(stdout) == 0 ? 0 : 1;
 }
@@ -95,9 +93,9 @@ int main(int argc, char **argv)
         if (!streq(op, "get"))
                 return 0; /* store, erase, and any future verb: nothing to do */
         if (!socket || !*socket)
-                return quit("%s", "no broker: CLOISTER_BROKER is not set");
+                return quit("no broker: ", "CLOISTER_BROKER is not set");
         if (!scope && !host)
-                return quit("%s", "git gave no host");
+                return quit("git gave no host", "");
         req = json_pack("{s:s, s:s}", "op", "issue", scope ? "scope" : "host",
                         scope ? scope : host);
         if (!req)
@@ -105,10 +103,10 @@ int main(int argc, char **argv)
         r = broker_client_request(socket, req, &resp, &error);
         json_decref(req);
         if (r < 0)
-                return quit("%s", error ? error : "cannot reach the broker");
+                return quit("", error ? error : "cannot reach the broker");
         token = json_string_value(json_object_get(resp, "token"));
         if (!json_is_true(json_object_get(resp, "ok")) || !token) {
-                r = quit("broker refused: %s",
+                r = quit("broker refused: ",
                          json_string_value(json_object_get(resp, "message")) ?: "no token");
                 json_decref(resp);
                 return r;
