@@ -231,8 +231,8 @@ int broker_audit_open(int dirfd, const char *dir, broker_audit_replay_fn replay,
         FILE *f;
         int r, dup_fd;
 
-        fd = openat(dirfd, BROKER_AUDIT_FILE,
-                    O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        fd = openat(dirfd, BROKER_AUDIT_FILE, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+                    0600);
         if (fd < 0) {
                 r = negative_errno();
                 if (asprintf(ret_error, "%s/%s: cannot open: %s", dir, BROKER_AUDIT_FILE,
@@ -240,8 +240,7 @@ int broker_audit_open(int dirfd, const char *dir, broker_audit_replay_fn replay,
                         *ret_error = NULL;
                 return r;
         }
-        head_fd = openat(dirfd, BROKER_AUDIT_HEAD, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-                         0600);
+        head_fd = openat(dirfd, BROKER_AUDIT_HEAD, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (head_fd < 0) {
                 r = negative_errno();
                 if (asprintf(ret_error, "%s/%s: cannot open: %s", dir, BROKER_AUDIT_HEAD,

@@ -14,8 +14,8 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#define BROKER_AUDIT_FILE "audit.jsonl"
-#define BROKER_AUDIT_HEAD "audit.head"
+#define BROKER_AUDIT_FILE     "audit.jsonl"
+#define BROKER_AUDIT_HEAD     "audit.head"
 #define BROKER_AUDIT_LINE_MAX (64 * 1024)
 
 typedef struct broker_audit broker_audit;

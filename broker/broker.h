@@ -15,9 +15,9 @@
 
 #include "config.h"
 
-#define BROKER_REQUEST_MAX   (16 * 1024)  /* bytes per request line */
-#define BROKER_CONNS_MAX     2048         /* all sockets together */
-#define BROKER_ADMIN_SOCKET  "admin.sock"
+#define BROKER_REQUEST_MAX  (16 * 1024) /* bytes per request line */
+#define BROKER_CONNS_MAX    2048        /* all sockets together */
+#define BROKER_ADMIN_SOCKET "admin.sock"
 
 typedef struct broker broker;
 

@@ -22,7 +22,7 @@
 #include "paseto.h"
 #include "util.h"
 
-#define KEY_FILE_MAX (16 * 1024)
+#define KEY_FILE_MAX  (16 * 1024)
 #define SECRET_PREFIX "k4.secret."
 #define PUBLIC_PREFIX "k4.public."
 
@@ -31,7 +31,8 @@ struct broker_keyring {
         size_t n;
 };
 
-static int errorf(char **ret_error, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int errorf(char **ret_error, int r, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
 static int errorf(char **ret_error, int r, const char *fmt, ...)
 {
         va_list ap;
@@ -180,16 +181,16 @@ static int keyring_parse_secret(broker_keyring *kr, char *text, const char *path
                                       path, line);
                 sp = strchr(l, ' ');
                 if (!sp)
-                        return errorf(ret_error, -EINVAL, "%s:%u: missing creation time",
-                                      path, line);
+                        return errorf(ret_error, -EINVAL, "%s:%u: missing creation time", path,
+                                      line);
                 tl = (size_t)(sp - l) - strlen(SECRET_PREFIX);
                 r = broker_b64_decode(l + strlen(SECRET_PREFIX), tl, &sk, &sk_len);
                 if (r < 0 || sk_len != crypto_sign_SECRETKEYBYTES) {
                         if (sk)
                                 sodium_memzero(sk, sk_len);
                         free(sk);
-                        return errorf(ret_error, -EINVAL, "%s:%u: malformed secret key",
-                                      path, line);
+                        return errorf(ret_error, -EINVAL, "%s:%u: malformed secret key", path,
+                                      line);
                 }
                 errno = 0;
                 created = strtoll(sp + 1, &end, 10);
@@ -336,8 +337,8 @@ static int keyring_open_checked(int dirfd, const char *dir, int *ret_fd, char **
                               "make a new key",
                               dir, BROKER_KEY_FILE, (unsigned)(sb.st_mode & 07777));
         if (sb.st_uid != geteuid())
-                return errorf(ret_error, -EPERM, "%s/%s: key file is owned by uid %u, not %u",
-                              dir, BROKER_KEY_FILE, (unsigned)sb.st_uid, (unsigned)geteuid());
+                return errorf(ret_error, -EPERM, "%s/%s: key file is owned by uid %u, not %u", dir,
+                              BROKER_KEY_FILE, (unsigned)sb.st_uid, (unsigned)geteuid());
         *ret_fd = TAKE_FD(fd);
         return 0;
 }
@@ -382,8 +383,7 @@ int broker_keyring_load(int dirfd, const char *dir, bool create, broker_keyring 
         return 0;
 }
 
-int broker_keyring_rotate(int dirfd, const char *dir, int64_t now, int64_t keep,
-                          char **ret_error)
+int broker_keyring_rotate(int dirfd, const char *dir, int64_t now, int64_t keep, char **ret_error)
 {
         _cleanup_(keyring_freep) broker_keyring *kr = NULL, *next = NULL;
         char path[4096];
@@ -445,9 +445,10 @@ static int keyring_parse_public_into(broker_keyring *kr, const char *text, const
                 if (ll > 0 && l[ll - 1] == '\r')
                         ll--;
                 if (ll > 0 && l[0] != '#') {
-                        if (ll <= strlen(PUBLIC_PREFIX) || strncmp(l, PUBLIC_PREFIX, strlen(PUBLIC_PREFIX)) != 0)
-                                return errorf(ret_error, -EINVAL,
-                                              "%s:%u: expected 'k4.public.KEY'", what, line);
+                        if (ll <= strlen(PUBLIC_PREFIX) ||
+                            strncmp(l, PUBLIC_PREFIX, strlen(PUBLIC_PREFIX)) != 0)
+                                return errorf(ret_error, -EINVAL, "%s:%u: expected 'k4.public.KEY'",
+                                              what, line);
                         r = broker_b64_decode(l + strlen(PUBLIC_PREFIX), ll - strlen(PUBLIC_PREFIX),
                                               &pk, &pk_len);
                         if (r < 0 || pk_len != 32)

@@ -20,17 +20,17 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BROKER_KID_MAX       64
-#define BROKER_KEYS_MAX      32
-#define BROKER_KEY_FILE      "signing.keys"
-#define BROKER_PUBLIC_FILE   "public.paserk"
+#define BROKER_KID_MAX     64
+#define BROKER_KEYS_MAX    32
+#define BROKER_KEY_FILE    "signing.keys"
+#define BROKER_PUBLIC_FILE "public.paserk"
 
 struct broker_key {
-        char kid[BROKER_KID_MAX];  /* k4.pid.… */
+        char kid[BROKER_KID_MAX]; /* k4.pid.… */
         unsigned char pk[32];
-        unsigned char *sk;         /* sodium_malloc'd 64 bytes, NULL for public-only */
+        unsigned char *sk; /* sodium_malloc'd 64 bytes, NULL for public-only */
         int64_t created;
-        int64_t retired;           /* 0: the current signing key */
+        int64_t retired; /* 0: the current signing key */
 };
 
 typedef struct broker_keyring broker_keyring;
@@ -52,8 +52,7 @@ void broker_keyring_free(broker_keyring *kr);
  * Retire the current key and add a new one; drop keys retired more than
  * keep seconds ago. Rewrites the key file and the public file atomically.
  */
-int broker_keyring_rotate(int dirfd, const char *dir, int64_t now, int64_t keep,
-                          char **ret_error);
+int broker_keyring_rotate(int dirfd, const char *dir, int64_t now, int64_t keep, char **ret_error);
 /* Write the public file of kr into dirfd (atomically), leaving out keys retired
  * more than keep seconds before now. */
 int broker_keyring_publish(const broker_keyring *kr, int dirfd, int64_t now, int64_t keep);

@@ -16,10 +16,10 @@
 #include "paseto.h"
 #include "util.h"
 
-#define LOCAL_NONCE  32
-#define LOCAL_TAG    32
-#define PUBLIC_SIG   crypto_sign_BYTES
-#define ENC_KEY_INFO "paseto-encryption-key"
+#define LOCAL_NONCE   32
+#define LOCAL_TAG     32
+#define PUBLIC_SIG    crypto_sign_BYTES
+#define ENC_KEY_INFO  "paseto-encryption-key"
 #define AUTH_KEY_INFO "paseto-auth-key-for-aead"
 
 int broker_b64_encode(const void *data, size_t len, char **ret)
@@ -224,8 +224,7 @@ int broker_paseto_sign(const unsigned char sk[64], const void *msg, size_t msg_l
 }
 
 int broker_paseto_verify(const unsigned char pk[32], const char *token, const char *expected_footer,
-                         const void *implicit, size_t implicit_len, char **ret_msg,
-                         size_t *ret_len)
+                         const void *implicit, size_t implicit_len, char **ret_msg, size_t *ret_len)
 {
         const char *h = BROKER_PASETO_PUBLIC_HEADER;
         _cleanup_free_ unsigned char *m2 = NULL;
@@ -315,9 +314,9 @@ static int local_tag(const unsigned char *ak, const unsigned char *nonce, const 
         return 0;
 }
 
-int broker_paseto_encrypt(const unsigned char key[32], const unsigned char *nonce,
-                          const void *msg, size_t msg_len, const char *footer,
-                          const void *implicit, size_t implicit_len, char **ret_token)
+int broker_paseto_encrypt(const unsigned char key[32], const unsigned char *nonce, const void *msg,
+                          size_t msg_len, const char *footer, const void *implicit,
+                          size_t implicit_len, char **ret_token)
 {
         unsigned char *keys = NULL, *body = NULL;
         size_t body_len = LOCAL_NONCE + msg_len + LOCAL_TAG;
@@ -352,9 +351,9 @@ out:
         return r;
 }
 
-int broker_paseto_decrypt(const unsigned char key[32], const char *token, const char *expected_footer,
-                          const void *implicit, size_t implicit_len, unsigned char **ret_msg,
-                          size_t *ret_len)
+int broker_paseto_decrypt(const unsigned char key[32], const char *token,
+                          const char *expected_footer, const void *implicit, size_t implicit_len,
+                          unsigned char **ret_msg, size_t *ret_len)
 {
         unsigned char *keys = NULL, *msg = NULL, tag[LOCAL_TAG];
         struct parts p;

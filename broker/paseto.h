@@ -40,13 +40,12 @@ int broker_paseto_sign(const unsigned char sk[64], const void *msg, size_t msg_l
  */
 __attribute__((warn_unused_result)) int
 broker_paseto_verify(const unsigned char pk[32], const char *token, const char *expected_footer,
-                     const void *implicit, size_t implicit_len, char **ret_msg,
-                     size_t *ret_len);
+                     const void *implicit, size_t implicit_len, char **ret_msg, size_t *ret_len);
 
 /* v4.local: nonce NULL draws 32 random bytes (only tests pass one). */
-int broker_paseto_encrypt(const unsigned char key[32], const unsigned char *nonce,
-                          const void *msg, size_t msg_len, const char *footer,
-                          const void *implicit, size_t implicit_len, char **ret_token);
+int broker_paseto_encrypt(const unsigned char key[32], const unsigned char *nonce, const void *msg,
+                          size_t msg_len, const char *footer, const void *implicit,
+                          size_t implicit_len, char **ret_token);
 /* ret_msg is sodium_malloc'd (it is a secret): free it with sodium_free(). */
 __attribute__((warn_unused_result)) int
 broker_paseto_decrypt(const unsigned char key[32], const char *token, const char *expected_footer,

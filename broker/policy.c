@@ -188,8 +188,8 @@ static int list_value(struct state *st, const char *name, char ***dst, const cha
                 return perror_at(st, 0, "out of memory");
         for (char **s = *dst; names && *s; s++)
                 if (!streq(*s, "*") && !broker_name_is_valid(*s))
-                        return KEYERR("'%s' is not a valid name ([A-Za-z0-9._-], at most %d)",
-                                      *s, BROKER_NAME_MAX);
+                        return KEYERR("'%s' is not a valid name ([A-Za-z0-9._-], at most %d)", *s,
+                                      BROKER_NAME_MAX);
         return 1;
 }
 
@@ -331,8 +331,7 @@ static int handler(void *user, const char *section, const char *name, const char
                 if (!st->section)
                         return perror_at(st, 0, "out of memory");
                 if (!*section)
-                        return perror_at(st, st->rd.line, "key '%s' outside of any section",
-                                         name);
+                        return perror_at(st, st->rd.line, "key '%s' outside of any section", name);
                 if (!section_begin(st, section))
                         return 0;
         }

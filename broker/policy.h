@@ -33,8 +33,8 @@ struct broker_scope {
 
 struct broker_policy {
         char *file;
-        char *issuer;       /* iss claim; default "cloister" */
-        uid_t *redeemers;   /* uids allowed to redeem on the admin socket */
+        char *issuer;     /* iss claim; default "cloister" */
+        uid_t *redeemers; /* uids allowed to redeem on the admin socket */
         size_t n_redeemers;
         uint64_t connections; /* concurrent connections per agent socket */
         uint64_t rate;        /* requests per second per workspace (burst: 2x) */

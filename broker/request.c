@@ -78,7 +78,7 @@ static const char *unknown_field(json_t *req, const char *const *allowed)
         const char *k;
         json_t *v;
 
-        json_object_foreach(req, k, v) {
+        json_object_foreach (req, k, v) {
                 bool ok = streq(k, "op") || streq(k, "id");
                 for (size_t i = 0; allowed[i] && !ok; i++)
                         ok = streq(k, allowed[i]);
@@ -133,8 +133,9 @@ static json_t *do_issue(struct ws *ws, const struct peer *peer, json_t *req, int
         if ((bad = unknown_field(req, allowed)))
                 return broker_response_error("malformed", "issue: unknown field '%.64s'", bad);
         if (field_string(req, "scope", BROKER_NAME_MAX, &scope) < 0)
-                return broker_response_error("malformed", "issue: 'scope' must be a name of "
-                                                          "at most %d characters",
+                return broker_response_error("malformed",
+                                             "issue: 'scope' must be a name of "
+                                             "at most %d characters",
                                              BROKER_NAME_MAX);
         if (field_string(req, "host", 253, &host) < 0)
                 return broker_response_error("malformed",
@@ -150,14 +151,14 @@ static json_t *do_issue(struct ws *ws, const struct peer *peer, json_t *req, int
                                              "seconds");
         snprintf(what, sizeof(what), "issue %s '%s'", scope ? "scope" : "host",
                  scope ? scope : host);
-        sc = scope ? broker_policy_scope(p, scope) : broker_policy_scope_for_host(p, host, ws->name);
+        sc = scope ? broker_policy_scope(p, scope)
+                   : broker_policy_scope_for_host(p, host, ws->name);
         if (!sc || !broker_scope_allows(sc, ws->name))
                 return refuse(ws, peer, now, what, "denied",
                               scope ? "scope not granted to this workspace"
                                     : "no scope for this host is granted to this workspace");
-        if (!peer->admin &&
-            !broker_bucket_take(&ws->issues, (double)p->issue_rate / 60.0, (double)p->issue_rate,
-                                now_ms()))
+        if (!peer->admin && !broker_bucket_take(&ws->issues, (double)p->issue_rate / 60.0,
+                                                (double)p->issue_rate, now_ms()))
                 return refuse(ws, peer, now, what, "rate_limited",
                               "too many tokens issued in the last minute (issue_rate)");
         if (ws->issued >= p->issue_total)
@@ -178,9 +179,14 @@ static json_t *do_issue(struct ws *ws, const struct peer *peer, json_t *req, int
         randombytes_buf(rnd, sizeof(rnd));
         sodium_bin2base64(jti, sizeof(jti), rnd, sizeof(rnd),
                           sodium_base64_VARIANT_URLSAFE_NO_PADDING);
-        c = (struct broker_claims){.iss = p->issuer, .sub = (char *)ws->name,
-                                   .aud = sc->audience, .scope = sc->name, .jti = jti,
-                                   .iat = now, .nbf = now, .exp = now + ttl};
+        c = (struct broker_claims){.iss = p->issuer,
+                                   .sub = (char *)ws->name,
+                                   .aud = sc->audience,
+                                   .scope = sc->name,
+                                   .jti = jti,
+                                   .iat = now,
+                                   .nbf = now,
+                                   .exp = now + ttl};
         claims = claims_json(&c);
         payload = claims ? json_dumps(claims, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
         r = broker_token_implicit(ws->name, &implicit);
@@ -214,10 +220,10 @@ static json_t *do_issue(struct ws *ws, const struct peer *peer, json_t *req, int
         ws->issued++;
         (void)broker_tokens_add(ws, jti, sc->name, c.exp, sc->max_uses);
         resp = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:I, s:s, s:O}", "ok", 1,
-                         "token", token, "jti", jti, "scope", sc->name, "aud", sc->audience,
-                         "sub", ws->name, "exp", (json_int_t)c.exp, "expires_at",
-                         json_string_value(json_object_get(claims, "exp")), "ttl",
-                         (json_int_t)ttl, "username", sc->username, "claims", claims);
+                         "token", token, "jti", jti, "scope", sc->name, "aud", sc->audience, "sub",
+                         ws->name, "exp", (json_int_t)c.exp, "expires_at",
+                         json_string_value(json_object_get(claims, "exp")), "ttl", (json_int_t)ttl,
+                         "username", sc->username, "claims", claims);
         if (resp && clamped) {
                 json_object_set_new(resp, "clamped", json_true());
                 json_object_set_new(resp, "requested_ttl", json_integer(requested));
@@ -240,8 +246,8 @@ static json_t *do_issue(struct ws *ws, const struct peer *peer, json_t *req, int
 static const char *token_state(struct ws *ws, const char *token, int64_t now,
                                struct broker_claims *c, struct token_rec **ret_rec)
 {
-        struct broker_verify_opts o = {.workspace = ws->name, .now = now,
-                                       .skew = BROKER_SKEW_DEFAULT};
+        struct broker_verify_opts o = {
+                .workspace = ws->name, .now = now, .skew = BROKER_SKEW_DEFAULT};
         static char reason[200];
         struct token_rec *t;
         int r;
@@ -271,8 +277,7 @@ static json_t *do_introspect(struct ws *ws, const struct peer *peer, json_t *req
         int r;
 
         if ((bad = unknown_field(req, allowed)))
-                return broker_response_error("malformed", "introspect: unknown field '%.64s'",
-                                             bad);
+                return broker_response_error("malformed", "introspect: unknown field '%.64s'", bad);
         if (field_string(req, "token", BROKER_PASETO_MAX_TOKEN, &token) <= 0)
                 return broker_response_error("malformed", "introspect: 'token' must be a token");
         why = token_state(ws, token, now, &c, &t);
@@ -280,8 +285,7 @@ static json_t *do_introspect(struct ws *ws, const struct peer *peer, json_t *req
         bool used = peer->admin && !why;
         r = broker_audit_event(ws,
                                json_pack("{s:s, s:s?, s:b, s:s?, s:b}", "event", "introspect",
-                                         "jti", c.jti, "active", !why, "reason", why, "used",
-                                         used),
+                                         "jti", c.jti, "active", !why, "reason", why, "used", used),
                                peer, now);
         if (r < 0 && used) {
                 broker_claims_done(&c);
@@ -357,8 +361,8 @@ static json_t *do_pubkey(struct ws *ws, json_t *req)
                 nl = strchr(l, '\n');
                 json_array_append_new(keys, json_stringn(l, nl ? (size_t)(nl - l) : strlen(l)));
         }
-        return json_pack("{s:b, s:s, s:o, s:s, s:s}", "ok", 1, "workspace", ws->name, "keys",
-                         keys, "kid", cur ? cur->kid : "", "implicit_assertion", implicit);
+        return json_pack("{s:b, s:s, s:o, s:s, s:s}", "ok", 1, "workspace", ws->name, "keys", keys,
+                         "kid", cur ? cur->kid : "", "implicit_assertion", implicit);
 }
 
 static json_t *do_redeem(struct ws *ws, const struct peer *peer, json_t *req, int64_t now)
@@ -431,8 +435,8 @@ static json_t *do_reload_keys(struct ws *ws, json_t *req, int64_t now)
         return json_pack("{s:b, s:s}", "ok", 1, "kid", broker_keyring_current(kr)->kid);
 }
 
-json_t *broker_request_handle(struct ws *ws, const struct peer *peer, const char *line,
-                              size_t len, int64_t now)
+json_t *broker_request_handle(struct ws *ws, const struct peer *peer, const char *line, size_t len,
+                              int64_t now)
 {
         json_error_t err;
         json_t *req, *resp = NULL, *id;
@@ -451,8 +455,8 @@ json_t *broker_request_handle(struct ws *ws, const struct peer *peer, const char
                 return broker_response_error("malformed", "a request is a JSON object");
         }
         id = json_object_get(req, "id");
-        if (id && !(json_is_integer(id) ||
-                    (json_is_string(id) && json_string_length(id) <= ID_MAX))) {
+        if (id &&
+            !(json_is_integer(id) || (json_is_string(id) && json_string_length(id) <= ID_MAX))) {
                 json_decref(req);
                 return broker_response_error("malformed", "'id' must be a number or a short "
                                                           "string");

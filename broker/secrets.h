@@ -12,9 +12,9 @@
 
 #include <stddef.h>
 
-#define BROKER_SECRET_MAX (64 * 1024)
+#define BROKER_SECRET_MAX      (64 * 1024)
 #define BROKER_SECRET_KEY_FILE "secrets.key"
-#define BROKER_SECRETS_DIR "secrets"
+#define BROKER_SECRETS_DIR     "secrets"
 
 /* Seal data under name (replacing it). */
 int broker_secret_store(int dirfd, const char *name, const unsigned char *data, size_t len);

@@ -71,8 +71,8 @@ int broker_tokens_replay(void *userdata, json_t *entry);
 bool broker_bucket_take(struct bucket *b, double per_second, double burst, int64_t now_ms);
 
 /* request.c: handle one request line; always returns a response object. */
-json_t *broker_request_handle(struct ws *ws, const struct peer *peer, const char *line,
-                              size_t len, int64_t now);
+json_t *broker_request_handle(struct ws *ws, const struct peer *peer, const char *line, size_t len,
+                              int64_t now);
 json_t *broker_response_error(const char *code, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
 int broker_audit_event(struct ws *ws, json_t *entry, const struct peer *peer, int64_t now);

@@ -142,7 +142,8 @@ void broker_free(broker *b)
         free(b);
 }
 
-static int errorf(char **ret_error, int r, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int errorf(char **ret_error, int r, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
 static int errorf(char **ret_error, int r, const char *fmt, ...)
 {
         va_list ap;
@@ -162,9 +163,8 @@ static int socket_listen(const char *path, mode_t mode, int *ret_fd, char **ret_
         struct stat sb;
 
         if (strlen(path) >= sizeof(sa.sun_path))
-                return errorf(ret_error, -ENAMETOOLONG,
-                              "%s: socket path longer than %zu bytes", path,
-                              sizeof(sa.sun_path) - 1);
+                return errorf(ret_error, -ENAMETOOLONG, "%s: socket path longer than %zu bytes",
+                              path, sizeof(sa.sun_path) - 1);
         strcpy(sa.sun_path, path);
         if (lstat(path, &sb) == 0) {
                 _cleanup_close_ int probe = -1;
@@ -176,8 +176,10 @@ static int socket_listen(const char *path, mode_t mode, int *ret_fd, char **ret_
                         return errorf(ret_error, -EADDRINUSE,
                                       "%s: another broker is serving this socket", path);
                 if (unlink(path) < 0)
-                        return errorf(ret_error, negative_errno(), "%s: cannot remove stale "
-                                      "socket: %m", path);
+                        return errorf(ret_error, negative_errno(),
+                                      "%s: cannot remove stale "
+                                      "socket: %m",
+                                      path);
         }
         fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
@@ -194,20 +196,35 @@ static int socket_listen(const char *path, mode_t mode, int *ret_fd, char **ret_
         return 0;
 }
 
+/* mkdir -p with mode 0700 for what we create (the workspace state may not exist yet). */
+static int mkdir_parents(const char *path)
+{
+        _cleanup_free_ char *p = strdup(path);
+
+        if (!p)
+                return -ENOMEM;
+        for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
+                *s = '\0';
+                if (mkdir(p, 0700) < 0 && errno != EEXIST)
+                        return negative_errno();
+                *s = '/';
+        }
+        return 0;
+}
+
 static int mkdir_private(const char *dir, char **ret_error)
 {
         struct stat sb;
 
-        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+        if (mkdir_parents(dir) < 0 || (mkdir(dir, 0700) < 0 && errno != EEXIST))
                 return errorf(ret_error, negative_errno(), "%s: cannot create: %m", dir);
         if (lstat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode))
                 return errorf(ret_error, -ENOTDIR, "%s: not a directory", dir);
         if (sb.st_uid != geteuid())
-                return errorf(ret_error, -EPERM, "%s: owned by uid %u, not by the broker's %u",
-                              dir, (unsigned)sb.st_uid, (unsigned)geteuid());
+                return errorf(ret_error, -EPERM, "%s: owned by uid %u, not by the broker's %u", dir,
+                              (unsigned)sb.st_uid, (unsigned)geteuid());
         if ((sb.st_mode & 077) && chmod(dir, 0700) < 0)
-                return errorf(ret_error, negative_errno(), "%s: cannot make it private: %m",
-                              dir);
+                return errorf(ret_error, negative_errno(), "%s: cannot make it private: %m", dir);
         return 0;
 }
 
@@ -218,8 +235,10 @@ int broker_add_workspace(broker *b, const struct config *cfg, char **ret_error)
 
         *ret_error = NULL;
         if (!cfg->broker.policy)
-                return errorf(ret_error, -EINVAL, "%s: no [broker] policy: this workspace has "
-                              "no broker", cfg->file);
+                return errorf(ret_error, -EINVAL,
+                              "%s: no [broker] policy: this workspace has "
+                              "no broker",
+                              cfg->file);
         if (b->n_ws >= WS_MAX)
                 return errorf(ret_error, -E2BIG, "at most %d workspaces per broker", WS_MAX);
         for (size_t i = 0; i < b->n_ws; i++) {
@@ -264,8 +283,7 @@ int broker_add_workspace(broker *b, const struct config *cfg, char **ret_error)
                        strerror(-r));
                 goto fail;
         }
-        r = broker_audit_open(ws->dirfd, ws->dir, broker_tokens_replay, ws, &ws->audit,
-                              ret_error);
+        r = broker_audit_open(ws->dirfd, ws->dir, broker_tokens_replay, ws, &ws->audit, ret_error);
         if (r < 0)
                 goto fail;
         if (asprintf(&ws->admin_path, "%s/%s", ws->dir, BROKER_ADMIN_SOCKET) < 0 ||
@@ -277,6 +295,11 @@ int broker_add_workspace(broker *b, const struct config *cfg, char **ret_error)
         if (r < 0) {
                 free(ws->admin_path);
                 ws->admin_path = NULL; /* not ours: never unlink it */
+                goto fail;
+        }
+        if (mkdir_parents(ws->agent_path) < 0) {
+                r = errorf(ret_error, negative_errno(), "%s: cannot create its directory: %m",
+                           ws->agent_path);
                 goto fail;
         }
         r = socket_listen(ws->agent_path, 0600, &ws->agent_fd, ret_error);
@@ -302,8 +325,7 @@ static int conn_accept(broker *b, struct ws *ws, bool admin)
         struct conn *c, **nc;
         int fd;
 
-        fd = accept4(admin ? ws->admin_fd : ws->agent_fd, NULL, NULL,
-                     SOCK_CLOEXEC | SOCK_NONBLOCK);
+        fd = accept4(admin ? ws->admin_fd : ws->agent_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0)
                 return errno == EAGAIN ? 0 : errno == ECONNABORTED ? 1 : negative_errno();
         /* Identity comes from the kernel, never from the request. */
@@ -332,8 +354,7 @@ static int conn_accept(broker *b, struct ws *ws, bool admin)
         }
         c->fd = fd;
         c->ws = ws;
-        c->peer = (struct peer){.admin = admin, .pid = cred.pid, .uid = cred.uid,
-                                .gid = cred.gid};
+        c->peer = (struct peer){.admin = admin, .pid = cred.pid, .uid = cred.uid, .gid = cred.gid};
         if (!admin)
                 ws->n_agent_conns++;
         b->conns[b->n_conns++] = c;
@@ -403,13 +424,13 @@ static void conn_process(struct conn *c)
                         if (len > 0 && c->in[len - 1] == '\r')
                                 len--;
                         if (len > 0)
-                                conn_respond(c, broker_request_handle(c->ws, &c->peer, c->in,
-                                                                      len, time(NULL)));
+                                conn_respond(c, broker_request_handle(c->ws, &c->peer, c->in, len,
+                                                                      time(NULL)));
                 } else if (c->in_len >= BROKER_REQUEST_MAX) {
-                        conn_respond(c, broker_response_error(
-                                                "too_large",
-                                                "request longer than %d bytes; discarded",
-                                                BROKER_REQUEST_MAX));
+                        conn_respond(
+                                c, broker_response_error("too_large",
+                                                         "request longer than %d bytes; discarded",
+                                                         BROKER_REQUEST_MAX));
                         c->discarding = true;
                         used = c->in_len;
                 } else {

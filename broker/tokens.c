@@ -101,17 +101,19 @@ int broker_tokens_replay(void *userdata, json_t *e)
 
                 exp = json_is_integer(x) ? json_integer_value(x) : 0;
                 if (scope && !t)
-                        (void)broker_tokens_add(ws, jti, scope, exp,
-                                                json_is_integer(max) ? (uint64_t)json_integer_value(max) : 0);
-        } else if ((streq(event, "release") || (streq(event, "introspect") &&
-                                                json_is_true(json_object_get(e, "used")))) &&
+                        (void)broker_tokens_add(
+                                ws, jti, scope, exp,
+                                json_is_integer(max) ? (uint64_t)json_integer_value(max) : 0);
+        } else if ((streq(event, "release") ||
+                    (streq(event, "introspect") && json_is_true(json_object_get(e, "used")))) &&
                    t) {
                 t->uses++;
         } else if (streq(event, "revoke")) {
                 if (t)
                         t->revoked = true;
                 else if (json_is_true(json_object_get(e, "all")))
-                        broker_tokens_revoke_all(ws, json_integer_value(json_object_get(e, "time")));
+                        broker_tokens_revoke_all(ws,
+                                                 json_integer_value(json_object_get(e, "time")));
         }
         return 0;
 }
@@ -123,7 +125,8 @@ bool broker_bucket_take(struct bucket *b, double per_second, double burst, int64
                 b->last_ms = now_ms;
         }
         if (now_ms > b->last_ms) {
-                b->level = MIN(burst, b->level + (double)(now_ms - b->last_ms) * per_second / 1000.0);
+                b->level =
+                        MIN(burst, b->level + (double)(now_ms - b->last_ms) * per_second / 1000.0);
                 b->last_ms = now_ms;
         }
         if (b->level < 1.0)

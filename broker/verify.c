@@ -87,9 +87,8 @@ int broker_time_parse(const char *s, int64_t *ret)
         time_t t;
 
         if (digits(&p, 4, &y) < 0 || *p++ != '-' || digits(&p, 2, &mo) < 0 || *p++ != '-' ||
-            digits(&p, 2, &d) < 0 || (*p != 'T' && *p != 't') || !*p++ ||
-            digits(&p, 2, &h) < 0 || *p++ != ':' || digits(&p, 2, &mi) < 0 || *p++ != ':' ||
-            digits(&p, 2, &sec) < 0)
+            digits(&p, 2, &d) < 0 || (*p != 'T' && *p != 't') || !*p++ || digits(&p, 2, &h) < 0 ||
+            *p++ != ':' || digits(&p, 2, &mi) < 0 || *p++ != ':' || digits(&p, 2, &sec) < 0)
                 return -EINVAL;
         if (*p == '.') {
                 p++;
@@ -186,8 +185,7 @@ int broker_token_verify(const broker_keyring *kr, const char *token,
         if (r == -ENOKEY)
                 return result(BROKER_VERIFY_MALFORMED, reason, rs, "footer has no 'kid'");
         if (r < 0)
-                return result(BROKER_VERIFY_MALFORMED, reason, rs,
-                              "malformed token (encoding)");
+                return result(BROKER_VERIFY_MALFORMED, reason, rs, "malformed token (encoding)");
         key = broker_keyring_find(kr, kid);
         if (!key)
                 return result(BROKER_VERIFY_UNKNOWN_KEY, reason, rs,
@@ -245,8 +243,7 @@ int broker_token_verify(const broker_keyring *kr, const char *token,
                 goto out;
         }
         if (o->now + o->skew < c.nbf || o->now + o->skew < c.iat) {
-                r = result(BROKER_VERIFY_NOT_YET_VALID, reason, rs,
-                           "not valid for another %lld s",
+                r = result(BROKER_VERIFY_NOT_YET_VALID, reason, rs, "not valid for another %lld s",
                            (long long)(MAX(c.nbf, c.iat) - o->now));
                 goto out;
         }

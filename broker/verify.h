@@ -55,10 +55,11 @@ void broker_claims_done(struct broker_claims *c);
  * (never the token). On BROKER_VERIFY_OK, claims (if not NULL) is filled;
  * free it with broker_claims_done().
  */
-__attribute__((warn_unused_result)) int
-broker_token_verify(const broker_keyring *kr, const char *token,
-                    const struct broker_verify_opts *opts, struct broker_claims *claims,
-                    char *reason, size_t reason_size);
+__attribute__((warn_unused_result)) int broker_token_verify(const broker_keyring *kr,
+                                                            const char *token,
+                                                            const struct broker_verify_opts *opts,
+                                                            struct broker_claims *claims,
+                                                            char *reason, size_t reason_size);
 
 /* The implicit assertion for a workspace, {"workspace":"NAME"}; malloc'd. */
 int broker_token_implicit(const char *workspace, char **ret);

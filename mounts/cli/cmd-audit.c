@@ -41,8 +41,7 @@ static int audit_run(int argc, char **argv)
                 return command_fail(&command_audit, 1, "%s: %s", path,
                                     reason ? reason : "tampered");
         if (r < 0)
-                return command_fail(&command_audit, 1, "%s: cannot read: %s", path,
-                                    strerror(-r));
+                return command_fail(&command_audit, 1, "%s: cannot read: %s", path, strerror(-r));
         printf("%s: %u entries, chain intact\n", path, lines);
         return 0;
 }

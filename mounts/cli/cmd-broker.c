@@ -38,8 +38,7 @@ static int rotate_key(int argc, char **argv)
         if (config_load(argv[1], &c, &error) < 0)
                 return command_fail(&command_broker, EXIT_USAGE, "%s", error);
         if (!c->broker.policy)
-                return command_fail(&command_broker, EXIT_USAGE, "%s: no [broker] policy",
-                                    argv[1]);
+                return command_fail(&command_broker, EXIT_USAGE, "%s: no [broker] policy", argv[1]);
         if (broker_policy_load(c->broker.policy, &p, &error) < 0)
                 return command_fail(&command_broker, EXIT_USAGE, "%s", error);
         /* Keep retired public keys as long as the longest token may live, plus skew. */

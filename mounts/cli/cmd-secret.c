@@ -116,8 +116,10 @@ static int secret_run(int argc, char **argv)
         if (r < 0)
                 return FAIL(1, "cannot disable core dumps: %s", strerror(-r));
         if ((streq(verb, "add") || streq(verb, "rm")) && (!name || !broker_name_is_valid(name)))
-                return FAIL(EXIT_USAGE, "%s: NAME must be [A-Za-z0-9._-], at most %d, not "
-                                        "starting with '.'", verb, BROKER_NAME_MAX);
+                return FAIL(EXIT_USAGE,
+                            "%s: NAME must be [A-Za-z0-9._-], at most %d, not "
+                            "starting with '.'",
+                            verb, BROKER_NAME_MAX);
         if (!streq(verb, "add") && !streq(verb, "rm") && !streq(verb, "list"))
                 return FAIL(EXIT_USAGE, "usage: cloister secret add|list|rm ... --config "
                                         "CONFIG");

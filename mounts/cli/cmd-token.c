@@ -85,8 +85,10 @@ static int args_parse(int argc, char **argv, struct args *a)
                 switch (opt) {
                 case OPT_TTL:
                         if (int_arg(optarg, 1, &a->ttl) < 0)
-                                return FAIL(EXIT_USAGE, "--ttl: '%s' is not a positive number "
-                                                        "of seconds", optarg);
+                                return FAIL(EXIT_USAGE,
+                                            "--ttl: '%s' is not a positive number "
+                                            "of seconds",
+                                            optarg);
                         break;
                 case OPT_SKEW:
                         if (int_arg(optarg, 0, &a->skew) < 0 || a->skew > 3600)
@@ -96,8 +98,10 @@ static int args_parse(int argc, char **argv, struct args *a)
                 case OPT_NOW:
                         if (int_arg(optarg, 0, &a->now) < 0 &&
                             broker_time_parse(optarg, &a->now) < 0)
-                                return FAIL(EXIT_USAGE, "--now: '%s' is neither Unix seconds "
-                                                        "nor an RFC 3339 time", optarg);
+                                return FAIL(EXIT_USAGE,
+                                            "--now: '%s' is neither Unix seconds "
+                                            "nor an RFC 3339 time",
+                                            optarg);
                         a->have_now = true;
                         break;
                 case OPT_JSON:
@@ -282,12 +286,12 @@ static int token_verify(struct args *a)
                 FILE *f = open_memstream(&text, &tl);
                 if (!f)
                         return FAIL(1, "out of memory");
-                json_array_foreach(json_object_get(resp, "keys"), i, k)
+                json_array_foreach (json_object_get(resp, "keys"), i, k)
                         fprintf(f, "%s\n", json_string_value(k) ?: "");
                 fclose(f);
                 if (!text || broker_keyring_parse_public(text, &kr, &error) < 0 ||
-                    !(ws_owned = strdup(
-                              json_string_value(json_object_get(resp, "workspace")) ?: ""))) {
+                    !(ws_owned = strdup(json_string_value(json_object_get(resp, "workspace"))
+                                                ?: ""))) {
                         json_decref(resp);
                         return FAIL(1, "bad pubkey response: %s", error ? error : "?");
                 }
@@ -301,17 +305,16 @@ static int token_verify(struct args *a)
         if (r < 0)
                 return FAIL(1, "%s", strerror(-r));
         if (a->json) {
-                json_t *j = json_pack("{s:b, s:i, s:s}", "valid", r == 0, "code", r, "reason",
-                                      reason);
+                json_t *j =
+                        json_pack("{s:b, s:i, s:s}", "valid", r == 0, "code", r, "reason", reason);
                 if (j && r == 0)
                         json_object_update_new(
-                                j, json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I}",
-                                             "iss", claims.iss, "sub", claims.sub, "aud",
-                                             claims.aud, "scope", claims.scope, "jti",
-                                             claims.jti, "kid", claims.kid, "iat",
-                                             (json_int_t)claims.iat, "nbf",
-                                             (json_int_t)claims.nbf, "exp",
-                                             (json_int_t)claims.exp));
+                                j,
+                                json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:I}", "iss",
+                                          claims.iss, "sub", claims.sub, "aud", claims.aud, "scope",
+                                          claims.scope, "jti", claims.jti, "kid", claims.kid, "iat",
+                                          (json_int_t)claims.iat, "nbf", (json_int_t)claims.nbf,
+                                          "exp", (json_int_t)claims.exp));
                 char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
                 if (s)
                         printf("%s\n", s);
@@ -406,8 +409,10 @@ static int token_run(int argc, char **argv)
                 return token_revoke(&a);
         if (streq(argv[1], "introspect"))
                 return token_introspect(&a);
-        return FAIL(EXIT_USAGE, "unknown subcommand '%s' (expected issue, verify, revoke or "
-                                "introspect)", argv[1]);
+        return FAIL(EXIT_USAGE,
+                    "unknown subcommand '%s' (expected issue, verify, revoke or "
+                    "introspect)",
+                    argv[1]);
 }
 
 const struct command command_token = {

@@ -24,8 +24,7 @@ static void hex(const char *h, unsigned char *out, size_t n)
 {
         size_t len = 0;
 
-        ck_assert_msg(h && sodium_hex2bin(out, n, h, strlen(h), NULL, &len, NULL) == 0 &&
-                              len == n,
+        ck_assert_msg(h && sodium_hex2bin(out, n, h, strlen(h), NULL, &len, NULL) == 0 && len == n,
                       "bad hex");
 }
 
@@ -70,8 +69,7 @@ START_TEST(official_v4_vector_passes)
                 size_t len = 0;
 
                 hex(str(t, "key"), key, sizeof(key));
-                r = broker_paseto_decrypt(key, token, footer ? footer : "", ia, ia_len, &msg,
-                                          &len);
+                r = broker_paseto_decrypt(key, token, footer ? footer : "", ia, ia_len, &msg, &len);
                 if (expect_fail) {
                         ck_assert_msg(r < 0, "%s: must fail, but decrypted", name);
                         return;
@@ -80,8 +78,8 @@ START_TEST(official_v4_vector_passes)
                 ck_assert_uint_eq(len, strlen(payload));
                 ck_assert_mem_eq(msg, payload, len);
                 hex(str(t, "nonce"), nonce, sizeof(nonce));
-                r = broker_paseto_encrypt(key, nonce, payload, strlen(payload), footer, ia,
-                                          ia_len, &again);
+                r = broker_paseto_encrypt(key, nonce, payload, strlen(payload), footer, ia, ia_len,
+                                          &again);
                 ck_assert_int_eq(r, 0);
                 ck_assert_str_eq(again, token);
                 sodium_free(msg);
@@ -96,7 +94,8 @@ START_TEST(all_seventeen_vectors_are_present_with_five_failures)
         size_t i, fails = 0;
 
         ck_assert_uint_eq(json_array_size(tests), 17);
-        json_array_foreach(tests, i, t) fails += json_is_true(json_object_get(t, "expect-fail"));
+        json_array_foreach (tests, i, t)
+                fails += json_is_true(json_object_get(t, "expect-fail"));
         ck_assert_uint_eq(fails, 5);
 }
 END_TEST
