@@ -74,3 +74,44 @@ make_checkout() {
         git -C "$repo" archive "$rev" | tar -x --warning=no-timestamp -C "$dir" || return 1
         find "$dir" -print0 | xargs -0 touch -h -d "@$t"
 }
+
+# worktree_files_opened_by DIR CMD...: run CMD under strace and print every
+# file below DIR it opened successfully that is neither in .git/, nor a
+# directory, nor a .gitignore: i.e. every file whose data git read.
+# Exits 77 without strace (or ptrace).
+worktree_files_opened_by() {
+        local dir=$1 log
+        shift
+        command -v strace >/dev/null || return 77
+        log=$(mktemp)
+        if ! strace -f -qq -e trace=open,openat,openat2 -o "$log" "$@" >/dev/null 2>&1; then
+                rm -f "$log"
+                return 77
+        fi
+        awk -v dir="$dir" '
+                / = -1 / || /O_DIRECTORY/ { next }
+                {
+                        if (!match($0, /"[^"]*"/)) next
+                        p = substr($0, RSTART + 1, RLENGTH - 2)
+                        if (p !~ /^\//) p = dir "/" p
+                        if (index(p, dir "/") != 1) next
+                        rel = substr(p, length(dir) + 2)
+                        if (rel ~ /^\.git(\/|$)/ || rel ~ /(^|\/)\.gitignore$/) next
+                        print rel
+                }' "$log"
+        rm -f "$log"
+}
+
+# check_no_data_read NAME DIR CMD...: CMD opens no work tree file in DIR.
+check_no_data_read() {
+        local name=$1 dir=$2 out rc
+        shift 2
+        out=$(worktree_files_opened_by "$dir" "$@")
+        rc=$?
+        if [ $rc -eq 77 ]; then
+                TAP_N=$((TAP_N + 1))
+                echo "ok $TAP_N - $name # SKIP strace is not available"
+        else
+                expect_eq "$name" "" "$out"
+        fi
+}

@@ -100,6 +100,7 @@ expect_eq alternates_is_relative_to_the_mount \
 index_before=$(sha256sum <"$W/.git/index")
 expect_eq status_is_clean_right_after_prepare "" \
         "$(git -C "$W" status --porcelain --untracked-files=all 2>&1)"
+check_no_data_read status_opens_no_work_tree_file "$W" git -C "$W" status --porcelain
 expect_eq status_does_not_rewrite_the_index "$index_before" "$(sha256sum <"$W/.git/index")"
 
 bad=$(git -C "$W" ls-files --debug | awk -v t="$T" '
