@@ -13,9 +13,8 @@
 #include "util.h"
 
 const char *const config_section_names[SECTION_MAX] = {
-        [SECTION_WORKSPACE] = "workspace", [SECTION_REPO] = "repo",
-        [SECTION_HOME] = "home",           [SECTION_MIRROR] = "mirror",
-        [SECTION_BROKER] = "broker",       [SECTION_LIMITS] = "limits",
+        [SECTION_WORKSPACE] = "workspace", [SECTION_REPO] = "repo",     [SECTION_HOME] = "home",
+        [SECTION_MIRROR] = "mirror",       [SECTION_BROKER] = "broker", [SECTION_LIMITS] = "limits",
         [SECTION_NETWORK] = "network",     [SECTION_RUN] = "run",
 };
 
@@ -31,8 +30,8 @@ enum key_type {
         KEY_NETWORK,
         KEY_ENV_LIST,
         KEY_USER,
-        KEY_SEED,        /* repeatable */
-        KEY_EXCLUDE,     /* mirror only, repeatable */
+        KEY_SEED,    /* repeatable */
+        KEY_EXCLUDE, /* mirror only, repeatable */
 };
 
 struct key {
@@ -106,8 +105,7 @@ static bool user_is_valid(const char *v)
         if (n == 0 || n > 32 || !(islower((unsigned char)v[0]) || v[0] == '_'))
                 return false;
         for (const char *c = v; *c; c++)
-                if (!islower((unsigned char)*c) && !isdigit((unsigned char)*c) &&
-                    !strchr("_-", *c))
+                if (!islower((unsigned char)*c) && !isdigit((unsigned char)*c) && !strchr("_-", *c))
                         return false;
         return true;
 }
@@ -145,9 +143,8 @@ static char *strip(char *s)
 }
 
 /* Append comma-separated items to a NULL-terminated vector, checking each. */
-static int list_append(struct parse_state *st, const struct key *k, char ***vec,
-                       const char *value, size_t max, bool (*valid)(const char *),
-                       const char *what)
+static int list_append(struct parse_state *st, const struct key *k, char ***vec, const char *value,
+                       size_t max, bool (*valid)(const char *), const char *what)
 {
         _cleanup_free_ char *copy = strdup(value);
         size_t n = 0;
@@ -237,8 +234,8 @@ static int seed_add(struct parse_state *st, const struct key *k, const char *val
         if (!s)
                 return config_error(st, 0, "out of memory");
         c->home.seeds = s;
-        s[c->home.n_seeds++] = (struct config_seed){
-                .source = TAKE_PTR(src), .dest = TAKE_PTR(dst), .line = line};
+        s[c->home.n_seeds++] =
+                (struct config_seed){.source = TAKE_PTR(src), .dest = TAKE_PTR(dst), .line = line};
         (void)k;
         return 1;
 }
@@ -250,14 +247,13 @@ static int number_check(struct parse_state *st, const struct key *k, int r, uint
         const char *sec = config_section_names[k->section];
 
         if (r == -ERANGE)
-                return config_error(st, line, "key '%s' in [%s]: '%s' is too large", k->name,
-                                    sec, value);
+                return config_error(st, line, "key '%s' in [%s]: '%s' is too large", k->name, sec,
+                                    value);
         if (r < 0)
                 return config_error(st, line, "key '%s' in [%s]: '%s' is not %s", k->name, sec,
                                     value, what);
         if (v < k->min || v > k->max)
-                return config_error(st, line,
-                                    "key '%s' in [%s]: %s is out of range (%llu to %llu)",
+                return config_error(st, line, "key '%s' in [%s]: %s is out of range (%llu to %llu)",
                                     k->name, sec, value, (unsigned long long)k->min,
                                     (unsigned long long)k->max);
         return 1;
@@ -271,8 +267,7 @@ static int count_parse(const char *v, uint64_t *ret)
         return config_parse_size(v, ret); /* digits only: same overflow checks */
 }
 
-static int value_apply(struct parse_state *st, const struct key *k, void *base,
-                       const char *value)
+static int value_apply(struct parse_state *st, const struct key *k, void *base, const char *value)
 {
         unsigned line = config_reader_line(st);
         const char *sec = config_section_names[k->section];
@@ -320,9 +315,8 @@ static int value_apply(struct parse_state *st, const struct key *k, void *base,
                 break;
         case KEY_REV:
                 if (!*value || strlen(value) > 255 || value[0] == '-')
-                        return config_error(st, line,
-                                            "key '%s' in [%s]: '%s' is not a revision", k->name,
-                                            sec, value);
+                        return config_error(st, line, "key '%s' in [%s]: '%s' is not a revision",
+                                            k->name, sec, value);
                 for (const char *c = value; *c; c++)
                         if (isspace((unsigned char)*c) || iscntrl((unsigned char)*c))
                                 return config_error(st, line,
@@ -372,8 +366,8 @@ static int value_apply(struct parse_state *st, const struct key *k, void *base,
                                             k->name, sec, value);
                 break;
         case KEY_ENV_LIST:
-                return list_append(st, k, (char ***)field, value, CONFIG_MAX_ENV,
-                                   env_name_is_valid, "a variable name");
+                return list_append(st, k, (char ***)field, value, CONFIG_MAX_ENV, env_name_is_valid,
+                                   "a variable name");
         case KEY_EXCLUDE:
                 return list_append(st, k, (char ***)field, value, CONFIG_MAX_EXCLUDES,
                                    glob_is_valid, "a glob");
@@ -397,8 +391,8 @@ int config_key_apply(struct parse_state *st, const char *section, const char *na
 
         for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
                 const struct key *k = &keys[i];
-                bool repeatable = k->type == KEY_SEED || k->type == KEY_EXCLUDE ||
-                                  k->type == KEY_ENV_LIST;
+                bool repeatable =
+                        k->type == KEY_SEED || k->type == KEY_EXCLUDE || k->type == KEY_ENV_LIST;
                 unsigned *seen;
                 void *base;
 
@@ -421,8 +415,7 @@ int config_key_apply(struct parse_state *st, const char *section, const char *na
                 if (st->section == SECTION_MIRROR && streq(name, "path"))
                         st->mirror->path_line = line;
                 if (!*value && k->type != KEY_ENV_LIST && k->type != KEY_EXCLUDE)
-                        return config_error(st, line, "key '%s' in [%s]: empty value", name,
-                                            sec);
+                        return config_error(st, line, "key '%s' in [%s]: empty value", name, sec);
                 if (k->set_flag)
                         *(bool *)((char *)st->cfg + k->set_flag) = true;
                 return value_apply(st, k, base, value);

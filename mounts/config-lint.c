@@ -14,17 +14,26 @@
 
 /* Host paths whose exposure hands the agent credentials or host control. */
 static const char *const sensitive_home[] = {
-        ".ssh", ".aws", ".config/gh", ".netrc", ".git-credentials", ".gnupg",
-        ".kube", ".docker", ".config/gcloud", ".azure", ".npmrc", ".pypirc",
+        ".ssh",  ".aws",    ".config/gh",     ".netrc", ".git-credentials", ".gnupg",
+        ".kube", ".docker", ".config/gcloud", ".azure", ".npmrc",           ".pypirc",
 };
 static const char *const sensitive_host[] = {
-        "/var/run/docker.sock", "/run/docker.sock", "/proc", "/sys", "/dev", "/root",
-        "/etc/shadow", "/etc/sudoers", "/run/user", "/var/run/dbus", "/run/dbus",
+        "/var/run/docker.sock",
+        "/run/docker.sock",
+        "/proc",
+        "/sys",
+        "/dev",
+        "/root",
+        "/etc/shadow",
+        "/etc/sudoers",
+        "/run/user",
+        "/var/run/dbus",
+        "/run/dbus",
 };
 /* Variable names that usually carry credentials. */
 static const char *const secret_env_globs[] = {
-        "*TOKEN*", "*SECRET*", "*PASSWORD*", "*PASSWD*", "*CREDENTIAL*", "*_KEY",
-        "*API_KEY*", "AWS_*", "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "*COOKIE*",
+        "*TOKEN*",   "*SECRET*", "*PASSWORD*",    "*PASSWD*",       "*CREDENTIAL*", "*_KEY",
+        "*API_KEY*", "AWS_*",    "SSH_AUTH_SOCK", "GPG_AGENT_INFO", "*COOKIE*",
 };
 
 static bool path_within(const char *a, const char *b)
@@ -61,8 +70,8 @@ static int add(char ***lines, size_t *n, const char *fmt, ...)
 }
 
 /* Does exposing host path p (a mirror or seed source) expose something sensitive? */
-static int lint_exposure(const char *p, const char *host_home, const char *where,
-                         unsigned line, const char *file, char ***lines, size_t *n)
+static int lint_exposure(const char *p, const char *host_home, const char *where, unsigned line,
+                         const char *file, char ***lines, size_t *n)
 {
         char buf[4096];
 
@@ -73,8 +82,8 @@ static int lint_exposure(const char *p, const char *host_home, const char *where
         for (size_t i = 0; host_home && i < ELEMENTSOF(sensitive_home); i++) {
                 snprintf(buf, sizeof(buf), "%s/%s", host_home, sensitive_home[i]);
                 if (path_within(p, buf) || path_within(buf, p))
-                        return add(lines, n, "%s:%u: %s: '%s' exposes credentials in '%s'",
-                                   file, line, where, p, buf);
+                        return add(lines, n, "%s:%u: %s: '%s' exposes credentials in '%s'", file,
+                                   line, where, p, buf);
         }
         for (size_t i = 0; i < ELEMENTSOF(sensitive_host); i++)
                 if (path_within(p, sensitive_host[i]) || path_within(sensitive_host[i], p))
@@ -117,8 +126,8 @@ int config_lint(const struct config *c, const char *host_home, char ***ret_lines
                 r = add(&lines, &n, "%s: key 'source' in [repo]: '%s' is a kernel filesystem",
                         c->file, c->repo.source);
         if (r >= 0 && host_home && streq(c->repo.source, host_home))
-                r = add(&lines, &n, "%s: key 'source' in [repo]: '%s' is the user's home",
-                        c->file, c->repo.source);
+                r = add(&lines, &n, "%s: key 'source' in [repo]: '%s' is the user's home", c->file,
+                        c->repo.source);
         if (r >= 0 && c->network.mode != CONFIG_NETWORK_NONE)
                 r = add(&lines, &n,
                         "%s: key 'mode' in [network]: not 'none': the agent can reach the "

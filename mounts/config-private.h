@@ -40,9 +40,9 @@ struct parse_state {
         char *current_section;
         enum section_kind section;
         struct config_mirror *mirror;
-        unsigned lines[CONFIG_KEYS_MAX];            /* scalar keys, by key index */
-        unsigned mirror_lines[4];                   /* per key of the current mirror */
-        char *config_dir; /* canonical directory of the file, for %C and %R */
+        unsigned lines[CONFIG_KEYS_MAX]; /* scalar keys, by key index */
+        unsigned mirror_lines[4];        /* per key of the current mirror */
+        char *config_dir;                /* canonical directory of the file, for %C and %R */
         char *error;
 };
 

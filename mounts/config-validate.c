@@ -12,8 +12,8 @@
 
 /* Paths inside the sandbox that cloister run provides itself. */
 static const char *const reserved[] = {
-        "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc",
-        "/run", "/sbin", "/sys", "/tmp", "/usr", "/.cloister",
+        "/bin",  "/boot", "/dev",  "/etc", "/lib", "/lib32", "/lib64",     "/libx32",
+        "/proc", "/run",  "/sbin", "/sys", "/tmp", "/usr",   "/.cloister",
 };
 
 /* Is a equal to b, or beneath it? */
@@ -100,8 +100,10 @@ void config_finish(struct parse_state *st)
                 c->limits.tmp = 512ULL << 20;
 
         /* The parts inside the workspace: none may nest in, or equal, another. */
-        parts[n++] = (struct part){"key 'path' in [repo]", c->repo.path, st->lines[KEY_LINE_REPO_PATH]};
-        parts[n++] = (struct part){"key 'path' in [home]", c->home.path, st->lines[KEY_LINE_HOME_PATH]};
+        parts[n++] =
+                (struct part){"key 'path' in [repo]", c->repo.path, st->lines[KEY_LINE_REPO_PATH]};
+        parts[n++] =
+                (struct part){"key 'path' in [home]", c->home.path, st->lines[KEY_LINE_HOME_PATH]};
         for (size_t i = 0; i < c->n_mirrors; i++) {
                 struct part *p = &parts[n++];
                 *p = (struct part){NULL, c->mirrors[i].path, c->mirrors[i].path_line};
@@ -120,12 +122,10 @@ void config_finish(struct parse_state *st)
                         }
                 for (size_t j = 0; j < i; j++)
                         if (paths_overlap(parts[i].path, parts[j].path)) {
-                                config_error(st, parts[i].line,
-                                             "%s: '%s' %s the %s",
-                                             parts[i].what, parts[i].path,
-                                             streq(parts[i].path, parts[j].path)
-                                                     ? "duplicates"
-                                                     : "overlaps",
+                                config_error(st, parts[i].line, "%s: '%s' %s the %s", parts[i].what,
+                                             parts[i].path,
+                                             streq(parts[i].path, parts[j].path) ? "duplicates"
+                                                                                 : "overlaps",
                                              parts[j].what);
                                 return;
                         }
@@ -139,14 +139,13 @@ void config_finish(struct parse_state *st)
         const char *state = c->workspace.state, *mnt = c->workspace.mountpoint;
         if (paths_overlap(state, c->repo.source)) {
                 config_error(st, st->lines[KEY_LINE_STATE],
-                             "key 'state' in [workspace]: '%s' overlaps [repo] source '%s'",
-                             state, c->repo.source);
+                             "key 'state' in [workspace]: '%s' overlaps [repo] source '%s'", state,
+                             c->repo.source);
                 return;
         }
         if (path_within(mnt, c->repo.source)) {
                 config_error(st, st->lines[KEY_LINE_MOUNTPOINT],
-                             "key 'mountpoint' in [workspace]: '%s' is inside [repo] source",
-                             mnt);
+                             "key 'mountpoint' in [workspace]: '%s' is inside [repo] source", mnt);
                 return;
         }
         for (size_t i = 0; i < c->n_mirrors; i++) {

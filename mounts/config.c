@@ -25,7 +25,11 @@ struct reader {
         const char *buf, *end, *pos;
         unsigned line;
         bool too_long;
+        struct parse_state *st;
 };
+
+static int section_parse(struct parse_state *st, const char *section);
+static void section_header_check(struct reader *r, const char *line);
 
 /* ini_reader: like fgets() over the in-memory file, counting lines. */
 static char *reader_gets(char *str, int num, void *stream)
@@ -50,7 +54,42 @@ static char *reader_gets(char *str, int num, void *stream)
                 r->pos++; /* exactly full: the newline does not need the space */
         }
         str[n] = '\0';
+        section_header_check(r, str);
+        if (r->st->error)
+                return NULL; /* stop at the first error: it is the one to fix */
         return str;
+}
+
+/*
+ * inih only calls the handler for keys, so a section header is seen here,
+ * where its line is known and an empty or unknown section is not missed.
+ * inih's rule: the name is what lies between '[' and the first ']'.
+ */
+static void section_header_check(struct reader *r, const char *line)
+{
+        struct parse_state *st = r->st;
+        const char *p = line, *end;
+
+        while (*p == ' ' || *p == '\t')
+                p++;
+        if (p == line && (unsigned char)p[0] == 0xEF && (unsigned char)p[1] == 0xBB &&
+            (unsigned char)p[2] == 0xBF && r->line == 1)
+                p += 3; /* UTF-8 BOM, which inih skips too */
+        if (*p != '[')
+                return;
+        end = strchr(p, ']');
+        if (!end) {
+                config_error(st, r->line, "malformed line: expected 'key = value' or '[section]'");
+                return;
+        }
+        _cleanup_free_ char *name = strndup(p + 1, (size_t)(end - p - 1));
+        if (!name) {
+                config_error(st, 0, "out of memory");
+                return;
+        }
+        free(st->current_section);
+        st->current_section = TAKE_PTR(name);
+        section_parse(st, st->current_section);
 }
 
 unsigned config_reader_line(const struct parse_state *st)
@@ -109,8 +148,8 @@ static int section_parse(struct parse_state *st, const char *section)
         q++;
         if (n > CONFIG_NAME_MAX)
                 return config_error(st, st->reader->line,
-                                    "section [%s]: mirror name longer than %d characters",
-                                    section, CONFIG_NAME_MAX);
+                                    "section [%s]: mirror name longer than %d characters", section,
+                                    CONFIG_NAME_MAX);
         for (size_t i = 0; i < n; i++)
                 if (!isalnum((unsigned char)q[i]) && !strchr("._-", q[i]))
                         return config_error(st, st->reader->line,
@@ -127,8 +166,7 @@ static int section_parse(struct parse_state *st, const char *section)
                 return config_error(st, st->reader->line, "too many mirrors (at most %d)",
                                     CONFIG_MAX_MIRRORS);
 
-        struct config_mirror *m = realloc(st->cfg->mirrors,
-                                          (st->cfg->n_mirrors + 1) * sizeof(*m));
+        struct config_mirror *m = realloc(st->cfg->mirrors, (st->cfg->n_mirrors + 1) * sizeof(*m));
         if (!m)
                 return config_error(st, 0, "out of memory");
         st->cfg->mirrors = m;
@@ -150,17 +188,8 @@ static int handler(void *user, const char *section, const char *name, const char
 
         if (st->error)
                 return 0;
-        if (!streq(section, st->current_section)) {
-                free(st->current_section);
-                st->current_section = strdup(section);
-                if (!st->current_section)
-                        return config_error(st, 0, "out of memory");
-                if (section_parse(st, section) == 0)
-                        return 0;
-        }
         if (section[0] == '\0')
-                return config_error(st, st->reader->line,
-                                    "key '%s' outside of any section", name);
+                return config_error(st, st->reader->line, "key '%s' outside of any section", name);
         return config_key_apply(st, section, name, value);
 }
 
@@ -308,7 +337,7 @@ int config_load(const char *path, struct config **ret, char **ret_error)
         if (r < 0)
                 goto fail;
 
-        rd = (struct reader){.buf = buf, .pos = buf, .end = buf + len};
+        rd = (struct reader){.buf = buf, .pos = buf, .end = buf + len, .st = &st};
         const char *nul = memchr(buf, '\0', len);
         if (nul) {
                 unsigned line = 1;

@@ -13,12 +13,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define CONFIG_MAX_FILE_SIZE  (1024 * 1024) /* a config is small; refuse more */
-#define CONFIG_MAX_MIRRORS    64
-#define CONFIG_MAX_SEEDS      256
-#define CONFIG_MAX_EXCLUDES   256
-#define CONFIG_MAX_ENV        256
-#define CONFIG_NAME_MAX       64
+#define CONFIG_MAX_FILE_SIZE (1024 * 1024) /* a config is small; refuse more */
+#define CONFIG_MAX_MIRRORS   64
+#define CONFIG_MAX_SEEDS     256
+#define CONFIG_MAX_EXCLUDES  256
+#define CONFIG_MAX_ENV       256
+#define CONFIG_NAME_MAX      64
 
 enum config_network {
         CONFIG_NETWORK_NONE = 0, /* loopback only (default) */

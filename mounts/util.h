@@ -18,16 +18,16 @@
 #include <dirent.h>
 #include <unistd.h>
 
-#define _cleanup_(f)       __attribute__((cleanup(f)))
-#define _unused_           __attribute__((unused))
-#define _noreturn_         __attribute__((noreturn))
-#define _printf_(a, b)     __attribute__((format(printf, a, b)))
-#define _must_check_       __attribute__((warn_unused_result))
-#define _likely_(x)        __builtin_expect(!!(x), 1)
-#define _unlikely_(x)      __builtin_expect(!!(x), 0)
-#define ELEMENTSOF(x)      (sizeof(x) / sizeof((x)[0]))
-#define MIN(a, b)          ((a) < (b) ? (a) : (b))
-#define MAX(a, b)          ((a) > (b) ? (a) : (b))
+#define _cleanup_(f)   __attribute__((cleanup(f)))
+#define _unused_       __attribute__((unused))
+#define _noreturn_     __attribute__((noreturn))
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _must_check_   __attribute__((warn_unused_result))
+#define _likely_(x)    __builtin_expect(!!(x), 1)
+#define _unlikely_(x)  __builtin_expect(!!(x), 0)
+#define ELEMENTSOF(x)  (sizeof(x) / sizeof((x)[0]))
+#define MIN(a, b)      ((a) < (b) ? (a) : (b))
+#define MAX(a, b)      ((a) > (b) ? (a) : (b))
 
 /* Hand ownership of a pointer or fd out of a _cleanup_ variable. */
 #define TAKE_PTR(p)                                                                                \

@@ -47,8 +47,8 @@ static int host_dir_check(const char *cfgfile, const char *what, const char *pat
                 return -1;
         }
         if (dir && !S_ISDIR(sb.st_mode)) {
-                fprintf(stderr, "cloister check: %s: %s: '%s' is not a directory\n", cfgfile,
-                        what, path);
+                fprintf(stderr, "cloister check: %s: %s: '%s' is not a directory\n", cfgfile, what,
+                        path);
                 return -1;
         }
         return 0;
@@ -134,8 +134,7 @@ static int check_run(int argc, char **argv)
                 failed = 1;
         for (size_t i = 0; i < c->n_mirrors; i++) {
                 char what[128];
-                snprintf(what, sizeof(what), "key 'source' in [mirror \"%s\"]",
-                         c->mirrors[i].name);
+                snprintf(what, sizeof(what), "key 'source' in [mirror \"%s\"]", c->mirrors[i].name);
                 if (host_dir_check(c->file, what, c->mirrors[i].source, true) < 0)
                         failed = 1;
         }
@@ -166,8 +165,8 @@ static int check_run(int argc, char **argv)
                                 break;
                         seen = nv;
                         seen[n_seen++] = strdup(lines[i]);
-                        fprintf(stderr, "cloister check: %s: %s\n",
-                                strict ? "error" : "warning", lines[i]);
+                        fprintf(stderr, "cloister check: %s: %s\n", strict ? "error" : "warning",
+                                lines[i]);
                 }
                 strv_free(lines);
         }
@@ -182,8 +181,7 @@ static int check_run(int argc, char **argv)
         if (strict && n_seen > 0)
                 return 1;
         if (!quiet)
-                printf("%s: ok%s\n", c->file,
-                       n_seen ? " (with warnings)" : "");
+                printf("%s: ok%s\n", c->file, n_seen ? " (with warnings)" : "");
         return 0;
 }
 

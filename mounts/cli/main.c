@@ -11,9 +11,13 @@
 #include "util.h"
 
 const struct command *const commands[] = {
-        &command_help,   &command_check, &command_mount,  &command_unmount, &command_run,
-        &command_shell,  &command_diff,  &command_export, &command_log,     &command_broker,
-        &command_token,  &command_secret, &command_audit, NULL,
+        &command_help,  &command_check,
+        &command_mount, &command_unmount,
+        &command_run,   &command_shell,
+        &command_diff,  &command_export,
+        &command_log,   &command_broker,
+        &command_token, &command_secret,
+        &command_audit, NULL,
 };
 
 const struct command *command_find(const char *name)
@@ -51,8 +55,7 @@ int main(int argc, char **argv)
         if (streq(argv[1], "--help") || streq(argv[1], "-h"))
                 return command_help.run(1, (char *[]){(char *)"help", NULL});
         if (argv[1][0] == '-') {
-                fprintf(stderr, "cloister: unknown option '%s'; see 'cloister help'\n",
-                        argv[1]);
+                fprintf(stderr, "cloister: unknown option '%s'; see 'cloister help'\n", argv[1]);
                 return EXIT_USAGE;
         }
         c = command_find(argv[1]);

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# TAP tests of the cloister CLI: dispatch, exit codes and one-line errors,
+# and `cloister check` on real configs and real git repositories.
+set -u
+
+: "${CLOISTER:?set by meson}" "${CLOISTER_SRC:?set by meson}"
+tmp=$(mktemp -d /tmp/cloister-cli.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+n=0
+fails=0
+
+ok() {
+        n=$((n + 1))
+        if [ "$1" = 0 ]; then echo "ok $n - $2"; else
+                echo "not ok $n - $2"
+                fails=$((fails + 1))
+        fi
+}
+
+# run CMD...: sets $rc, $out (stdout) and $err (stderr)
+run() {
+        "$@" >"$tmp/out" 2>"$tmp/err"
+        rc=$?
+        out=$(cat "$tmp/out")
+        err=$(cat "$tmp/err")
+}
+
+expect() { # expect NAME RC [STDERR-REGEX]
+        local name=$1 want=$2 re=${3:-}
+        local good=0
+        [ "$rc" = "$want" ] || good=1
+        if [ -n "$re" ] && ! grep -Eq -- "$re" <<<"$err"; then good=1; fi
+        if [ "$good" != 0 ]; then
+                echo "# rc=$rc (want $want)"
+                echo "# stderr: $err" | head -5
+        fi
+        ok $good "$name"
+}
+
+one_line() { [ "$(printf '%s' "$err" | wc -l)" -le 0 ]; }
+
+echo "1..23"
+
+run "$CLOISTER" --version
+expect "version_prints_the_version" 0
+ok "$(grep -Eq '^cloister [0-9]+\.[0-9]+\.[0-9]+$' <<<"$out"; echo $?)" "version_output_is_name_and_semver"
+
+run "$CLOISTER" help
+expect "help_exits_zero" 0
+ok "$(grep -q '^  check ' <<<"$out" && grep -q '^  mount ' <<<"$out" && grep -q '^  run ' <<<"$out"; echo $?)" "help_lists_the_subcommands"
+
+run "$CLOISTER" help check
+expect "help_for_a_command_exits_zero" 0
+ok "$(grep -q -- '--strict' <<<"$out" && grep -q 'docs/cloister-check.md' <<<"$out"; echo $?)" \
+        "help_for_a_command_shows_its_options_and_manual"
+
+run "$CLOISTER" help frobnicate
+expect "help_for_an_unknown_command_is_a_usage_error" 2 "'frobnicate' is not a cloister command"
+
+run "$CLOISTER" frobnicate
+expect "unknown_subcommand_exits_2" 2 "^cloister: 'frobnicate' is not a cloister command"
+ok "$(one_line; echo $?)" "unknown_subcommand_error_is_one_line"
+
+run "$CLOISTER" --frob
+expect "unknown_global_option_exits_2" 2 "^cloister: unknown option '--frob'"
+
+run "$CLOISTER"
+expect "no_subcommand_is_a_usage_error" 2 "usage: cloister COMMAND"
+
+run "$CLOISTER" check --frob x.ini
+expect "unknown_check_option_exits_2" 2 "^cloister check: unknown option '--frob'$"
+
+run "$CLOISTER" check
+expect "check_without_config_is_a_usage_error" 2 "usage: cloister check"
+
+# A real git repository as the source.
+src="$tmp/src"
+git init -q "$src"
+git -C "$src" -c user.name=t -c user.email=t@e commit -q --allow-empty -m base
+mkdir -p "$tmp/home/.ssh" "$tmp/mirror"
+cat >"$tmp/ok.ini" <<INI
+[workspace]
+name = cli
+state = $tmp/state
+[repo]
+source = $src
+[mirror "m"]
+source = $tmp/mirror
+path = /opt/m
+[limits]
+bytes = 1G
+files = 1000
+timeout = 10m
+memory = 1G
+processes = 100
+INI
+run env HOME="$tmp/home" "$CLOISTER" check "$tmp/ok.ini"
+expect "check_accepts_a_valid_config" 0
+ok "$(grep -q ': ok$' <<<"$out"; echo $?)" "check_reports_ok"
+
+run env HOME="$tmp/home" "$CLOISTER" check --strict "$tmp/ok.ini"
+expect "strict_check_accepts_a_config_without_findings" 0
+
+sed "s|^source = $tmp/mirror|source = $tmp/home/.ssh|" "$tmp/ok.ini" >"$tmp/ssh.ini"
+run env HOME="$tmp/home" "$CLOISTER" check "$tmp/ssh.ini"
+expect "mirroring_ssh_is_a_warning" 0 "warning: .*ssh.ini:6: key 'source' in \[mirror \"m\"\]: '$tmp/home/.ssh' exposes"
+run env HOME="$tmp/home" "$CLOISTER" check --strict "$tmp/ssh.ini"
+expect "mirroring_ssh_fails_under_strict" 1 "error: .*exposes"
+
+grep -v '^processes' "$tmp/ok.ini" >"$tmp/nolimit.ini"
+run env HOME="$tmp/home" "$CLOISTER" check --strict "$tmp/nolimit.ini"
+expect "absent_limit_fails_under_strict" 1 "key 'processes' in \[limits\]: not set"
+
+printf '[workspace]\nname = x\nstate = /s\n[repo]\nsource = /r\nrevision = HEAD\n' >"$tmp/bad.ini"
+run "$CLOISTER" check "$tmp/bad.ini"
+expect "invalid_config_exits_2_with_file_line_key_and_reason" 2 \
+        "^cloister check: $tmp/bad.ini:6: key 'revision' in \[repo\]: unknown key$"
+
+sed "s|^\[repo\]|[repo]\nrev = no-such-branch|" "$tmp/ok.ini" >"$tmp/rev.ini"
+run "$CLOISTER" check "$tmp/rev.ini"
+expect "unresolvable_revision_fails" 1 "key 'rev' in \[repo\]: 'no-such-branch'"
+
+run "$CLOISTER" check "$tmp/absent.ini"
+expect "missing_config_file_exits_2" 2 "absent.ini: cannot open: No such file or directory"
+
+if git -C "$CLOISTER_SRC" rev-parse -q --verify HEAD >/dev/null 2>&1; then
+        run "$CLOISTER" check --strict "$CLOISTER_SRC/examples/quickstart.ini"
+        expect "the_quickstart_example_passes_strict_check" 0
+else
+        ok 0 "the_quickstart_example_passes_strict_check # SKIP source tree is not a git checkout"
+fi
+
+[ "$fails" = 0 ]
