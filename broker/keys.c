@@ -177,11 +177,11 @@ static int keyring_parse_secret(broker_keyring *kr, char *text, const char *path
                 if (*l == '#' || *l == '\0')
                         continue;
                 if (!startswith(l, SECRET_PREFIX))
-                        return errorf(ret_error, -EINVAL, "%s:%u: expected '" SECRET_PREFIX "…'",
+                        return errorf(ret_error, -EBADMSG, "%s:%u: expected '" SECRET_PREFIX "…'",
                                       path, line);
                 sp = strchr(l, ' ');
                 if (!sp)
-                        return errorf(ret_error, -EINVAL, "%s:%u: missing creation time", path,
+                        return errorf(ret_error, -EBADMSG, "%s:%u: missing creation time", path,
                                       line);
                 tl = (size_t)(sp - l) - strlen(SECRET_PREFIX);
                 r = broker_b64_decode(l + strlen(SECRET_PREFIX), tl, &sk, &sk_len);
@@ -189,7 +189,7 @@ static int keyring_parse_secret(broker_keyring *kr, char *text, const char *path
                         if (sk)
                                 sodium_memzero(sk, sk_len);
                         free(sk);
-                        return errorf(ret_error, -EINVAL, "%s:%u: malformed secret key", path,
+                        return errorf(ret_error, -EBADMSG, "%s:%u: malformed secret key", path,
                                       line);
                 }
                 errno = 0;
@@ -198,7 +198,7 @@ static int keyring_parse_secret(broker_keyring *kr, char *text, const char *path
                 if (errno || created < 0 || retired < 0 || *end != '\0') {
                         sodium_memzero(sk, sk_len);
                         free(sk);
-                        return errorf(ret_error, -EINVAL,
+                        return errorf(ret_error, -EBADMSG,
                                       "%s:%u: expected 'KEY CREATED RETIRED' (Unix times)", path,
                                       line);
                 }
@@ -210,7 +210,7 @@ static int keyring_parse_secret(broker_keyring *kr, char *text, const char *path
                                       r == -E2BIG ? "too many keys" : strerror(-r));
         }
         if (!broker_keyring_current(kr))
-                return errorf(ret_error, -EINVAL, "%s: no current key (RETIRED 0)", path);
+                return errorf(ret_error, -EBADMSG, "%s: no current key (RETIRED 0)", path);
         return 0;
 }
 

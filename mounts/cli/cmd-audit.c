@@ -4,6 +4,7 @@
  * hash-chained audit log and names the first edited, deleted or reordered
  * line.
  */
+#include <sodium.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,6 +37,8 @@ static int audit_run(int argc, char **argv)
         }
         if (!path)
                 return command_fail(&command_audit, 1, "out of memory");
+        if (sodium_init() < 0)
+                return command_fail(&command_audit, 1, "libsodium failed to initialize");
         r = broker_audit_verify(path, &lines, &line, &reason);
         if (r == -EBADMSG)
                 return command_fail(&command_audit, 1, "%s: %s", path,

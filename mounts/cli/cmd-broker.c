@@ -86,6 +86,8 @@ static int broker_cmd_run(int argc, char **argv)
         broker *b = NULL;
         int r, ret = 1, n = 0;
 
+        if (sodium_init() < 0)
+                return command_fail(&command_broker, 1, "libsodium failed to initialize");
         if (argc >= 2 && streq(argv[1], "rotate-key"))
                 return rotate_key(argc - 1, argv + 1);
         if (argc < 2 || argv[1][0] == '-') {
@@ -96,8 +98,6 @@ static int broker_cmd_run(int argc, char **argv)
                 return command_fail(&command_broker, EXIT_USAGE,
                                     "usage: cloister broker CONFIG... | rotate-key CONFIG");
         }
-        if (sodium_init() < 0)
-                return command_fail(&command_broker, 1, "libsodium failed to initialize");
         /* Fail closed: a broker that could dump its keys to disk does not start. */
         r = broker_harden_process();
         if (r < 0)
