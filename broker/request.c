@@ -177,8 +177,7 @@ static json_t *do_issue(struct ws *ws, const struct peer *peer, json_t *req, int
                 }
         }
         randombytes_buf(rnd, sizeof(rnd));
-        sodium_bin2base64(jti, sizeof(jti), rnd, sizeof(rnd),
-                          sodium_base64_VARIANT_URLSAFE_NO_PADDING);
+        sodium_bin2hex(jti, sizeof(jti), rnd, sizeof(rnd));
         c = (struct broker_claims){.iss = p->issuer,
                                    .sub = (char *)ws->name,
                                    .aud = sc->audience,

@@ -19,7 +19,7 @@
 #include "policy.h"
 
 #define TOKEN_BUCKETS 1024
-#define JTI_MAX       32
+#define JTI_MAX       48 /* 32 hex digits + NUL; hex, so a jti never looks like an option */
 
 struct token_rec {
         char jti[JTI_MAX];
