@@ -23,7 +23,7 @@
 #include "util.h"
 
 #if __has_include("gitdir/gitdir.h")
-#include "gitdir/gitdir.h"
+#include "gitdir.h"
 #define HAVE_GITDIR 1
 #else
 #define HAVE_GITDIR 0
@@ -214,6 +214,61 @@ static bool is_git_repo(const char *path)
         return ok;
 }
 
+/*
+ * The workspace's .git, made once per state (gitdir owner's module): built
+ * under a reserved temporary name in the repo's upper root, then renamed
+ * into place, so a crash never leaves a half-made .git; a marker file says
+ * it was done, so an agent that deletes .git does not get it back.
+ */
+static int setup_gitdir(struct fs_workspace *ws, int fsdir, char **ret_error)
+{
+#if HAVE_GITDIR
+        const char *tmp = UPPER_PREFIX "gitdir.tmp";
+        _cleanup_free_ char *alt = NULL, *err = NULL;
+        _cleanup_close_ int dfd = -1, marker = -1;
+        struct gitdir_params p = {0};
+        int r;
+
+        if (!lower_is_git(ws->repo.lower) ||
+            faccessat(fsdir, "gitdir-done", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+                return 0;
+        r = gitdir_alternates_path(ws->repo.mpath, &alt);
+        if (r < 0)
+                return fail(ret_error, r, "cannot compute the .git alternates path: %s",
+                            strerror(-r));
+        r = state_rm_rf_at(ws->repo.upper_fd, tmp, 0);
+        if (r < 0)
+                return fail(ret_error, r, "cannot clear %s: %s", tmp, strerror(-r));
+        dfd = state_open_dir(ws->repo.upper_fd, tmp, true);
+        if (dfd < 0)
+                return fail(ret_error, dfd, "cannot create the workspace .git: %s", strerror(-dfd));
+        (void)fchmod(dfd, 0755);
+        p.source = ws->source;
+        p.rev = ws->rev;
+        p.alternates = alt;
+        p.name = ws->name;
+        p.lower_mtime = lower_commit_time(ws->repo.lower);
+        p.uid = ws->uid;
+        p.gid = ws->gid;
+        r = gitdir_prepare_msg(&p, dfd, &err);
+        if (r < 0)
+                return fail(ret_error, r, "cannot prepare the workspace .git: %s",
+                            err ? err : strerror(-r));
+        if (renameat(ws->repo.upper_fd, tmp, ws->repo.upper_fd, ".git") < 0)
+                return fail(ret_error, negative_errno(),
+                            "cannot put the workspace .git in place: %m");
+        marker = openat(fsdir, "gitdir-done", O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (marker < 0)
+                return fail(ret_error, negative_errno(), "cannot record the workspace .git: %m");
+        return 0;
+#else
+        (void)ws;
+        (void)fsdir;
+        (void)ret_error;
+        return 0;
+#endif
+}
+
 static int setup_home(struct fs_workspace *ws, const struct config *c, int fsdir, char **ret_error)
 {
         _cleanup_close_ int home = -1, seed = -1;
@@ -321,6 +376,9 @@ int fs_workspace_new(const struct config *c, fs_workspace **ret, char **ret_erro
         ws->repo.part = 1;
         ws->repo.mpath = c->repo.path;
 
+        r = setup_gitdir(ws, fsdir, ret_error);
+        if (r < 0)
+                goto out;
         r = setup_home(ws, c, fsdir, ret_error);
         if (r < 0)
                 goto out;

@@ -71,6 +71,11 @@ const char *lower_commit_hex(const struct lower *l)
         return lower_is_git(l) ? l->commit_hex : NULL;
 }
 
+int64_t lower_commit_time(const struct lower *l)
+{
+        return lower_is_git(l) ? (int64_t)l->time.tv_sec : 0;
+}
+
 const char *lower_objects_dir(const struct lower *l)
 {
         return l->objects_dir;

@@ -41,6 +41,8 @@ void lower_free(struct lower *l);
 bool lower_is_git(const struct lower *l);
 /* The git lower's base commit (hex) and commit time; NULL/0 for a plain dir. */
 const char *lower_commit_hex(const struct lower *l);
+/* The base commit's committer time (seconds); 0 for a plain dir. */
+int64_t lower_commit_time(const struct lower *l);
 /* The object directory of a git source (for /.cloister/objects), else NULL. */
 const char *lower_objects_dir(const struct lower *l);
 

@@ -433,12 +433,23 @@ static int setattr_meta(struct fs_workspace *ws, fuse_req_t req, struct node *n,
                 if (r < 0)
                         return r;
         }
+        /* A hard-linked file may have lost the name it was found by: use its pinned fd. */
+        if (n->hfd >= 0) {
+                dfd = n->hfd;
+                en[0] = 0;
+        }
         if (to_set & FUSE_SET_ATTR_MODE) {
                 _cleanup_close_ int fd = -1;
                 mode_t m = attr->st_mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID);
                 if (S_ISLNK(n->type))
                         return -EOPNOTSUPP;
-                fd = openat(dfd, en, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+                if (S_ISDIR(n->type)) {
+                        fd = fcntl(n->ufd, F_DUPFD_CLOEXEC, 3);
+                } else {
+                        r = upper_open(n, O_RDONLY | O_NONBLOCK, &fd);
+                        if (r < 0)
+                                return r;
+                }
                 if (fd < 0 || fchmod(fd, m) < 0)
                         return negative_errno();
                 r = ops_journal(ws, req, JOURNAL_CHMOD, n, NULL,
@@ -449,7 +460,7 @@ static int setattr_meta(struct fs_workspace *ws, fuse_req_t req, struct node *n,
         if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
                 uid_t u = to_set & FUSE_SET_ATTR_UID ? attr->st_uid : (uid_t)-1;
                 gid_t g = to_set & FUSE_SET_ATTR_GID ? attr->st_gid : (gid_t)-1;
-                if (fchownat(dfd, en, u, g, AT_SYMLINK_NOFOLLOW) < 0)
+                if (fchownat(dfd, en, u, g, AT_SYMLINK_NOFOLLOW | (*en ? 0 : AT_EMPTY_PATH)) < 0)
                         return negative_errno();
                 r = ops_journal(ws, req, JOURNAL_CHOWN, n, NULL,
                                 &(struct journal_entry){
@@ -468,7 +479,7 @@ static int setattr_meta(struct fs_workspace *ws, fuse_req_t req, struct node *n,
                         ts[1].tv_nsec = UTIME_NOW;
                 else if (to_set & FUSE_SET_ATTR_MTIME)
                         ts[1] = attr->st_mtim;
-                if (utimensat(dfd, en, ts, AT_SYMLINK_NOFOLLOW) < 0)
+                if (utimensat(dfd, en, ts, AT_SYMLINK_NOFOLLOW | (*en ? 0 : AT_EMPTY_PATH)) < 0)
                         return negative_errno();
                 r = ops_journal(ws, req, JOURNAL_UTIMENS, n, NULL, NULL);
                 if (r < 0)
@@ -476,7 +487,8 @@ static int setattr_meta(struct fs_workspace *ws, fuse_req_t req, struct node *n,
         } else if ((to_set & FUSE_SET_ATTR_CTIME) &&
                    !(to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
                 /* Only a ctime bump (e.g. chown -1 -1): a no-op chown does exactly that. */
-                if (fchownat(dfd, en, (uid_t)-1, (gid_t)-1, AT_SYMLINK_NOFOLLOW) < 0)
+                if (fchownat(dfd, en, (uid_t)-1, (gid_t)-1,
+                             AT_SYMLINK_NOFOLLOW | (*en ? 0 : AT_EMPTY_PATH)) < 0)
                         return negative_errno();
         }
         return 0;

@@ -293,6 +293,7 @@ static int remove_entry(struct fs_workspace *ws, struct node *p, const char *nam
                 if (r < 0)
                         return r;
         }
+        bool last = true;
         if (c->upper) {
                 struct stat st;
                 bool dir = S_ISDIR(c->type);
@@ -305,7 +306,10 @@ static int remove_entry(struct fs_workspace *ws, struct node *p, const char *nam
                 quota_refund_files(ws, 1);
                 if (S_ISREG(st.st_mode) && st.st_nlink == 1)
                         quota_refund_bytes(ws, (uint64_t)st.st_size);
-                c->upper = false;
+                /* Another hard link keeps the node alive (reached through its pinned fd). */
+                last = dir || st.st_nlink <= 1;
+                if (last)
+                        c->upper = false;
         }
         (void)upper_meta_set_rec(p, name, NULL);
         if (has) {
@@ -313,8 +317,10 @@ static int remove_entry(struct fs_workspace *ws, struct node *p, const char *nam
                 if (r < 0)
                         return r;
         }
-        c->unlinked = true;
-        c->has_lower = false;
+        if (last) {
+                c->unlinked = true;
+                c->has_lower = false;
+        }
         return 0;
 }
 
