@@ -35,7 +35,7 @@ struct state {
         struct broker_policy *p;
         struct reader rd;
         char *section;
-        unsigned section_line; /* header line of st->section */
+        unsigned section_line;      /* header line of st->section */
         struct broker_scope *scope; /* current [scope "NAME"], or NULL */
         bool in_broker, in_limits;
         char *error;

@@ -59,8 +59,7 @@ START_TEST(pae_matches_the_spec_examples)
         ck_assert_uint_eq(n, 16);
         ck_assert_mem_eq(out, "\x01\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0", 16);
         free(out);
-        ck_assert_int_eq(broker_paseto_pae((struct iovec[]){{(void *)"test", 4}}, 1, &out, &n),
-                         0);
+        ck_assert_int_eq(broker_paseto_pae((struct iovec[]){{(void *)"test", 4}}, 1, &out, &n), 0);
         ck_assert_uint_eq(n, 20);
         ck_assert_mem_eq(out, "\x01\0\0\0\0\0\0\0\x04\0\0\0\0\0\0\0test", 20);
         free(out);
@@ -122,11 +121,10 @@ static char *make_token(const char *workspace, int64_t iat, int64_t nbf, int64_t
         return tok;
 }
 
-static int verify_at(const char *tok, int64_t now, int64_t skew, const char *aud,
-                     const char *scope)
+static int verify_at(const char *tok, int64_t now, int64_t skew, const char *aud, const char *scope)
 {
-        struct broker_verify_opts o = {.workspace = "ws", .audience = aud, .scope = scope,
-                                       .now = now, .skew = skew};
+        struct broker_verify_opts o = {
+                .workspace = "ws", .audience = aud, .scope = scope, .now = now, .skew = skew};
         struct broker_claims c = {0};
         char reason[256];
         int r = broker_token_verify(ring, tok, &o, &c, reason, sizeof(reason));
@@ -185,8 +183,8 @@ END_TEST
 
 START_TEST(missing_claims_are_bad_claims)
 {
-        static const char *const claims[] = {"iss", "sub", "aud", "scope", "iat", "nbf",
-                                             "exp", "jti"};
+        static const char *const claims[] = {"iss", "sub", "aud", "scope",
+                                             "iat", "nbf", "exp", "jti"};
 
         for (size_t i = 0; i < ELEMENTSOF(claims); i++) {
                 char *t = make_token("ws", T0, T0, T0 + 300, claims[i], NULL);
@@ -282,7 +280,7 @@ START_TEST(policy_errors_name_file_line_key_and_section)
                             "policy.ini:3: key 'workspaces' in [scope \"a\"]: '.hidden' is not a "
                             "valid name ([A-Za-z0-9._-], at most 64)");
         ASSERT_POLICY_ERROR("[oops]\nx = 1\n", "policy.ini:1: unknown section [oops] (expected "
-                                        "[broker], [limits] or [scope \"NAME\"])");
+                                               "[broker], [limits] or [scope \"NAME\"])");
         ASSERT_POLICY_ERROR("[broker]\n", "policy.ini: no [scope \"NAME\"] section: the policy "
                                           "grants nothing");
         ASSERT_POLICY_ERROR("[scope \"a\"]\nthis is not ini\n",
