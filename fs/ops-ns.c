@@ -493,12 +493,15 @@ static int do_rename(struct fs_workspace *ws, fuse_req_t req, struct node *p, co
                         r = had_lower;
                         goto out;
                 }
+                bool dst_last = true;
                 if (dst && dst->upper) {
                         struct stat st;
                         if (fstatat(np->ufd, nen, &st, AT_SYMLINK_NOFOLLOW) == 0) {
                                 quota_refund_files(ws, 1);
                                 if (S_ISREG(st.st_mode) && st.st_nlink == 1)
                                         quota_refund_bytes(ws, (uint64_t)st.st_size);
+                                /* Another hard link keeps the replaced file alive. */
+                                dst_last = S_ISDIR(st.st_mode) || st.st_nlink <= 1;
                         }
                         if (S_ISDIR(dst->type))
                                 (void)upper_dir_clear_markers(dst->ufd);
@@ -516,7 +519,7 @@ static int do_rename(struct fs_workspace *ws, fuse_req_t req, struct node *p, co
                 (void)upper_meta_set_rec(p, name, NULL);
                 if (had_lower)
                         (void)upper_meta_set_whiteout(p, name, true);
-                if (dst) {
+                if (dst && dst_last) {
                         dst->unlinked = true;
                         dst->upper = false;
                 }

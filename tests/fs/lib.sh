@@ -3,6 +3,7 @@
 # and a workspace config; mounts with the real binary; unmounts and kills
 # every daemon it started in every outcome (trap EXIT).
 set -u
+umask 022
 
 : "${CLOISTER:?set by meson}" "${CLOISTER_SRC:?set by meson}"
 
