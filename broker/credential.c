@@ -62,7 +62,7 @@ static int quit(const char *what, const char *why)
 
 int main(int argc, char **argv)
 {
-        const char *socket = getenv("CLOISTER_BROKER"), *scope = NULL, *op = NULL;
+        const char *socket = broker_client_default_socket(), *scope = NULL, *op = NULL;
         _cleanup_free_ char *host = NULL, *error = NULL;
         json_t *req, *resp = NULL;
         const char *token;
@@ -93,7 +93,8 @@ int main(int argc, char **argv)
         if (!streq(op, "get"))
                 return 0; /* store, erase, and any future verb: nothing to do */
         if (!socket || !*socket)
-                return quit("no broker: ", "CLOISTER_BROKER is not set");
+                return quit("no broker: ",
+                            "CLOISTER_BROKER is not set and there is no " BROKER_SANDBOX_SOCKET);
         if (!scope && !host)
                 return quit("git gave no host", "");
         req = json_pack("{s:s, s:s}", "op", "issue", scope ? "scope" : "host",
