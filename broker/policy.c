@@ -26,6 +26,7 @@
 struct reader {
         const char *pos, *end;
         unsigned line;
+        unsigned section_line; /* of the last [header]: inih reports sections lazily */
         bool too_long;
 };
 
@@ -34,6 +35,7 @@ struct state {
         struct broker_policy *p;
         struct reader rd;
         char *section;
+        unsigned section_line;      /* header line of st->section */
         struct broker_scope *scope; /* current [scope "NAME"], or NULL */
         bool in_broker, in_limits;
         char *error;
@@ -62,6 +64,13 @@ static char *reader_gets(char *str, int num, void *stream)
                 r->pos++;
         }
         str[n] = '\0';
+        {
+                const char *c = str;
+                while (*c == ' ' || *c == '\t')
+                        c++;
+                if (*c == '[')
+                        r->section_line = r->line;
+        }
         return str;
 }
 
@@ -284,7 +293,7 @@ static int section_begin(struct state *st, const char *section)
                 return 1;
         q = startswith(section, "scope");
         if (!q)
-                return perror_at(st, st->rd.line,
+                return perror_at(st, st->rd.section_line,
                                  "unknown section [%s] (expected [broker], [limits] or "
                                  "[scope \"NAME\"])",
                                  section);
@@ -292,30 +301,30 @@ static int section_begin(struct state *st, const char *section)
                 q++;
         n = strlen(q);
         if (n < 3 || q[0] != '"' || q[n - 1] != '"')
-                return perror_at(st, st->rd.line, "section [%s]: expected [scope \"NAME\"]",
+                return perror_at(st, st->rd.section_line, "section [%s]: expected [scope \"NAME\"]",
                                  section);
         _cleanup_free_ char *nm = strndup(q + 1, n - 2);
         if (!nm)
                 return perror_at(st, 0, "out of memory");
         if (!broker_name_is_valid(nm))
-                return perror_at(st, st->rd.line,
+                return perror_at(st, st->rd.section_line,
                                  "section [%s]: scope name may hold only letters, digits, '.', "
                                  "'_' and '-' (at most %d)",
                                  section, BROKER_NAME_MAX);
         for (size_t i = 0; i < st->p->n_scopes; i++)
                 if (streq(st->p->scopes[i].name, nm))
-                        return perror_at(st, st->rd.line,
+                        return perror_at(st, st->rd.section_line,
                                          "section [%s]: duplicate scope (first on line %u)",
                                          section, st->p->scopes[i].line);
         if (st->p->n_scopes >= BROKER_POLICY_MAX_SCOPES)
-                return perror_at(st, st->rd.line, "too many scopes (at most %d)",
+                return perror_at(st, st->rd.section_line, "too many scopes (at most %d)",
                                  BROKER_POLICY_MAX_SCOPES);
         struct broker_scope *sc = realloc(st->p->scopes, (st->p->n_scopes + 1) * sizeof(*sc));
         if (!sc)
                 return perror_at(st, 0, "out of memory");
         st->p->scopes = sc;
         st->scope = &sc[st->p->n_scopes++];
-        *st->scope = (struct broker_scope){.name = TAKE_PTR(nm), .line = st->rd.line};
+        *st->scope = (struct broker_scope){.name = TAKE_PTR(nm), .line = st->rd.section_line};
         return 1;
 }
 
@@ -325,7 +334,10 @@ static int handler(void *user, const char *section, const char *name, const char
 
         if (st->error)
                 return 0;
-        if (!st->section || !streq(section, st->section)) {
+        /* A new header, even one repeating the last name, starts a new section. */
+        if (!st->section || !streq(section, st->section) ||
+            st->rd.section_line != st->section_line) {
+                st->section_line = st->rd.section_line;
                 free(st->section);
                 st->section = strdup(section);
                 if (!st->section)

@@ -49,6 +49,7 @@ struct broker {
         size_t n_ws;
         struct conn **conns;
         size_t n_conns;
+        size_t conns_max; /* BROKER_CONNS_MAX, or less if file descriptors are fewer */
         int sigfd;
 };
 
@@ -327,7 +328,10 @@ static int conn_accept(broker *b, struct ws *ws, bool admin)
 
         fd = accept4(admin ? ws->admin_fd : ws->agent_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0)
-                return errno == EAGAIN ? 0 : errno == ECONNABORTED ? 1 : negative_errno();
+                /* EMFILE: leave it queued; the loop stops polling listeners when full. */
+                return errno == EAGAIN || errno == EMFILE || errno == ENFILE ? 0
+                       : errno == ECONNABORTED                               ? 1
+                                                                             : negative_errno();
         /* Identity comes from the kernel, never from the request. */
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
             (admin && cred.uid != geteuid() && cred.uid != 0 &&
@@ -335,7 +339,7 @@ static int conn_accept(broker *b, struct ws *ws, bool admin)
                 safe_close(fd);
                 return 1;
         }
-        if (b->n_conns >= BROKER_CONNS_MAX ||
+        if (b->n_conns >= b->conns_max ||
             (!admin && ws->n_agent_conns >= ws->policy->connections)) {
                 static const char busy[] = "{\"ok\":false,\"error\":\"busy\",\"message\":"
                                            "\"too many connections (connections)\"}\n";
@@ -502,6 +506,20 @@ int broker_run(broker *b, char **ret_error)
         /* A full disk or a file size limit must fail a write, not kill us. */
         signal(SIGPIPE, SIG_IGN);
         signal(SIGXFSZ, SIG_IGN);
+        /* Room for every connection we allow, or allow only as many as we have room for. */
+        {
+                struct rlimit rl;
+                b->conns_max = BROKER_CONNS_MAX;
+                if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+                        if (rl.rlim_cur < BROKER_CONNS_MAX + 64 && rl.rlim_max > rl.rlim_cur) {
+                                rl.rlim_cur = MIN(rl.rlim_max, (rlim_t)BROKER_CONNS_MAX + 64);
+                                (void)setrlimit(RLIMIT_NOFILE, &rl);
+                                (void)getrlimit(RLIMIT_NOFILE, &rl);
+                        }
+                        if (rl.rlim_cur < BROKER_CONNS_MAX + 64)
+                                b->conns_max = rl.rlim_cur > 128 ? rl.rlim_cur - 64 : 64;
+                }
+        }
 
         for (;;) {
                 size_t n = 0, nl = 1 + 2 * b->n_ws;
@@ -511,9 +529,11 @@ int broker_run(broker *b, char **ret_error)
                         return errorf(ret_error, -ENOMEM, "out of memory");
                 pfd = np;
                 pfd[n++] = (struct pollfd){.fd = b->sigfd, .events = POLLIN};
+                /* When full, leave new connections queued in the kernel: no busy loop. */
+                short lev = b->n_conns < b->conns_max ? POLLIN : 0;
                 for (size_t i = 0; i < b->n_ws; i++) {
-                        pfd[n++] = (struct pollfd){.fd = b->ws[i]->agent_fd, .events = POLLIN};
-                        pfd[n++] = (struct pollfd){.fd = b->ws[i]->admin_fd, .events = POLLIN};
+                        pfd[n++] = (struct pollfd){.fd = b->ws[i]->agent_fd, .events = lev};
+                        pfd[n++] = (struct pollfd){.fd = b->ws[i]->admin_fd, .events = lev};
                 }
                 for (size_t i = 0; i < b->n_conns; i++)
                         pfd[n++] = (struct pollfd){.fd = b->conns[i]->fd,
@@ -545,7 +565,7 @@ int broker_run(broker *b, char **ret_error)
                 for (size_t i = 0; i < b->n_ws; i++) {
                         if (pfd[1 + 2 * i].revents & POLLIN)
                                 for (int k = 0; k < 64 && conn_accept(b, b->ws[i], false) > 0 &&
-                                                b->n_conns < BROKER_CONNS_MAX;
+                                                b->n_conns < b->conns_max;
                                      k++)
                                         ;
                         if (pfd[2 + 2 * i].revents & POLLIN)

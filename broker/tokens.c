@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 #include "server-private.h"
 #include "util.h"
@@ -100,7 +101,8 @@ int broker_tokens_replay(void *userdata, json_t *e)
                 json_t *x = json_object_get(e, "exp");
 
                 exp = json_is_integer(x) ? json_integer_value(x) : 0;
-                if (scope && !t)
+                /* Long expired tokens need no online state: keep the table small. */
+                if (scope && !t && exp + 60 >= (int64_t)time(NULL))
                         (void)broker_tokens_add(
                                 ws, jti, scope, exp,
                                 json_is_integer(max) ? (uint64_t)json_integer_value(max) : 0);

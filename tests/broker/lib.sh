@@ -32,7 +32,20 @@ check_rc() {
         if [ "$rc" = "$want" ]; then ok "$name"; else
                 not_ok "$name (exit $rc, want $want)"; sed 's/^/# /' "$T/err"; fi
 }
-done_testing() { echo "1..$n_test"; [ "$n_fail" = 0 ]; exit $?; }
+# Stops every broker, then fails if any of them reported a sanitizer error.
+done_testing() {
+        for p in "${BROKER_PIDS[@]}"; do
+                kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
+        done
+        BROKER_PIDS=()
+        if grep -q "Sanitizer" "$T/broker.log" 2>/dev/null; then
+                not_ok "brokers_ran_clean_under_sanitizers"
+                sed 's/^/# /' "$T/broker.log" | head -40
+        fi
+        echo "1..$n_test"
+        [ "$n_fail" = 0 ]
+        exit $?
+}
 skip_all() { echo "1..0 # SKIP $1"; exit 77; }
 
 # make_workspace NAME [POLICY-TEXT]: writes $T/NAME.ini and $T/NAME-policy.ini
