@@ -87,6 +87,16 @@ check shared_clone_status_is_clean clean "$tmp/m4/workspace"
 expect_eq shared_clone_history_spans_the_chain "in the shared clone|second|first" \
         "$(git -C "$tmp/m4/workspace" log --format=%s | paste -sd'|')"
 
+# --- a linked worktree (`git worktree add`): objects live in the common dir ----
+git -C "$R" branch -q wt-branch "$first"
+git -C "$R" worktree add -q "$tmp/linked" wt-branch
+expect_eq linked_worktree_objects_are_the_common_dirs "$R/.git/objects" \
+        "$("$tool" objects "$tmp/linked")"
+check linked_worktree_source_prepares mount_like "$tmp/linked" HEAD "$tmp/m6" /workspace
+expect_eq linked_worktree_head_keeps_its_branch "refs/heads/wt-branch" \
+        "$(git -C "$tmp/m6/workspace" symbolic-ref HEAD)"
+check linked_worktree_status_is_clean clean "$tmp/m6/workspace"
+
 # --- a base commit dated in the future: the index must still be newer ---------
 F=$tmp/future
 git init -q -b main "$F"
