@@ -392,8 +392,6 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
         sandbox_strv_addf(&b, "%d", fds->seccomp);
         sandbox_strv_add(&b, "--json-status-fd");
         sandbox_strv_addf(&b, "%d", fds->status_w);
-        sandbox_strv_add(&b, "--block-fd");
-        sandbox_strv_addf(&b, "%d", fds->block_r);
         sandbox_strv_add(&b, "--");
         for (char *const *a = o->argv; *a; a++)
                 sandbox_strv_add(&b, *a);

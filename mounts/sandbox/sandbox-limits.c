@@ -3,7 +3,7 @@
  * sandbox-limits.c: [limits] memory, processes and cpu for the sandbox.
  *
  * The limits are set with prlimit(2) on the sandbox's first process while it
- * waits on bwrap's --block-fd: after bubblewrap created the user namespace,
+ * waits for its seccomp filter (see sandbox.c): after bubblewrap created the user namespace,
  * before the command runs. The order matters for RLIMIT_NPROC, which the
  * kernel counts per (user namespace, uid): set on the sandbox's first
  * process, it counts the sandbox's own processes only, not every process of

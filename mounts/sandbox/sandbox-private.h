@@ -26,9 +26,8 @@ void sandbox_strv_clear(struct strv_builder *b);
 
 /* The descriptors bwrap reads; all close-on-exec until the child clears them. */
 struct sandbox_fds {
-        int seccomp;
+        int seccomp;  /* --seccomp, read end of a pipe */
         int status_w; /* --json-status-fd, write end */
-        int block_r;  /* --block-fd, read end */
         int etc[8];   /* --ro-bind-data sources */
         size_t n_etc;
 };

@@ -2,12 +2,15 @@
 /*
  * sandbox.c: one sandboxed command from start to teardown.
  *
- * bwrap is started with three extra descriptors: the seccomp program, a
- * status pipe (--json-status-fd) on which it reports the sandbox's first
- * process and, at the end, the command's exit code, and a block pipe
- * (--block-fd) on which the sandbox waits before running the command. In
- * between we apply the resource limits (sandbox-limits.c); if that fails the
- * sandbox is killed before the command ever ran.
+ * bwrap is started with two extra pipes: a status pipe (--json-status-fd)
+ * on which it reports the sandbox's first process and, at the end, the
+ * command's exit code, and the seccomp pipe (--seccomp). bwrap's sandbox
+ * process reads the filter only once its namespaces and mounts are set up,
+ * right before the command, so the filter is the gate: we write it only
+ * after the resource limits are applied (sandbox-limits.c). If we die
+ * before that, bwrap reads an empty filter, fails, and nothing runs: a
+ * `cloister run` killed during setup can't leave an unlimited command
+ * behind. The filter is smaller than PIPE_BUF, so the write is atomic.
  *
  * While the command runs we hold SIGINT, SIGTERM and SIGHUP in a signalfd
  * and watch bwrap through a pidfd, so that a signal or the wall-clock
@@ -18,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
@@ -44,7 +48,6 @@ static void fds_close(struct sandbox_fds *fds)
 {
         fds->seccomp = safe_close(fds->seccomp);
         fds->status_w = safe_close(fds->status_w);
-        fds->block_r = safe_close(fds->block_r);
         for (size_t i = 0; i < fds->n_etc; i++)
                 safe_close(fds->etc[i]);
         fds->n_etc = 0;
@@ -101,7 +104,7 @@ static int64_t now_ms(void)
 static _noreturn_ void child_exec(const struct sandbox_options *o, char **argv,
                                   const struct sandbox_fds *fds, const sigset_t *mask)
 {
-        int keep[3 + ELEMENTSOF(fds->etc)];
+        int keep[2 + ELEMENTSOF(fds->etc)];
         size_t n = 0;
 
         /* bwrap and the sandbox start with default signal dispositions */
@@ -116,7 +119,6 @@ static _noreturn_ void child_exec(const struct sandbox_options *o, char **argv,
                 _exit(127);
         keep[n++] = fds->seccomp;
         keep[n++] = fds->status_w;
-        keep[n++] = fds->block_r;
         for (size_t i = 0; i < fds->n_etc; i++)
                 keep[n++] = fds->etc[i];
         for (size_t i = 0; i < n; i++)
@@ -124,6 +126,36 @@ static _noreturn_ void child_exec(const struct sandbox_options *o, char **argv,
                         _exit(127);
         execve(argv[0], argv, o->env);
         _exit(127);
+}
+
+/* The filter's BPF in memory, to be written in one atomic write later. */
+static int filter_load(void **ret, size_t *ret_len)
+{
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = malloc(PIPE_BUF);
+        size_t len = 0;
+        int r;
+
+        if (!buf)
+                return -ENOMEM;
+        r = sandbox_seccomp_export(&fd);
+        if (r < 0)
+                return r;
+        for (;;) {
+                ssize_t n = read(fd, buf + len, PIPE_BUF - len);
+                if (n < 0)
+                        return negative_errno();
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+                if (len == PIPE_BUF)
+                        return -E2BIG; /* would not be written atomically */
+        }
+        if (len == 0 || len % 8 != 0)
+                return -EINVAL;
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
 }
 
 /* Wait for bwrap's report of the sandbox's first process, or its end. */
@@ -174,8 +206,10 @@ int sandbox_check_userns(char **ret_error)
 
 int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, char **ret_error)
 {
-        struct sandbox_fds fds = {.seccomp = -1, .status_w = -1, .block_r = -1};
-        _cleanup_close_ int status_r = -1, block_w = -1, sfd = -1, pidfd = -1;
+        struct sandbox_fds fds = {.seccomp = -1, .status_w = -1};
+        _cleanup_close_ int status_r = -1, seccomp_w = -1, sfd = -1, pidfd = -1;
+        _cleanup_free_ void *filter = NULL;
+        size_t filter_len = 0;
         _cleanup_strv_free_ char **argv = NULL;
         struct sandbox_cgroup *cg = NULL;
         struct status_reader *st = NULL;
@@ -207,7 +241,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                 r = sandbox_errorf(ret_error, negative_errno(), "signalfd: %m");
                 goto out;
         }
-        r = sandbox_seccomp_export(&fds.seccomp);
+        r = filter_load(&filter, &filter_len);
         if (r < 0) {
                 sandbox_errorf(ret_error, r, "cannot build the seccomp filter: %s", strerror(-r));
                 goto out;
@@ -216,14 +250,14 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                 r = sandbox_errorf(ret_error, negative_errno(), "pipe: %m");
                 goto out;
         }
-        status_r = pipefd[0];
-        fds.status_w = pipefd[1];
+        fds.seccomp = pipefd[0];
+        seccomp_w = pipefd[1];
         if (pipe2(pipefd, O_CLOEXEC) < 0) {
                 r = sandbox_errorf(ret_error, negative_errno(), "pipe: %m");
                 goto out;
         }
-        fds.block_r = pipefd[0];
-        block_w = pipefd[1];
+        status_r = pipefd[0];
+        fds.status_w = pipefd[1];
         r = sandbox_bwrap_argv(o, &fds, &argv, ret_error);
         if (r < 0)
                 goto out;
@@ -255,12 +289,13 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
         r = sandbox_limits_apply(o->config, st->child_pid, &cg, ret_error);
         if (r < 0)
                 goto out;
-        /* Limits are in place: let the command run. */
-        if (write(block_w, "x", 1) != 1) {
-                r = sandbox_errorf(ret_error, negative_errno(), "cannot start the sandbox: %m");
+        /* Limits are in place: hand over the filter, which lets the command run. */
+        if (write(seccomp_w, filter, filter_len) != (ssize_t)filter_len) {
+                r = sandbox_errorf(ret_error, negative_errno(),
+                                   "cannot pass the seccomp filter: %m");
                 goto out;
         }
-        block_w = safe_close(block_w);
+        seccomp_w = safe_close(seccomp_w);
 
         deadline = now_ms() + (int64_t)o->config->limits.timeout * 1000;
         for (;;) {
