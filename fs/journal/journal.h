@@ -61,3 +61,63 @@ void journal_free(journal *j);
 int journal_append(journal *j, const struct journal_caller *who, const struct journal_entry *e);
 /* Flush coalesced entries now (e.g. on fsync or release of the file). */
 int journal_flush(journal *j);
+
+/* "write", "rename", ...; NULL for an unknown op. */
+const char *journal_op_to_string(enum journal_op op);
+
+/*
+ * Coalescing: consecutive writes by the same process to the same path whose
+ * ranges touch or overlap are merged into one entry (offset, length, count)
+ * while they keep arriving within JOURNAL_COALESCE_MS of each other. A
+ * background thread, started by the first coalesced write, flushes a pending
+ * entry once it has been idle for that long, so a crash loses at most the
+ * last window. Any other operation flushes pending writes first, so the
+ * journal stays in order.
+ */
+#define JOURNAL_COALESCE_MS 200
+/* Pending coalesced writes kept at once (distinct files being written). */
+#define JOURNAL_COALESCE_SLOTS 16
+/* A line longer than this is rejected by the reader as corrupt. */
+#define JOURNAL_LINE_MAX (64 * 1024)
+
+/*
+ * Reading the journal, for `cloister log`. Lines are JSON objects:
+ *   {"time":"2026-12-02T16:43:00.123456Z","op":"write","path":"/workspace/a",
+ *    "offset":0,"length":4096,"count":1,"result":0,"pid":42,"uid":0,"gid":0,
+ *    "comm":"cat"}
+ * plus "path2" (rename/link/symlink target), "mode", "owner_uid"/"owner_gid"
+ * (chown), "name" (xattr), "error" ("ENOENT") when result < 0, "path_hex" /
+ * "path2_hex" when a name is not valid UTF-8 ("path" then carries U+FFFD).
+ * A line that does not parse (a crash mid-append, a full disk) is skipped and
+ * counted, never fatal.
+ */
+typedef struct journal_reader journal_reader;
+
+struct journal_record {
+        const char *line; /* the raw JSON line, without the newline */
+        double time;      /* seconds since the epoch, from "time" */
+        const char *time_str;
+        const char *op;
+        const char *path;  /* never NULL ("" if absent) */
+        const char *path2; /* NULL if absent */
+        const char *comm;  /* NULL if the process was gone */
+        int64_t pid, uid;
+        int64_t result;
+        const void *json; /* the parsed object (a json_t *), valid until the next call */
+};
+
+/* Open `name` under state_dirfd for reading. -ENOENT if there is no journal yet. */
+int journal_reader_open(int state_dirfd, const char *name, journal_reader **ret);
+void journal_reader_free(journal_reader *r);
+/*
+ * Next well-formed record: 1 and *ret filled (valid until the next call),
+ * 0 at the end, or a negative errno on a read error.
+ */
+int journal_reader_next(journal_reader *r, struct journal_record *ret);
+/* Lines skipped as corrupt so far, and whether the last line was cut short. */
+unsigned journal_reader_corrupt(const journal_reader *r);
+bool journal_reader_truncated(const journal_reader *r);
+/* Line number (1-based) of the first corrupt line, 0 if none. */
+unsigned journal_reader_first_corrupt_line(const journal_reader *r);
+/* Parse an RFC 3339 UTC time as written in "time" to seconds; -EINVAL if bad. */
+int journal_time_parse(const char *s, double *ret);

@@ -1,18 +1,159 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd-broker.c: placeholder until its module lands; it refuses to run. */
-#include "command.h"
+/*
+ * cmd-broker.c: `cloister broker CONFIG...` runs the credential broker in the
+ * foreground for one or more workspaces; `cloister broker rotate-key CONFIG`
+ * replaces the signing key (old public keys keep verifying until the
+ * tokens they signed expire) and tells a running broker to reload.
+ */
+#include <fcntl.h>
+#include <getopt.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
-static int broker_run(int argc, char **argv)
+#include "broker.h"
+#include "client.h"
+#include "command.h"
+#include "config.h"
+#include "keys.h"
+#include "policy.h"
+#include "util.h"
+
+static int rotate_key(int argc, char **argv)
 {
-        (void)argc;
-        (void)argv;
-        return command_fail(&command_broker, 1, "not available in this build");
+        _cleanup_config_ struct config *c = NULL;
+        _cleanup_free_ char *error = NULL, *admin = NULL;
+        struct broker_policy *p = NULL;
+        _cleanup_close_ int dirfd = -1;
+        broker_keyring *kr = NULL;
+        json_t *resp = NULL, *req;
+        int64_t keep;
+        int r;
+
+        if (argc != 2)
+                return command_fail(&command_broker, EXIT_USAGE,
+                                    "usage: cloister broker rotate-key CONFIG");
+        if (config_load(argv[1], &c, &error) < 0)
+                return command_fail(&command_broker, EXIT_USAGE, "%s", error);
+        if (!c->broker.policy)
+                return command_fail(&command_broker, EXIT_USAGE, "%s: no [broker] policy", argv[1]);
+        if (broker_policy_load(c->broker.policy, &p, &error) < 0)
+                return command_fail(&command_broker, EXIT_USAGE, "%s", error);
+        /* Keep retired public keys as long as the longest token may live, plus skew. */
+        keep = broker_policy_max_ttl(p) + 60;
+        broker_policy_free(p);
+        dirfd = open(c->broker.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dirfd < 0)
+                return command_fail(&command_broker, 1, "%s: cannot open: %m", c->broker.dir);
+        r = broker_keyring_rotate(dirfd, c->broker.dir, time(NULL), keep, &error);
+        if (r < 0)
+                return command_fail(&command_broker, 1, "%s", error ? error : strerror(-r));
+        r = broker_keyring_load(dirfd, c->broker.dir, false, &kr, &error);
+        if (r < 0)
+                return command_fail(&command_broker, 1, "%s", error ? error : strerror(-r));
+        printf("%s\n", broker_keyring_current(kr)->kid);
+        broker_keyring_free(kr);
+
+        if (asprintf(&admin, "%s/%s", c->broker.dir, BROKER_ADMIN_SOCKET) < 0)
+                return command_fail(&command_broker, 1, "out of memory");
+        if (access(admin, F_OK) < 0)
+                return 0; /* no broker running: it loads the new key when it starts */
+        free(error);
+        error = NULL;
+        req = json_pack("{s:s}", "op", "reload-keys");
+        r = broker_client_request(admin, req, &resp, &error);
+        json_decref(req);
+        if (r < 0) {
+                fprintf(stderr,
+                        "cloister broker: warning: %s; a running broker signs with the old key "
+                        "until restarted\n",
+                        error ? error : strerror(-r));
+                return 0;
+        }
+        if (!json_is_true(json_object_get(resp, "ok")))
+                fprintf(stderr, "cloister broker: warning: broker did not reload: %s\n",
+                        json_string_value(json_object_get(resp, "message")) ?: "?");
+        json_decref(resp);
+        return 0;
+}
+
+static int broker_cmd_run(int argc, char **argv)
+{
+        struct config **cfgs = NULL;
+        _cleanup_free_ char *error = NULL;
+        broker *b = NULL;
+        int r, ret = 1, n = 0;
+
+        if (sodium_init() < 0)
+                return command_fail(&command_broker, 1, "libsodium failed to initialize");
+        if (argc >= 2 && streq(argv[1], "rotate-key"))
+                return rotate_key(argc - 1, argv + 1);
+        if (argc < 2 || argv[1][0] == '-') {
+                if (argc >= 2 && (streq(argv[1], "--help") || streq(argv[1], "-h"))) {
+                        printf("%s", command_broker.usage);
+                        return 0;
+                }
+                return command_fail(&command_broker, EXIT_USAGE,
+                                    "usage: cloister broker CONFIG... | rotate-key CONFIG");
+        }
+        /* Fail closed: a broker that could dump its keys to disk does not start. */
+        r = broker_harden_process();
+        if (r < 0)
+                return command_fail(&command_broker, 1,
+                                    "cannot disable core dumps (RLIMIT_CORE, PR_SET_DUMPABLE): %s",
+                                    strerror(-r));
+        broker_json_wipe_on_free();
+        cfgs = calloc((size_t)argc, sizeof(*cfgs));
+        if (!cfgs || broker_new(&b) < 0)
+                goto oom;
+        for (int i = 1; i < argc; i++) {
+                r = config_load(argv[i], &cfgs[n], &error);
+                if (r < 0) {
+                        ret = command_fail(&command_broker, EXIT_USAGE, "%s", error);
+                        goto out;
+                }
+                n++;
+                r = broker_add_workspace(b, cfgs[n - 1], &error);
+                if (r < 0) {
+                        ret = command_fail(&command_broker, r == -EINVAL ? EXIT_USAGE : 1, "%s",
+                                           error ? error : strerror(-r));
+                        goto out;
+                }
+                fprintf(stderr, "cloister broker: serving workspace '%s' on %s (admin: %s/%s)\n",
+                        cfgs[n - 1]->workspace.name, cfgs[n - 1]->broker.socket,
+                        cfgs[n - 1]->broker.dir, BROKER_ADMIN_SOCKET);
+        }
+        r = broker_run(b, &error);
+        if (r < 0) {
+                ret = command_fail(&command_broker, 1, "%s", error ? error : strerror(-r));
+                goto out;
+        }
+        fprintf(stderr, "cloister broker: stopped; every token of its workspaces is revoked\n");
+        ret = 0;
+        goto out;
+oom:
+        ret = command_fail(&command_broker, 1, "out of memory");
+out:
+        broker_free(b);
+        for (int i = 0; i < n; i++)
+                config_free(cfgs[i]);
+        free(cfgs);
+        return ret;
 }
 
 const struct command command_broker = {
         .name = "broker",
-        .summary = "(not available in this build)",
-        .usage = "usage: cloister broker ...\n",
-        .run = broker_run,
+        .summary = "run the credential broker for one or more workspaces",
+        .usage = "usage: cloister broker CONFIG...\n"
+                 "       cloister broker rotate-key CONFIG\n"
+                 "\n"
+                 "Serves short-lived PASETO v4.public tokens on each workspace's [broker]\n"
+                 "socket, per the [broker] policy, until SIGTERM or SIGINT; then revokes\n"
+                 "every token it issued. Keys, sealed secrets and the audit log live in\n"
+                 "[broker] dir, with an admin socket there for redeemers.\n"
+                 "rotate-key makes a new signing key; old public keys keep verifying until\n"
+                 "the tokens they signed expire.\n",
+        .run = broker_cmd_run,
 };
-

@@ -1,18 +1,157 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd-diff.c: placeholder until its module lands; it refuses to run. */
+/*
+ * cmd-diff.c: `cloister diff CONFIG [--stat | --name-status | --home]`:
+ * the agent's work as a git patch against the base revision.
+ *
+ * The source repository is not written: new objects live in an in-memory
+ * object database for the duration of the command. If the workspace is not
+ * mounted, it is mounted for the command and unmounted after.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <unistd.h>
+
 #include "command.h"
+#include "config.h"
+#include "review-workspace.h"
+#include "review.h"
+#include "util.h"
+
+static void progress_tty(const char *stage, size_t done, size_t total, void *userdata)
+{
+        (void)userdata;
+        if (total)
+                fprintf(stderr, "\rcloister: %s %zu/%zu paths", stage, done, total);
+        else
+                fprintf(stderr, "\rcloister: %s %zu paths", stage, done);
+}
+
+static void home_print(FILE *out, const struct review_home_change *c, size_t n)
+{
+        for (size_t i = 0; i < n; i++) {
+                const char *t = c[i].type == 'f'   ? "file"
+                                : c[i].type == 'd' ? "dir"
+                                : c[i].type == 'l' ? "symlink"
+                                : c[i].type == 'D' ? "deleted"
+                                                   : "other";
+                if (c[i].type == 'f')
+                        fprintf(out, "%-8s %12" PRIu64 "  %s\n", t, c[i].size, c[i].path);
+                else
+                        fprintf(out, "%-8s %12s  %s\n", t, "-", c[i].path);
+        }
+}
 
 static int diff_run(int argc, char **argv)
 {
-        (void)argc;
-        (void)argv;
-        return command_fail(&command_diff, 1, "not available in this build");
+        static const struct option opts[] = {
+                {"stat", no_argument, NULL, 's'},
+                {"name-status", no_argument, NULL, 'n'},
+                {"home", no_argument, NULL, 'H'},
+                {"help", no_argument, NULL, 'h'},
+                {},
+        };
+        _cleanup_config_ struct config *c = NULL;
+        _cleanup_free_ char *err = NULL;
+        review_workspace *w = NULL;
+        review *r = NULL;
+        struct review_options o;
+        struct review_home_change *home = NULL;
+        size_t n_home = 0;
+        enum review_format fmt = REVIEW_PATCH;
+        bool home_only = false, tty = isatty(STDERR_FILENO);
+        int opt, k, ret = 1;
+
+        while ((opt = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
+                switch (opt) {
+                case 's':
+                        fmt = REVIEW_STAT;
+                        break;
+                case 'n':
+                        fmt = REVIEW_NAME_STATUS;
+                        break;
+                case 'H':
+                        home_only = true;
+                        break;
+                case 'h':
+                        fputs(command_diff.usage, stdout);
+                        return 0;
+                default:
+                        return EXIT_USAGE;
+                }
+        }
+        if (optind != argc - 1)
+                return command_fail(&command_diff, EXIT_USAGE,
+                                    "expected one CONFIG; see 'cloister help diff'");
+        k = config_load(argv[optind], &c, &err);
+        if (k < 0)
+                return command_fail(&command_diff, EXIT_USAGE, "%s", err ? err : strerror(-k));
+        k = review_workspace_open(c, argv[optind], true, &w, &err);
+        if (k < 0)
+                return command_fail(&command_diff, 1, "%s", err ? err : strerror(-k));
+        review_workspace_options(w, &o);
+        o.in_memory = true;
+        if (tty)
+                o.progress = progress_tty;
+        k = review_open(&o, &r, &err);
+        if (k < 0) {
+                command_fail(&command_diff, 1, "%s", err ? err : strerror(-k));
+                goto out;
+        }
+        k = review_build(r);
+        if (tty)
+                fputs("\r\033[K", stderr);
+        if (k >= 0)
+                k = review_home_changes(r, &home, &n_home);
+        if (k < 0) {
+                command_fail(&command_diff, 1, "%s", review_error(r));
+                goto out;
+        }
+        if (home_only) {
+                home_print(stdout, home, n_home);
+        } else {
+                k = review_print(r, fmt, stdout);
+                if (k < 0) {
+                        command_fail(&command_diff, 1, "%s", review_error(r));
+                        goto out;
+                }
+                /* Never mixed into the patch: the home may hold what the agent was given. */
+                if (n_home) {
+                        fflush(stdout);
+                        fprintf(stderr,
+                                "cloister diff: %zu change(s) in the hidden home, not in the "
+                                "patch (names and sizes only):\n",
+                                n_home);
+                        home_print(stderr, home, n_home);
+                }
+        }
+        if (fflush(stdout) != 0) {
+                command_fail(&command_diff, 1, "writing the output: %m");
+                goto out;
+        }
+        ret = 0;
+out:
+        review_home_changes_free(home, n_home);
+        review_free(r);
+        if (review_workspace_close(w) < 0) {
+                command_fail(&command_diff, 1, "unmounting the workspace failed");
+                ret = 1;
+        }
+        return ret;
 }
 
 const struct command command_diff = {
         .name = "diff",
-        .summary = "(not available in this build)",
-        .usage = "usage: cloister diff ...\n",
+        .summary = "show the agent's work as a patch against the base revision",
+        .usage = "usage: cloister diff CONFIG [--stat | --name-status | --home]\n"
+                 "\n"
+                 "Print the workspace (the [repo] part) against the base revision as a\n"
+                 "git patch: renames, mode changes, symlinks, binary files as GIT binary\n"
+                 "patch. `git apply` on a clone at the base reproduces the workspace.\n"
+                 "Changes in the hidden home are listed on stderr (names and sizes only).\n"
+                 "The source repository is not written. Mounts the workspace if needed.\n"
+                 "\n"
+                 "  --stat          a diffstat instead of the patch\n"
+                 "  --name-status   one status letter and path per change\n"
+                 "  --home          list only the hidden home's changes, on stdout\n",
         .run = diff_run,
 };
-

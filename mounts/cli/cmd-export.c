@@ -1,18 +1,238 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd-export.c: placeholder until its module lands; it refuses to run. */
+/*
+ * cmd-export.c: `cloister export CONFIG --commit | --commits | --mbox |
+ * --discard`: hand the agent's work to the reviewer.
+ *
+ *   --commit    the workspace as one commit on top of the base, at
+ *               refs/cloister/NAME in the source repository
+ *   --commits   the agent's own commits (made in the workspace's .git),
+ *               authors and messages kept, at refs/cloister/NAME
+ *   --mbox      a `git am` series on stdout (or -o FILE); writes nothing
+ *               into the source
+ *   --discard   reset the workspace to the base revision (asks first)
+ *
+ * Nothing but refs/cloister/NAME and new objects is written to the source:
+ * not HEAD, the index, the working tree or another ref.
+ */
+#include <getopt.h>
+#include <unistd.h>
+
 #include "command.h"
+#include "config.h"
+#include "review-workspace.h"
+#include "review.h"
+#include "util.h"
+
+enum mode { MODE_NONE, MODE_COMMIT, MODE_COMMITS, MODE_MBOX, MODE_DISCARD };
+
+static void progress_tty(const char *stage, size_t done, size_t total, void *userdata)
+{
+        (void)userdata;
+        if (total)
+                fprintf(stderr, "\rcloister: %s %zu/%zu paths", stage, done, total);
+        else
+                fprintf(stderr, "\rcloister: %s %zu paths", stage, done);
+}
+
+static bool confirm(const char *what)
+{
+        char buf[16];
+
+        if (!isatty(STDIN_FILENO))
+                return false;
+        fprintf(stderr, "%s [y/N] ", what);
+        if (!fgets(buf, sizeof(buf), stdin))
+                return false;
+        return buf[0] == 'y' || buf[0] == 'Y';
+}
 
 static int export_run(int argc, char **argv)
 {
-        (void)argc;
-        (void)argv;
-        return command_fail(&command_export, 1, "not available in this build");
+        static const struct option opts[] = {
+                {"commit", no_argument, NULL, 'c'},        {"commits", no_argument, NULL, 'C'},
+                {"mbox", no_argument, NULL, 'm'},          {"discard", no_argument, NULL, 'd'},
+                {"message", required_argument, NULL, 'M'}, {"author", required_argument, NULL, 'a'},
+                {"output", required_argument, NULL, 'o'},  {"yes", no_argument, NULL, 'y'},
+                {"help", no_argument, NULL, 'h'},          {},
+        };
+        _cleanup_config_ struct config *c = NULL;
+        _cleanup_free_ char *err = NULL;
+        _cleanup_free_ git_oid *ids = NULL;
+        _cleanup_fclose_ FILE *outf = NULL;
+        struct review_commit_options co = {0};
+        review_workspace *w = NULL;
+        review *r = NULL;
+        struct review_options o;
+        const char *output = NULL;
+        enum mode mode = MODE_NONE;
+        bool series = false, yes = false, tty = isatty(STDERR_FILENO);
+        size_t n = 0;
+        git_oid id;
+        char hex[GIT_OID_HEXSZ + 1];
+        int opt, k, ret = 1;
+
+        bool f_commit = false, f_mbox = false, f_discard = false;
+
+        while ((opt = getopt_long(argc, argv, "ho:", opts, NULL)) >= 0) {
+                switch (opt) {
+                case 'c':
+                        f_commit = true;
+                        break;
+                case 'C':
+                        series = true;
+                        break;
+                case 'm':
+                        f_mbox = true;
+                        break;
+                case 'd':
+                        f_discard = true;
+                        break;
+                case 'M':
+                        co.message = optarg;
+                        break;
+                case 'a':
+                        co.author = optarg;
+                        break;
+                case 'o':
+                        output = optarg;
+                        break;
+                case 'y':
+                        yes = true;
+                        break;
+                case 'h':
+                        fputs(command_export.usage, stdout);
+                        return 0;
+                default:
+                        return EXIT_USAGE;
+                }
+        }
+        /* Exactly one action; --mbox may take --commits to say which series. */
+        if (f_commit + (series && !f_mbox) + f_mbox + f_discard == 1)
+                mode = f_commit    ? MODE_COMMIT
+                       : f_mbox    ? MODE_MBOX
+                       : f_discard ? MODE_DISCARD
+                                   : MODE_COMMITS;
+        if (optind != argc - 1 || mode == MODE_NONE)
+                return command_fail(&command_export, EXIT_USAGE,
+                                    "expected CONFIG and one of --commit, --commits, --mbox, "
+                                    "--discard; see 'cloister help export'");
+        if (output && mode != MODE_MBOX)
+                return command_fail(&command_export, EXIT_USAGE, "--output goes with --mbox");
+        if ((co.message || co.author) && (series || mode == MODE_DISCARD))
+                return command_fail(&command_export, EXIT_USAGE,
+                                    "--message and --author go with --commit or --mbox; "
+                                    "--commits keeps the agent's own");
+        k = config_load(argv[optind], &c, &err);
+        if (k < 0)
+                return command_fail(&command_export, EXIT_USAGE, "%s", err ? err : strerror(-k));
+        co.name = c->workspace.name;
+        if (mode == MODE_DISCARD) {
+                if (!yes && !confirm("Discard all of the agent's changes in this workspace?"))
+                        return command_fail(&command_export, 1,
+                                            "not confirmed; nothing was discarded (use --yes)");
+        }
+        if (mode == MODE_MBOX && output) {
+                outf = fopen(output, "wxe");
+                if (!outf)
+                        return command_fail(&command_export, 1, "'%s': %m", output);
+        }
+        k = review_workspace_open(c, argv[optind], true, &w, &err);
+        if (k < 0)
+                return command_fail(&command_export, 1, "%s", err ? err : strerror(-k));
+        review_workspace_options(w, &o);
+        o.in_memory = mode == MODE_MBOX || mode == MODE_DISCARD;
+        if (tty)
+                o.progress = progress_tty;
+        k = review_open(&o, &r, &err);
+        if (k < 0) {
+                command_fail(&command_export, 1, "%s", err ? err : strerror(-k));
+                goto out;
+        }
+        switch (mode) {
+        case MODE_COMMIT:
+                k = review_commit(r, &co, &id);
+                if (k >= 0)
+                        k = review_ref_set(r, c->workspace.name, &id);
+                if (tty)
+                        fputs("\r\033[K", stderr);
+                if (k >= 0)
+                        printf("refs/cloister/%s %s\n", c->workspace.name,
+                               git_oid_tostr(hex, sizeof(hex), &id));
+                break;
+        case MODE_COMMITS:
+                k = review_agent_commits(r, &ids, &n);
+                if (k >= 0)
+                        k = review_ref_set(r, c->workspace.name, &ids[n - 1]);
+                if (k >= 0)
+                        printf("refs/cloister/%s %s (%zu commit%s)\n", c->workspace.name,
+                               git_oid_tostr(hex, sizeof(hex), &ids[n - 1]), n, n == 1 ? "" : "s");
+                break;
+        case MODE_MBOX:
+                if (series) {
+                        k = review_agent_commits(r, &ids, &n);
+                } else {
+                        k = review_commit(r, &co, &id);
+                        ids = malloc(sizeof(git_oid));
+                        if (k >= 0 && ids) {
+                                ids[0] = id;
+                                n = 1;
+                        } else if (k >= 0) {
+                                k = -ENOMEM;
+                        }
+                }
+                if (tty)
+                        fputs("\r\033[K", stderr);
+                if (k >= 0)
+                        k = review_mbox(r, ids, n, outf ? outf : stdout);
+                break;
+        case MODE_DISCARD:
+                k = review_discard(r);
+                if (tty)
+                        fputs("\r\033[K", stderr);
+                if (k >= 0)
+                        printf("discarded: the workspace is at %s\n",
+                               git_oid_tostr(hex, sizeof(hex), review_base_commit(r)));
+                break;
+        default:
+                break;
+        }
+        if (k < 0) {
+                command_fail(&command_export, 1, "%s", review_error(r));
+                goto out;
+        }
+        if (fflush(outf ? outf : stdout) != 0 || (outf && ferror(outf))) {
+                command_fail(&command_export, 1, "writing the output: %m");
+                goto out;
+        }
+        ret = 0;
+out:
+        review_free(r);
+        if (review_workspace_close(w) < 0) {
+                command_fail(&command_export, 1, "unmounting the workspace failed");
+                ret = 1;
+        }
+        return ret;
 }
 
 const struct command command_export = {
         .name = "export",
-        .summary = "(not available in this build)",
-        .usage = "usage: cloister export ...\n",
+        .summary = "export the agent's work as a commit, its commits, or an mbox; or discard it",
+        .usage = "usage: cloister export CONFIG --commit [--message M] [--author 'Name <email>']\n"
+                 "       cloister export CONFIG --commits\n"
+                 "       cloister export CONFIG --mbox [--commits] [--message M] [--author A] [-o "
+                 "FILE]\n"
+                 "       cloister export CONFIG --discard [--yes]\n"
+                 "\n"
+                 "  --commit    record the workspace as a commit whose parent is the base\n"
+                 "              revision, at refs/cloister/NAME in the source repository\n"
+                 "  --commits   export the commits the agent made in the workspace's .git,\n"
+                 "              authors and messages kept, at refs/cloister/NAME\n"
+                 "  --mbox      write a `git am` series to stdout or -o FILE (never replaced);\n"
+                 "              with --commits, the agent's commits; nothing is written to\n"
+                 "              the source repository\n"
+                 "  --discard   reset the workspace to the base revision; asks unless --yes\n"
+                 "\n"
+                 "Only refs/cloister/NAME and new objects are written to the source: never\n"
+                 "its HEAD, index, working tree or other refs. Mounts the workspace if needed.\n",
         .run = export_run,
 };
-

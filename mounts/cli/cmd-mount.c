@@ -1,32 +1,186 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd-mount.c: placeholder until its module lands; it refuses to run. */
+/*
+ * cmd-mount.c: `cloister mount CONFIG [--foreground]` and
+ * `cloister unmount CONFIG`.
+ *
+ * mount forks the daemon and returns 0 only once the mount serves requests
+ * (the daemon writes one byte to a pipe); if setup fails the daemon prints
+ * why and the exit code is passed on. Exit 3: a live daemon already serves
+ * this workspace. See docs/cloister-mount.md.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "command.h"
+#include "config.h"
+#include "fs.h"
+#include "util.h"
+
+#define EXIT_ALREADY 3
+
+static int load(const struct command *cmd, const char *path, struct config **ret)
+{
+        _cleanup_free_ char *err = NULL;
+        int r = config_load(path, ret, &err);
+        if (r < 0)
+                return command_fail(cmd, EXIT_USAGE, "%s", err ? err : strerror(-r));
+        return 0;
+}
+
+static int serve(const struct config *c, int ready_fd)
+{
+        fs_workspace *ws = NULL;
+        _cleanup_free_ char *err = NULL;
+        int r;
+
+        r = fs_workspace_new(c, &ws, &err);
+        if (r < 0)
+                return command_fail(&command_mount, 1, "%s", err ? err : strerror(-r));
+        r = fs_workspace_serve(ws, ready_fd, &err);
+        fs_workspace_free(ws);
+        if (r < 0)
+                return command_fail(&command_mount, 1, "%s", err ? err : strerror(-r));
+        return 0;
+}
+
+/* The daemon's stdout/stderr, once it serves: a log in the state dir. */
+static void redirect_output(const struct config *c)
+{
+        _cleanup_free_ char *p = NULL;
+        int fd, null = open("/dev/null", O_RDWR | O_CLOEXEC);
+        if (null >= 0) {
+                dup2(null, STDIN_FILENO);
+                close(null);
+        }
+        if (asprintf(&p, "%s/fs/daemon.log", c->workspace.state) < 0)
+                return;
+        fd = open(p, O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd >= 0) {
+                dup2(fd, STDOUT_FILENO);
+                dup2(fd, STDERR_FILENO);
+                close(fd);
+        }
+}
 
 static int mount_run(int argc, char **argv)
 {
-        (void)argc;
-        (void)argv;
-        return command_fail(&command_mount, 1, "not available in this build");
+        _cleanup_config_ struct config *c = NULL;
+        const char *file = NULL;
+        bool foreground = false;
+        int p[2], r, pid = 0, status;
+        pid_t child;
+        char byte;
+
+        for (int i = 1; i < argc; i++) {
+                if (streq(argv[i], "--foreground") || streq(argv[i], "-f"))
+                        foreground = true;
+                else if (argv[i][0] == '-')
+                        return command_fail(&command_mount, EXIT_USAGE, "unknown option '%s'",
+                                            argv[i]);
+                else if (!file)
+                        file = argv[i];
+                else
+                        return command_fail(&command_mount, EXIT_USAGE, "too many arguments");
+        }
+        if (!file)
+                return command_fail(&command_mount, EXIT_USAGE,
+                                    "usage: cloister mount CONFIG [--foreground]");
+        r = load(&command_mount, file, &c);
+        if (r)
+                return r;
+        r = fs_mount_probe(c->workspace.state, c->workspace.mountpoint, &pid);
+        if (r > 0)
+                return command_fail(&command_mount, EXIT_ALREADY,
+                                    "'%s' is already served by pid %d", c->workspace.mountpoint,
+                                    pid);
+        if (r < 0)
+                return command_fail(&command_mount, 1, "cannot clean up '%s': %s",
+                                    c->workspace.mountpoint, strerror(-r));
+        if (foreground)
+                return serve(c, -1);
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return command_fail(&command_mount, 1, "pipe: %s", strerror(errno));
+        fflush(NULL);
+        child = fork();
+        if (child < 0)
+                return command_fail(&command_mount, 1, "fork: %s", strerror(errno));
+        if (child == 0) {
+                close(p[0]);
+                setsid();
+                if (chdir("/") < 0)
+                        _exit(1);
+                /* Errors before serving go to the caller's stderr; after, to the log. */
+                {
+                        fs_workspace *ws = NULL;
+                        _cleanup_free_ char *err = NULL;
+                        r = fs_workspace_new(c, &ws, &err);
+                        if (r < 0)
+                                _exit(command_fail(&command_mount, 1, "%s",
+                                                   err ? err : strerror(-r)));
+                        redirect_output(c);
+                        r = fs_workspace_serve(ws, p[1], &err);
+                        if (r < 0)
+                                fprintf(stderr, "cloister mount: %s\n", err ? err : strerror(-r));
+                        fs_workspace_free(ws);
+                        _exit(r < 0 ? 1 : 0);
+                }
+        }
+        close(p[1]);
+        r = (int)read(p[0], &byte, 1);
+        close(p[0]);
+        if (r == 1)
+                return 0;
+        if (waitpid(child, &status, 0) < 0)
+                return command_fail(&command_mount, 1, "waitpid: %s", strerror(errno));
+        if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+                return WEXITSTATUS(status);
+        return command_fail(&command_mount, 1,
+                            "the daemon exited before serving (see %s/fs/daemon.log)",
+                            c->workspace.state);
 }
 
 const struct command command_mount = {
         .name = "mount",
-        .summary = "(not available in this build)",
-        .usage = "usage: cloister mount ...\n",
+        .summary = "mount a workspace's filesystem (repo, home, mirrors)",
+        .usage = "usage: cloister mount CONFIG [--foreground]\n"
+                 "\n"
+                 "Mount the workspace at [workspace] mountpoint. Returns once it serves;\n"
+                 "exit 3 if a live daemon already serves it. --foreground: serve in this\n"
+                 "process until unmounted or signalled.\n",
         .run = mount_run,
 };
 
 static int unmount_run(int argc, char **argv)
 {
-        (void)argc;
-        (void)argv;
-        return command_fail(&command_unmount, 1, "not available in this build");
+        _cleanup_config_ struct config *c = NULL;
+        int r;
+
+        if (argc != 2 || argv[1][0] == '-')
+                return command_fail(&command_unmount, EXIT_USAGE, "usage: cloister unmount CONFIG");
+        r = load(&command_unmount, argv[1], &c);
+        if (r)
+                return r;
+        r = fs_unmount(c->workspace.state, c->workspace.mountpoint, 30000);
+        if (r < 0)
+                return command_fail(&command_unmount, 1, "cannot unmount '%s': %s",
+                                    c->workspace.mountpoint, strerror(-r));
+        return 0;
 }
 
 const struct command command_unmount = {
         .name = "unmount",
-        .summary = "(not available in this build)",
-        .usage = "usage: cloister unmount ...\n",
+        .summary = "unmount a workspace and stop its daemon",
+        .usage = "usage: cloister unmount CONFIG\n"
+                 "\n"
+                 "Unmount [workspace] mountpoint and wait for the daemon to exit. Exit 0\n"
+                 "also when it was not mounted; a stale mount is cleaned up.\n",
         .run = unmount_run,
 };
-

@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * audit.c: append to and verify the hash-chained audit log.
+ *
+ * Why hash the exact bytes and not re-serialized JSON: a verifier in any
+ * language can check a line with one BLAKE2b call and string slicing, and
+ * no JSON library's formatting choices can break old logs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "audit.h"
+#include "util.h"
+
+#define HASH_LEN  32
+#define HEX_LEN   (HASH_LEN * 2)
+#define HASH_KEY  ",\"hash\":\""
+#define HEAD_SIZE 96
+
+struct broker_audit {
+        int fd;
+        int head_fd;
+        uint64_t seq;
+        char prev[HEX_LEN + 1];
+        off_t size;
+};
+
+static int reason_set(char **ret, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int reason_set(char **ret, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (!ret)
+                return -EBADMSG;
+        va_start(ap, fmt);
+        if (vasprintf(ret, fmt, ap) < 0)
+                *ret = NULL;
+        va_end(ap);
+        return -EBADMSG;
+}
+
+static void hash_hex(const char *data, size_t len, char out[HEX_LEN + 1])
+{
+        unsigned char h[HASH_LEN];
+
+        crypto_generichash(h, sizeof(h), (const unsigned char *)data, len, NULL, 0);
+        sodium_bin2hex(out, HEX_LEN + 1, h, sizeof(h));
+}
+
+struct scan {
+        uint64_t seq;
+        char prev[HEX_LEN + 1];
+        unsigned lines;
+        broker_audit_replay_fn replay;
+        void *userdata;
+};
+
+/* Check one line (without its newline) against the chain so far. */
+static int scan_line(struct scan *s, char *line, size_t len, unsigned n, char **reason)
+{
+        char want[HEX_LEN + 1], *body;
+        size_t suffix = strlen(HASH_KEY) + HEX_LEN + 2, body_len;
+        json_t *o, *seq, *prev;
+        int r = 0;
+
+        if (len < suffix + 2 || memcmp(line + len - suffix, HASH_KEY, strlen(HASH_KEY)) != 0 ||
+            memcmp(line + len - 2, "\"}", 2) != 0)
+                return reason_set(reason, "line %u: no hash at its end (edited or truncated)", n);
+        body_len = len - suffix + 1;
+        body = line; /* hash covers body[0..body_len-1) + "}" */
+        {
+                char saved = body[body_len - 1];
+                body[body_len - 1] = '}';
+                hash_hex(body, body_len, want);
+                o = json_loadb(body, body_len, JSON_REJECT_DUPLICATES, NULL);
+                body[body_len - 1] = saved;
+        }
+        if (sodium_memcmp(want, line + len - HEX_LEN - 2, HEX_LEN) != 0) {
+                json_decref(o);
+                return reason_set(reason, "line %u: edited (its hash does not match its content)",
+                                  n);
+        }
+        seq = json_object_get(o, "seq");
+        prev = json_object_get(o, "prev");
+        if (!json_is_object(o) || !json_is_integer(seq) || !json_is_string(prev)) {
+                json_decref(o);
+                return reason_set(reason, "line %u: not an audit entry (edited)", n);
+        }
+        if ((uint64_t)json_integer_value(seq) > s->seq + 1)
+                r = reason_set(reason,
+                               "line %u: seq %lld where %llu was expected: %lld line(s) deleted "
+                               "before it",
+                               n, (long long)json_integer_value(seq),
+                               (unsigned long long)s->seq + 1,
+                               (long long)(json_integer_value(seq) - (json_int_t)s->seq - 1));
+        else if ((uint64_t)json_integer_value(seq) != s->seq + 1)
+                r = reason_set(reason,
+                               "line %u: seq %lld where %llu was expected: lines reordered or "
+                               "duplicated",
+                               n, (long long)json_integer_value(seq),
+                               (unsigned long long)s->seq + 1);
+        else if (!streq(json_string_value(prev), s->prev))
+                r = reason_set(reason,
+                               "line %u: does not chain to the line before it (that line was "
+                               "edited, or lines were reordered)",
+                               n);
+        if (r == 0 && s->replay)
+                r = s->replay(s->userdata, o);
+        json_decref(o);
+        if (r < 0)
+                return r;
+        s->seq++;
+        memcpy(s->prev, line + len - HEX_LEN - 2, HEX_LEN);
+        s->prev[HEX_LEN] = '\0';
+        s->lines = n;
+        return 0;
+}
+
+static int scan_file(FILE *f, struct scan *s, unsigned *ret_line, char **reason)
+{
+        _cleanup_free_ char *line = NULL;
+        size_t cap = 0;
+        unsigned n = 0;
+        ssize_t len;
+
+        memset(s->prev, '0', HEX_LEN);
+        s->prev[HEX_LEN] = '\0';
+        while ((len = getline(&line, &cap, f)) >= 0) {
+                int r;
+
+                n++;
+                if (len == 0 || line[len - 1] != '\n') {
+                        *ret_line = n;
+                        return reason_set(reason, "line %u: incomplete last line (truncated)", n);
+                }
+                line[--len] = '\0';
+                if ((size_t)len > BROKER_AUDIT_LINE_MAX || memchr(line, '\0', (size_t)len)) {
+                        *ret_line = n;
+                        return reason_set(reason, "line %u: not an audit entry (edited)", n);
+                }
+                r = scan_line(s, line, (size_t)len, n, reason);
+                if (r < 0) {
+                        *ret_line = n;
+                        return r;
+                }
+        }
+        if (ferror(f))
+                return -EIO;
+        return 0;
+}
+
+/* "SEQ HASH\n": the end of the chain as last written. */
+static int head_check(int head_fd, const struct scan *s, unsigned *ret_line, char **reason)
+{
+        char buf[HEAD_SIZE + 1], hash[HEX_LEN + 1];
+        unsigned long long seq;
+        ssize_t n;
+
+        n = pread(head_fd, buf, HEAD_SIZE, 0);
+        if (n < 0)
+                return negative_errno();
+        if (n == 0)
+                return 0; /* never written: a new log */
+        buf[n] = '\0';
+        if (sscanf(buf, "%llu %64s", &seq, hash) != 2)
+                return reason_set(reason, "%s: malformed (edited)", BROKER_AUDIT_HEAD);
+        if (seq > s->seq) {
+                *ret_line = s->lines + 1;
+                return reason_set(reason,
+                                  "line %u: %llu line(s) deleted at the end (the log stops at "
+                                  "seq %llu, the head says %llu)",
+                                  s->lines + 1, seq - s->seq, (unsigned long long)s->seq, seq);
+        }
+        if (seq == s->seq && !streq(hash, s->prev)) {
+                *ret_line = s->lines;
+                return reason_set(reason, "line %u: the last line was replaced (head mismatch)",
+                                  s->lines);
+        }
+        return 0;
+}
+
+int broker_audit_verify(const char *path, unsigned *ret_lines, unsigned *ret_line,
+                        char **ret_reason)
+{
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        _cleanup_free_ char *head = NULL;
+        _cleanup_close_ int head_fd = -1;
+        struct scan s = {0};
+        unsigned line = 0;
+        const char *slash;
+        int r;
+
+        *ret_reason = NULL;
+        if (!f)
+                return negative_errno();
+        r = scan_file(f, &s, &line, ret_reason);
+        if (r < 0) {
+                *ret_line = line;
+                return r;
+        }
+        slash = strrchr(path, '/');
+        if (asprintf(&head, "%.*s%s", slash ? (int)(slash - path + 1) : 0, path,
+                     BROKER_AUDIT_HEAD) < 0)
+                return -ENOMEM;
+        head_fd = open(head, O_RDONLY | O_CLOEXEC);
+        if (head_fd >= 0) {
+                r = head_check(head_fd, &s, &line, ret_reason);
+                if (r < 0) {
+                        *ret_line = line;
+                        return r;
+                }
+        }
+        *ret_lines = s.lines;
+        return 0;
+}
+
+int broker_audit_open(int dirfd, const char *dir, broker_audit_replay_fn replay, void *userdata,
+                      broker_audit **ret, char **ret_error)
+{
+        _cleanup_close_ int fd = -1, head_fd = -1;
+        _cleanup_free_ char *reason = NULL;
+        struct scan s = {.replay = replay, .userdata = userdata};
+        broker_audit *a;
+        unsigned line = 0;
+        FILE *f;
+        int r, dup_fd;
+
+        fd = openat(dirfd, BROKER_AUDIT_FILE, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
+                    0600);
+        if (fd < 0) {
+                r = negative_errno();
+                if (asprintf(ret_error, "%s/%s: cannot open: %s", dir, BROKER_AUDIT_FILE,
+                             strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
+        head_fd = openat(dirfd, BROKER_AUDIT_HEAD, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (head_fd < 0) {
+                r = negative_errno();
+                if (asprintf(ret_error, "%s/%s: cannot open: %s", dir, BROKER_AUDIT_HEAD,
+                             strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
+        dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+        if (dup_fd < 0)
+                return negative_errno();
+        f = fdopen(dup_fd, "r");
+        if (!f) {
+                safe_close(dup_fd);
+                return -ENOMEM;
+        }
+        r = scan_file(f, &s, &line, &reason);
+        fclose(f);
+        if (r == 0)
+                r = head_check(head_fd, &s, &line, &reason);
+        if (r < 0) {
+                if (asprintf(ret_error,
+                             "%s/%s: %s; refusing to continue a tampered log (move it aside "
+                             "after review)",
+                             dir, BROKER_AUDIT_FILE, reason ? reason : strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
+        a = calloc(1, sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        a->size = lseek(fd, 0, SEEK_END);
+        a->fd = TAKE_FD(fd);
+        a->head_fd = TAKE_FD(head_fd);
+        a->seq = s.seq;
+        memcpy(a->prev, s.prev, sizeof(a->prev));
+        *ret = a;
+        return 0;
+}
+
+int broker_audit_append(broker_audit *a, json_t *entry, int64_t now)
+{
+        _cleanup_free_ char *body = NULL, *line = NULL;
+        char hash[HEX_LEN + 1], head[HEAD_SIZE];
+        size_t blen;
+        int len, r = 0;
+
+        if (json_object_set_new(entry, "seq", json_integer((json_int_t)(a->seq + 1))) < 0 ||
+            json_object_set_new(entry, "time", json_integer(now)) < 0 ||
+            json_object_set_new(entry, "prev", json_string(a->prev)) < 0)
+                return -ENOMEM;
+        body = json_dumps(entry, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+        if (!body)
+                return -ENOMEM;
+        blen = strlen(body);
+        if (blen > BROKER_AUDIT_LINE_MAX - 100 || blen < 2)
+                return -E2BIG;
+        hash_hex(body, blen, hash);
+        body[blen - 1] = '\0';
+        len = asprintf(&line, "%s" HASH_KEY "%s\"}\n", body, hash);
+        if (len < 0)
+                return -ENOMEM;
+        for (size_t off = 0; off < (size_t)len;) {
+                ssize_t n = write(a->fd, line + off, (size_t)len - off);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n <= 0) {
+                        r = n < 0 ? negative_errno() : -EIO;
+                        /* Leave no half line: the chain must stay verifiable. */
+                        (void)ftruncate(a->fd, a->size);
+                        return r;
+                }
+                off += (size_t)n;
+        }
+        a->size += len;
+        a->seq++;
+        memcpy(a->prev, hash, sizeof(hash));
+        memset(head, ' ', sizeof(head));
+        snprintf(head, sizeof(head), "%llu %s", (unsigned long long)a->seq, hash);
+        head[strlen(head)] = ' ';
+        head[sizeof(head) - 1] = '\n';
+        if (pwrite(a->head_fd, head, sizeof(head), 0) != (ssize_t)sizeof(head))
+                return -EIO; /* the line is written; the head lags and verify will say so */
+        return 0;
+}
+
+void broker_audit_free(broker_audit *a)
+{
+        if (!a)
+                return;
+        safe_close(a->fd);
+        safe_close(a->head_fd);
+        free(a);
+}

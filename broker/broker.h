@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * broker.h: the broker daemon (`cloister broker CONFIG...`).
+ *
+ * One process serves one or more workspaces. Each has its agent socket
+ * ([broker] socket, bind-mounted into the sandbox) and an admin socket
+ * (<dir>/admin.sock, mode 0600, never in a sandbox) for redeemers,
+ * revocation and key reloads. The peer is whoever SO_PEERCRED says came
+ * through which socket; nothing a request claims about itself is trusted.
+ * docs/broker-protocol.md documents the requests.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "config.h"
+
+#define BROKER_REQUEST_MAX  (16 * 1024) /* bytes per request line */
+#define BROKER_CONNS_MAX    2048        /* all sockets together */
+#define BROKER_ADMIN_SOCKET "admin.sock"
+
+typedef struct broker broker;
+
+int broker_new(broker **ret);
+/*
+ * Take a workspace: load its policy, keys (made on first start) and audit
+ * log, and bind its sockets. cfg is borrowed until broker_free(). ret_error
+ * is a malloc'd one-line message.
+ */
+int broker_add_workspace(broker *b, const struct config *cfg, char **ret_error);
+/* Serve until SIGTERM or SIGINT; then revoke every workspace's tokens. */
+int broker_run(broker *b, char **ret_error);
+void broker_free(broker *b);
+
+/* Disable core dumps and ptrace-style access; fails closed. */
+int broker_harden_process(void);
+/* Make jansson wipe every block it frees (tokens and secrets pass through it). */
+void broker_json_wipe_on_free(void);

@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server-private.h: state shared by the socket loop (server.c), the
+ * request handlers (request.c) and the token table (tokens.c).
+ *
+ * Everything here is touched only by the broker's single poll loop thread,
+ * so there are no locks.
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "audit.h"
+#include "broker.h"
+#include "keys.h"
+#include "policy.h"
+
+#define TOKEN_BUCKETS 1024
+#define JTI_MAX       48 /* 32 hex digits + NUL; hex, so a jti never looks like an option */
+
+struct token_rec {
+        char jti[JTI_MAX];
+        char scope[BROKER_NAME_MAX + 1];
+        int64_t exp;
+        uint64_t uses, max_uses;
+        bool revoked;
+        struct token_rec *next;
+};
+
+struct bucket {
+        double level; /* tokens in the bucket */
+        int64_t last_ms;
+};
+
+struct ws {
+        const struct config *cfg;
+        const char *name;
+        char *dir;
+        int dirfd;
+        struct broker_policy *policy;
+        broker_keyring *keys;
+        broker_audit *audit;
+        int agent_fd, admin_fd;
+        char *agent_path, *admin_path;
+        struct token_rec *tokens[TOKEN_BUCKETS];
+        size_t n_tokens;
+        uint64_t issued; /* this run, for issue_total */
+        size_t n_agent_conns;
+        struct bucket requests, issues;
+};
+
+struct peer {
+        bool admin; /* came through the admin socket */
+        pid_t pid;
+        uid_t uid;
+        gid_t gid;
+};
+
+/* tokens.c */
+struct token_rec *broker_tokens_find(struct ws *ws, const char *jti);
+int broker_tokens_add(struct ws *ws, const char *jti, const char *scope, int64_t exp,
+                      uint64_t max_uses);
+size_t broker_tokens_revoke_all(struct ws *ws, int64_t now);
+void broker_tokens_free(struct ws *ws);
+/* Rebuild the table from the audit log on start (broker_audit_replay_fn). */
+int broker_tokens_replay(void *userdata, json_t *entry);
+/* Refill and take one; false when empty. */
+bool broker_bucket_take(struct bucket *b, double per_second, double burst, int64_t now_ms);
+
+/* request.c: handle one request line; always returns a response object. */
+json_t *broker_request_handle(struct ws *ws, const struct peer *peer, const char *line, size_t len,
+                              int64_t now);
+json_t *broker_response_error(const char *code, const char *fmt, ...)
+        __attribute__((format(printf, 2, 3)));
+int broker_audit_event(struct ws *ws, json_t *entry, const struct peer *peer, int64_t now);

@@ -1,0 +1,575 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * server.c: the broker's sockets and its single-threaded poll loop.
+ *
+ * Why one thread: every request is a few microseconds of crypto and a line
+ * appended to the audit log, and the token table and audit chain need a
+ * strict order anyway. poll() over non-blocking sockets serves hundreds of
+ * concurrent clients without locks. A connection that sends faster than it
+ * reads stops being read (backpressure), one that sends an oversized line
+ * gets an error and its excess is discarded, and none of it can stop the
+ * loop.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <malloc.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "server-private.h"
+#include "util.h"
+
+#define WS_MAX 64
+
+struct conn {
+        int fd;
+        struct ws *ws;
+        struct peer peer;
+        char *in; /* sodium_malloc'd BROKER_REQUEST_MAX + 1: requests carry tokens */
+        size_t in_len;
+        bool discarding; /* dropping the rest of an oversized line */
+        bool eof;
+        char *out; /* sodium_malloc'd response, or NULL */
+        size_t out_len, out_off;
+};
+
+struct broker {
+        struct ws *ws[WS_MAX];
+        size_t n_ws;
+        struct conn **conns;
+        size_t n_conns;
+        size_t conns_max; /* BROKER_CONNS_MAX, or less if file descriptors are fewer */
+        int sigfd;
+};
+
+static void *wipe_malloc(size_t n)
+{
+        return malloc(n);
+}
+
+static void wipe_free(void *p)
+{
+        if (p) {
+                sodium_memzero(p, malloc_usable_size(p));
+                free(p);
+        }
+}
+
+void broker_json_wipe_on_free(void)
+{
+        json_set_alloc_funcs(wipe_malloc, wipe_free);
+}
+
+int broker_harden_process(void)
+{
+        struct rlimit rl = {0, 0};
+
+        if (setrlimit(RLIMIT_CORE, &rl) < 0)
+                return negative_errno();
+        if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+                return negative_errno();
+        return 0;
+}
+
+int broker_new(broker **ret)
+{
+        broker *b = calloc(1, sizeof(*b));
+
+        if (!b)
+                return -ENOMEM;
+        b->sigfd = -1;
+        *ret = b;
+        return 0;
+}
+
+static void conn_free(struct conn *c)
+{
+        if (!c)
+                return;
+        safe_close(c->fd);
+        sodium_free(c->in);
+        sodium_free(c->out);
+        if (c->ws && !c->peer.admin)
+                c->ws->n_agent_conns--;
+        free(c);
+}
+
+static void ws_free(struct ws *ws)
+{
+        if (!ws)
+                return;
+        if (ws->agent_fd >= 0) {
+                safe_close(ws->agent_fd);
+                if (ws->agent_path)
+                        unlink(ws->agent_path);
+        }
+        if (ws->admin_fd >= 0) {
+                safe_close(ws->admin_fd);
+                if (ws->admin_path)
+                        unlink(ws->admin_path);
+        }
+        free(ws->agent_path);
+        free(ws->admin_path);
+        broker_policy_free(ws->policy);
+        broker_keyring_free(ws->keys);
+        broker_audit_free(ws->audit);
+        broker_tokens_free(ws);
+        safe_close(ws->dirfd);
+        free(ws->dir);
+        free(ws);
+}
+
+void broker_free(broker *b)
+{
+        if (!b)
+                return;
+        for (size_t i = 0; i < b->n_conns; i++)
+                conn_free(b->conns[i]);
+        free(b->conns);
+        for (size_t i = 0; i < b->n_ws; i++)
+                ws_free(b->ws[i]);
+        safe_close(b->sigfd);
+        free(b);
+}
+
+static int errorf(char **ret_error, int r, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static int errorf(char **ret_error, int r, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        if (vasprintf(ret_error, fmt, ap) < 0)
+                *ret_error = NULL;
+        va_end(ap);
+        return r;
+}
+
+/* Bind a listening socket; a stale socket file (no one listening) is replaced. */
+static int socket_listen(const char *path, mode_t mode, int *ret_fd, char **ret_error)
+{
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        _cleanup_close_ int fd = -1;
+        struct stat sb;
+
+        if (strlen(path) >= sizeof(sa.sun_path))
+                return errorf(ret_error, -ENAMETOOLONG, "%s: socket path longer than %zu bytes",
+                              path, sizeof(sa.sun_path) - 1);
+        strcpy(sa.sun_path, path);
+        if (lstat(path, &sb) == 0) {
+                _cleanup_close_ int probe = -1;
+
+                if (!S_ISSOCK(sb.st_mode))
+                        return errorf(ret_error, -EEXIST, "%s: exists and is not a socket", path);
+                probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+                if (probe >= 0 && connect(probe, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+                        return errorf(ret_error, -EADDRINUSE,
+                                      "%s: another broker is serving this socket", path);
+                if (unlink(path) < 0)
+                        return errorf(ret_error, negative_errno(),
+                                      "%s: cannot remove stale "
+                                      "socket: %m",
+                                      path);
+        }
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (fd < 0)
+                return errorf(ret_error, negative_errno(), "socket: %m");
+        /* Created with the final mode: no window in which others may connect. */
+        mode_t old = umask(~mode & 0777);
+        int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+        umask(old);
+        if (r < 0)
+                return errorf(ret_error, negative_errno(), "%s: cannot bind: %m", path);
+        if (chmod(path, mode) < 0 || listen(fd, 512) < 0)
+                return errorf(ret_error, negative_errno(), "%s: cannot listen: %m", path);
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+/* mkdir -p with mode 0700 for what we create (the workspace state may not exist yet). */
+static int mkdir_parents(const char *path)
+{
+        _cleanup_free_ char *p = strdup(path);
+
+        if (!p)
+                return -ENOMEM;
+        for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
+                *s = '\0';
+                if (mkdir(p, 0700) < 0 && errno != EEXIST)
+                        return negative_errno();
+                *s = '/';
+        }
+        return 0;
+}
+
+static int mkdir_private(const char *dir, char **ret_error)
+{
+        struct stat sb;
+
+        if (mkdir_parents(dir) < 0 || (mkdir(dir, 0700) < 0 && errno != EEXIST))
+                return errorf(ret_error, negative_errno(), "%s: cannot create: %m", dir);
+        if (lstat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode))
+                return errorf(ret_error, -ENOTDIR, "%s: not a directory", dir);
+        if (sb.st_uid != geteuid())
+                return errorf(ret_error, -EPERM, "%s: owned by uid %u, not by the broker's %u", dir,
+                              (unsigned)sb.st_uid, (unsigned)geteuid());
+        if ((sb.st_mode & 077) && chmod(dir, 0700) < 0)
+                return errorf(ret_error, negative_errno(), "%s: cannot make it private: %m", dir);
+        return 0;
+}
+
+int broker_add_workspace(broker *b, const struct config *cfg, char **ret_error)
+{
+        struct ws *ws;
+        int r;
+
+        *ret_error = NULL;
+        if (!cfg->broker.policy)
+                return errorf(ret_error, -EINVAL,
+                              "%s: no [broker] policy: this workspace has "
+                              "no broker",
+                              cfg->file);
+        if (b->n_ws >= WS_MAX)
+                return errorf(ret_error, -E2BIG, "at most %d workspaces per broker", WS_MAX);
+        for (size_t i = 0; i < b->n_ws; i++) {
+                if (streq(b->ws[i]->name, cfg->workspace.name))
+                        return errorf(ret_error, -EEXIST, "%s: workspace '%s' given twice",
+                                      cfg->file, cfg->workspace.name);
+                if (streq(b->ws[i]->dir, cfg->broker.dir) ||
+                    streq(b->ws[i]->agent_path, cfg->broker.socket))
+                        return errorf(ret_error, -EEXIST,
+                                      "%s: [broker] dir or socket shared with workspace '%s'",
+                                      cfg->file, b->ws[i]->name);
+        }
+        ws = calloc(1, sizeof(*ws));
+        if (!ws)
+                return -ENOMEM;
+        ws->agent_fd = ws->admin_fd = ws->dirfd = -1;
+        ws->cfg = cfg;
+        ws->name = cfg->workspace.name;
+        ws->dir = strdup(cfg->broker.dir);
+        if (!ws->dir) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        r = broker_policy_load(cfg->broker.policy, &ws->policy, ret_error);
+        if (r < 0)
+                goto fail;
+        r = mkdir_private(ws->dir, ret_error);
+        if (r < 0)
+                goto fail;
+        ws->dirfd = open(ws->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (ws->dirfd < 0) {
+                r = errorf(ret_error, negative_errno(), "%s: cannot open: %m", ws->dir);
+                goto fail;
+        }
+        r = broker_keyring_load(ws->dirfd, ws->dir, true, &ws->keys, ret_error);
+        if (r < 0)
+                goto fail;
+        r = broker_keyring_publish(ws->keys, ws->dirfd, time(NULL),
+                                   broker_policy_max_ttl(ws->policy) + 60);
+        if (r < 0) {
+                errorf(ret_error, r, "%s/%s: cannot write: %s", ws->dir, BROKER_PUBLIC_FILE,
+                       strerror(-r));
+                goto fail;
+        }
+        r = broker_audit_open(ws->dirfd, ws->dir, broker_tokens_replay, ws, &ws->audit, ret_error);
+        if (r < 0)
+                goto fail;
+        if (asprintf(&ws->admin_path, "%s/%s", ws->dir, BROKER_ADMIN_SOCKET) < 0 ||
+            !(ws->agent_path = strdup(cfg->broker.socket))) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        r = socket_listen(ws->admin_path, 0600, &ws->admin_fd, ret_error);
+        if (r < 0) {
+                free(ws->admin_path);
+                ws->admin_path = NULL; /* not ours: never unlink it */
+                goto fail;
+        }
+        if (mkdir_parents(ws->agent_path) < 0) {
+                r = errorf(ret_error, negative_errno(), "%s: cannot create its directory: %m",
+                           ws->agent_path);
+                goto fail;
+        }
+        r = socket_listen(ws->agent_path, 0600, &ws->agent_fd, ret_error);
+        if (r < 0) {
+                free(ws->agent_path);
+                ws->agent_path = NULL;
+                goto fail;
+        }
+        b->ws[b->n_ws++] = ws;
+        return 0;
+fail:
+        if (!*ret_error)
+                errorf(ret_error, r, "%s: %s", cfg->file, strerror(-r));
+        ws_free(ws);
+        return r;
+}
+
+/* 1: took one connection (or refused it), 0: none pending, < 0: error. */
+static int conn_accept(broker *b, struct ws *ws, bool admin)
+{
+        struct ucred cred;
+        socklen_t len = sizeof(cred);
+        struct conn *c, **nc;
+        int fd;
+
+        fd = accept4(admin ? ws->admin_fd : ws->agent_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd < 0)
+                /* EMFILE: leave it queued; the loop stops polling listeners when full. */
+                return errno == EAGAIN || errno == EMFILE || errno == ENFILE ? 0
+                       : errno == ECONNABORTED                               ? 1
+                                                                             : negative_errno();
+        /* Identity comes from the kernel, never from the request. */
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+            (admin && cred.uid != geteuid() && cred.uid != 0 &&
+             !broker_policy_is_redeemer(ws->policy, cred.uid))) {
+                safe_close(fd);
+                return 1;
+        }
+        if (b->n_conns >= b->conns_max ||
+            (!admin && ws->n_agent_conns >= ws->policy->connections)) {
+                static const char busy[] = "{\"ok\":false,\"error\":\"busy\",\"message\":"
+                                           "\"too many connections (connections)\"}\n";
+                (void)send(fd, busy, sizeof(busy) - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+                safe_close(fd);
+                return 1;
+        }
+        c = calloc(1, sizeof(*c));
+        nc = c ? realloc(b->conns, (b->n_conns + 1) * sizeof(*nc)) : NULL;
+        if (nc)
+                b->conns = nc;
+        if (!c || !nc || !(c->in = sodium_malloc(BROKER_REQUEST_MAX + 1))) {
+                free(c);
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        c->fd = fd;
+        c->ws = ws;
+        c->peer = (struct peer){.admin = admin, .pid = cred.pid, .uid = cred.uid, .gid = cred.gid};
+        if (!admin)
+                ws->n_agent_conns++;
+        b->conns[b->n_conns++] = c;
+        return 1;
+}
+
+static void conn_respond(struct conn *c, json_t *resp)
+{
+        char *s = resp ? json_dumps(resp, JSON_COMPACT) : NULL;
+        size_t n;
+
+        json_decref(resp);
+        if (!s) {
+                static const char oom[] = "{\"ok\":false,\"error\":\"internal\",\"message\":"
+                                          "\"out of memory\"}";
+                s = strdup(oom);
+                if (!s)
+                        return;
+        }
+        n = strlen(s);
+        c->out = sodium_malloc(n + 1);
+        if (c->out) {
+                memcpy(c->out, s, n);
+                c->out[n] = '\n';
+                c->out_len = n + 1;
+                c->out_off = 0;
+        }
+        wipe_free(s);
+}
+
+/* Write what is pending; false when the connection is dead. */
+static bool conn_flush(struct conn *c)
+{
+        while (c->out && c->out_off < c->out_len) {
+                ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
+                                 MSG_NOSIGNAL | MSG_DONTWAIT);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0 && errno == EAGAIN)
+                        return true;
+                if (n <= 0)
+                        return false;
+                c->out_off += (size_t)n;
+        }
+        sodium_free(c->out);
+        c->out = NULL;
+        return true;
+}
+
+/* Handle complete lines while nothing is pending to write. */
+static void conn_process(struct conn *c)
+{
+        while (!c->out) {
+                char *nl = memchr(c->in, '\n', c->in_len);
+                size_t used;
+
+                if (c->discarding) {
+                        if (!nl) {
+                                c->in_len = 0;
+                                return;
+                        }
+                        c->discarding = false;
+                        used = (size_t)(nl - c->in) + 1;
+                } else if (nl || (c->eof && c->in_len > 0)) {
+                        size_t len = nl ? (size_t)(nl - c->in) : c->in_len;
+                        used = nl ? len + 1 : len;
+                        if (len > 0 && c->in[len - 1] == '\r')
+                                len--;
+                        if (len > 0)
+                                conn_respond(c, broker_request_handle(c->ws, &c->peer, c->in, len,
+                                                                      time(NULL)));
+                } else if (c->in_len >= BROKER_REQUEST_MAX) {
+                        conn_respond(
+                                c, broker_response_error("too_large",
+                                                         "request longer than %d bytes; discarded",
+                                                         BROKER_REQUEST_MAX));
+                        c->discarding = true;
+                        used = c->in_len;
+                } else {
+                        return;
+                }
+                sodium_memzero(c->in, used);
+                memmove(c->in, c->in + used, c->in_len - used);
+                c->in_len -= used;
+                if (!conn_flush(c))
+                        return;
+        }
+}
+
+/* Returns false when the connection should be closed. */
+static bool conn_event(struct conn *c, short revents)
+{
+        if (revents & POLLOUT) {
+                if (!conn_flush(c))
+                        return false;
+                conn_process(c);
+        }
+        if ((revents & (POLLIN | POLLHUP | POLLERR)) && !c->out && !c->eof) {
+                ssize_t n = recv(c->fd, c->in + c->in_len, BROKER_REQUEST_MAX - c->in_len,
+                                 MSG_DONTWAIT);
+                if (n < 0 && (errno == EAGAIN || errno == EINTR))
+                        return true;
+                if (n <= 0)
+                        c->eof = true;
+                else
+                        c->in_len += (size_t)n;
+                conn_process(c);
+                if (!conn_flush(c))
+                        return false;
+        }
+        return !(c->eof && !c->out && c->in_len == 0) && !(c->eof && !c->out && c->discarding);
+}
+
+static void shutdown_workspaces(broker *b)
+{
+        int64_t now = time(NULL);
+
+        for (size_t i = 0; i < b->n_ws; i++) {
+                struct ws *ws = b->ws[i];
+                size_t n = broker_tokens_revoke_all(ws, now);
+
+                (void)broker_audit_event(ws,
+                                         json_pack("{s:s, s:b, s:I, s:s}", "event", "revoke", "all",
+                                                   1, "count", (json_int_t)n, "reason",
+                                                   "broker stopped"),
+                                         NULL, now);
+        }
+}
+
+int broker_run(broker *b, char **ret_error)
+{
+        _cleanup_free_ struct pollfd *pfd = NULL;
+        sigset_t mask;
+
+        *ret_error = NULL;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGHUP);
+        if (sigprocmask(SIG_BLOCK, &mask, NULL) < 0)
+                return errorf(ret_error, negative_errno(), "sigprocmask: %m");
+        b->sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (b->sigfd < 0)
+                return errorf(ret_error, negative_errno(), "signalfd: %m");
+        /* A full disk or a file size limit must fail a write, not kill us. */
+        signal(SIGPIPE, SIG_IGN);
+        signal(SIGXFSZ, SIG_IGN);
+        /* Room for every connection we allow, or allow only as many as we have room for. */
+        {
+                struct rlimit rl;
+                b->conns_max = BROKER_CONNS_MAX;
+                if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+                        if (rl.rlim_cur < BROKER_CONNS_MAX + 64 && rl.rlim_max > rl.rlim_cur) {
+                                rl.rlim_cur = MIN(rl.rlim_max, (rlim_t)BROKER_CONNS_MAX + 64);
+                                (void)setrlimit(RLIMIT_NOFILE, &rl);
+                                (void)getrlimit(RLIMIT_NOFILE, &rl);
+                        }
+                        if (rl.rlim_cur < BROKER_CONNS_MAX + 64)
+                                b->conns_max = rl.rlim_cur > 128 ? rl.rlim_cur - 64 : 64;
+                }
+        }
+
+        for (;;) {
+                size_t n = 0, nl = 1 + 2 * b->n_ws;
+                struct pollfd *np = realloc(pfd, (nl + b->n_conns) * sizeof(*pfd));
+
+                if (!np)
+                        return errorf(ret_error, -ENOMEM, "out of memory");
+                pfd = np;
+                pfd[n++] = (struct pollfd){.fd = b->sigfd, .events = POLLIN};
+                /* When full, leave new connections queued in the kernel: no busy loop. */
+                short lev = b->n_conns < b->conns_max ? POLLIN : 0;
+                for (size_t i = 0; i < b->n_ws; i++) {
+                        pfd[n++] = (struct pollfd){.fd = b->ws[i]->agent_fd, .events = lev};
+                        pfd[n++] = (struct pollfd){.fd = b->ws[i]->admin_fd, .events = lev};
+                }
+                for (size_t i = 0; i < b->n_conns; i++)
+                        pfd[n++] = (struct pollfd){.fd = b->conns[i]->fd,
+                                                   .events = b->conns[i]->out ? POLLOUT : POLLIN};
+                if (poll(pfd, n, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return errorf(ret_error, negative_errno(), "poll: %m");
+                }
+                if (pfd[0].revents) {
+                        struct signalfd_siginfo si;
+                        if (read(b->sigfd, &si, sizeof(si)) == sizeof(si) &&
+                            si.ssi_signo != SIGHUP) {
+                                shutdown_workspaces(b);
+                                return 0;
+                        }
+                }
+                /* Connections first (their indices are stable until we compact). */
+                size_t keep = 0, nc = b->n_conns;
+                for (size_t i = 0; i < nc; i++) {
+                        struct conn *c = b->conns[i];
+                        if (pfd[nl + i].revents && !conn_event(c, pfd[nl + i].revents)) {
+                                conn_free(c);
+                                continue;
+                        }
+                        b->conns[keep++] = c;
+                }
+                b->n_conns = keep;
+                for (size_t i = 0; i < b->n_ws; i++) {
+                        if (pfd[1 + 2 * i].revents & POLLIN)
+                                for (int k = 0; k < 64 && conn_accept(b, b->ws[i], false) > 0 &&
+                                                b->n_conns < b->conns_max;
+                                     k++)
+                                        ;
+                        if (pfd[2 + 2 * i].revents & POLLIN)
+                                (void)conn_accept(b, b->ws[i], true);
+                }
+        }
+}

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * control.c: the read-only files in /.cloister.
+ *
+ *   workspace  {"name", "revision", "rev", "source", "mounted_at"} as JSON
+ *   changes    one JSON line per path present in the repo's upper layer:
+ *              {"path":"/workspace/a","type":"file|dir|symlink|fifo|deleted",
+ *               "opaque":bool}; "deleted" is a whiteout, "opaque" a dir that
+ *              hides or replaces the lower one (new, recreated or renamed),
+ *              whose whole subtree must be walked.
+ *
+ * changes is computed when opened, from the upper tree only (its size is
+ * what the agent changed, not the repo), under the namespace lock so that
+ * it is a consistent snapshot.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs-private.h"
+#include "util.h"
+
+struct out {
+        FILE *f;
+        unsigned depth;
+};
+
+static int emit(struct out *o, const char *path, const char *type, bool opaque)
+{
+        json_t *j = json_pack("{s:s,s:s,s:b}", "path", path, "type", type, "opaque", opaque);
+        int r;
+        if (!j)
+                return -ENOMEM;
+        r = json_dumpf(j, o->f, JSON_COMPACT);
+        json_decref(j);
+        if (r < 0 || fputc('\n', o->f) == EOF)
+                return -EIO;
+        return 0;
+}
+
+static const char *type_name(mode_t m)
+{
+        if (S_ISDIR(m))
+                return "dir";
+        if (S_ISLNK(m))
+                return "symlink";
+        if (S_ISFIFO(m))
+                return "fifo";
+        if (S_ISSOCK(m))
+                return "socket";
+        return "file";
+}
+
+static int walk(struct out *o, int dfd, const char *path)
+{
+        _cleanup_closedir_ DIR *d = NULL;
+        json_t *meta = NULL, *wh, *c;
+        struct dirent *de;
+        const char *k;
+        json_t *v;
+        int fd, r = 0;
+
+        if (++o->depth > 4096)
+                return -ELOOP;
+        fd = openat(dfd, UPPER_META, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0) {
+                meta = json_loadfd(fd, 0, NULL);
+                close(fd);
+        }
+        wh = json_object_get(meta, "wh");
+        c = json_object_get(meta, "c");
+        json_object_foreach (wh, k, v) {
+                _cleanup_free_ char *p = NULL;
+                if (asprintf(&p, "%s/%s", path, k) < 0) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+                r = emit(o, p, "deleted", false);
+                if (r < 0)
+                        goto out;
+        }
+        fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || !(d = fdopendir(fd))) {
+                safe_close(fd);
+                r = negative_errno();
+                goto out;
+        }
+        while ((de = readdir(d))) {
+                const char *name = upper_name_unescape(de->d_name);
+                _cleanup_free_ char *p = NULL;
+                json_t *rec;
+                struct stat st;
+                bool opaque;
+
+                if (!name || streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                if (asprintf(&p, "%s/%s", path, name) < 0) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+                rec = json_object_get(c, name);
+                opaque = S_ISDIR(st.st_mode) && (json_is_true(json_object_get(rec, "opaque")) ||
+                                                 json_object_get(rec, "origin"));
+                r = emit(o, p, type_name(st.st_mode), opaque);
+                if (r < 0)
+                        goto out;
+                if (S_ISDIR(st.st_mode)) {
+                        _cleanup_close_ int sub =
+                                openat(dirfd(d), de->d_name,
+                                       O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (sub < 0)
+                                continue;
+                        r = walk(o, sub, p);
+                        if (r < 0)
+                                goto out;
+                }
+        }
+out:
+        o->depth--;
+        json_decref(meta);
+        return r;
+}
+
+int control_changes(struct fs_workspace *ws, char **ret, size_t *ret_len)
+{
+        struct out o = {0};
+        char *buf = NULL;
+        size_t len = 0;
+        int r;
+
+        o.f = open_memstream(&buf, &len);
+        if (!o.f)
+                return -ENOMEM;
+        pthread_rwlock_rdlock(&ws->ns_lock);
+        r = walk(&o, ws->repo.upper_fd, ws->repo.mpath);
+        pthread_rwlock_unlock(&ws->ns_lock);
+        if (fclose(o.f) != 0 && r == 0)
+                r = -ENOMEM;
+        if (r < 0) {
+                free(buf);
+                return r;
+        }
+        *ret = buf;
+        *ret_len = len;
+        return 0;
+}
+
+int control_read_all(struct fs_workspace *ws, enum ctl_file f, char **ret, size_t *ret_len)
+{
+        if (f == CTL_CHANGES)
+                return control_changes(ws, ret, ret_len);
+        *ret = strdup(ws->workspace_json);
+        if (!*ret)
+                return -ENOMEM;
+        *ret_len = strlen(*ret);
+        return 0;
+}

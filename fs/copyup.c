@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * copyup.c: bringing a lower entry into the upper tree.
+ *
+ * Data is copied only when data is written: a metadata change (chmod,
+ * chown, utimens, xattr, rename of a file) makes a "metacopy", an empty
+ * upper file whose sidecar record says the data is still the lower's; an
+ * O_TRUNC open or truncate(0) makes an empty upper file; only a write
+ * copies the data (from the inflated blob: a reflink where the filesystem
+ * can, else copy_file_range, keeping holes).
+ *
+ * Every step is crash-safe: the sidecar record is written before the upper
+ * entry appears, files are built under a temporary name and renamed into
+ * place, and a metacopy's flag is cleared only once its data is complete.
+ * Caller holds ws->ns_lock exclusively.
+ */
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs-private.h"
+#include "util.h"
+
+int copyup_fd_data(int in, int out, uint64_t size)
+{
+        off_t pos = 0;
+
+        if (size == 0)
+                return 0;
+        if (ioctl(out, FICLONE, in) == 0)
+                return 0;
+        while ((uint64_t)pos < size) {
+                off_t data = lseek(in, pos, SEEK_DATA), hole;
+                if (data < 0) {
+                        if (errno == ENXIO)
+                                break; /* only a hole remains */
+                        data = pos;    /* no SEEK_DATA: copy everything */
+                        hole = (off_t)size;
+                } else {
+                        hole = lseek(in, data, SEEK_HOLE);
+                        if (hole < 0)
+                                hole = (off_t)size;
+                }
+                while (data < hole) {
+                        off_t o = data;
+                        ssize_t n = copy_file_range(in, &data, out, &o, (size_t)(hole - data), 0);
+                        if (n < 0 && (errno == EXDEV || errno == EINVAL || errno == ENOSYS ||
+                                      errno == EOPNOTSUPP)) {
+                                char buf[65536];
+                                ssize_t k = pread(in, buf, MIN(sizeof(buf), (size_t)(hole - data)),
+                                                  data);
+                                if (k <= 0)
+                                        return k < 0 ? negative_errno() : -EIO;
+                                if (pwrite(out, buf, (size_t)k, data) != k)
+                                        return negative_errno();
+                                data += k;
+                                continue;
+                        }
+                        if (n < 0)
+                                return negative_errno();
+                        if (n == 0)
+                                return -EIO;
+                }
+                pos = hole;
+        }
+        if (ftruncate(out, (off_t)size) < 0)
+                return negative_errno();
+        return 0;
+}
+
+/* Directory times are restored after we change a directory for our own bookkeeping. */
+struct saved_times {
+        struct timespec t[2];
+        bool ok;
+};
+
+static void times_save(int dfd, struct saved_times *s)
+{
+        struct stat st;
+        s->ok = fstat(dfd, &st) == 0;
+        if (s->ok) {
+                s->t[0] = st.st_atim;
+                s->t[1] = st.st_mtim;
+        }
+}
+
+static void times_restore(int dfd, const struct saved_times *s)
+{
+        if (s->ok)
+                (void)futimens(dfd, s->t);
+}
+
+static json_t *rec_new(uint64_t ino)
+{
+        return json_pack("{s:I}", "ino", (json_int_t)ino);
+}
+
+int copyup_dir(struct fs_workspace *ws, struct node *dir)
+{
+        struct node *parent = dir->parent;
+        struct saved_times saved;
+        char en[256];
+        json_t *rec;
+        mode_t mode;
+        int r;
+
+        if (dir->upper)
+                return 0;
+        if (!parent || parent->kind != NODE_COW)
+                return -EIO;
+        r = copyup_dir(ws, parent);
+        if (r < 0)
+                return r;
+        r = upper_name_escape(dir->name, en);
+        if (r < 0)
+                return r;
+        r = quota_charge_files(ws, 1);
+        if (r < 0)
+                return r;
+        times_save(parent->ufd, &saved);
+        rec = rec_new(dir->ino);
+        r = rec ? upper_meta_set_rec(parent, dir->name, rec) : -ENOMEM;
+        json_decref(rec);
+        if (r < 0)
+                goto fail;
+        mode = dir->lower.mode & 0777;
+        if (mkdirat(parent->ufd, en, mode) < 0 && errno != EEXIST) {
+                r = negative_errno();
+                goto fail;
+        }
+        dir->ufd = openat(parent->ufd, en, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dir->ufd < 0) {
+                r = negative_errno();
+                goto fail;
+        }
+        (void)fchmod(dir->ufd, mode);
+        (void)futimens(dir->ufd, (struct timespec[]){dir->lower.mtime, dir->lower.mtime});
+        times_restore(parent->ufd, &saved);
+        dir->upper = true;
+        return 0;
+fail:
+        quota_refund_files(ws, 1);
+        times_restore(parent->ufd, &saved);
+        return r;
+}
+
+/* Fill a metacopy's upper file with the lower data, keeping its inode and metadata. */
+static int fill_metacopy(struct fs_workspace *ws, struct node *n, enum copyup_how how)
+{
+        _cleanup_close_ int out = -1, in = -1;
+        struct stat st;
+        json_t *rec;
+        uint64_t size = 0;
+        int r;
+
+        r = upper_open(n, O_WRONLY, &out);
+        if (r < 0)
+                return r;
+        if (fstat(out, &st) < 0)
+                return negative_errno();
+        if (how == COPYUP_DATA) {
+                r = lower_size(n->layer->lower, &n->lower);
+                if (r < 0)
+                        return r;
+                size = n->lower.size;
+                r = quota_charge_bytes(ws, size);
+                if (r < 0)
+                        return r;
+                r = lower_open_data(n->layer->lower, &n->lower, &in);
+                if (r == 0 && ftruncate(out, 0) < 0)
+                        r = negative_errno();
+                if (r == 0)
+                        r = copyup_fd_data(in, out, size);
+                if (r < 0) {
+                        quota_refund_bytes(ws, size);
+                        return r;
+                }
+        }
+        (void)futimens(out, (struct timespec[]){st.st_atim, st.st_mtim});
+        rec = rec_new(n->ino);
+        r = rec ? upper_meta_set_rec(n->parent, n->name, rec) : -ENOMEM;
+        json_decref(rec);
+        if (r < 0)
+                return r;
+        n->metacopy = false;
+        n->has_lower = false;
+        lent_clear(&n->lower);
+        return 0;
+}
+
+static int make_file(struct fs_workspace *ws, struct node *n, enum copyup_how how, const char *en,
+                     uint64_t *ret_charged)
+{
+        struct node *parent = n->parent;
+        char tmp[64];
+        _cleanup_close_ int out = -1, in = -1;
+        json_t *rec = NULL;
+        mode_t mode = n->lower.mode & 0777;
+        uint64_t size = 0;
+        int r;
+
+        snprintf(tmp, sizeof(tmp), UPPER_PREFIX "tmp.%llx", (unsigned long long)n->ino);
+        (void)unlinkat(parent->ufd, tmp, 0); /* left by a crash */
+        if (how == COPYUP_DATA) {
+                r = lower_size(n->layer->lower, &n->lower);
+                if (r < 0)
+                        return r;
+                size = n->lower.size;
+                r = quota_charge_bytes(ws, size);
+                if (r < 0)
+                        return r;
+                *ret_charged = size;
+        }
+        out = openat(parent->ufd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (out < 0)
+                return negative_errno();
+        if (how == COPYUP_DATA) {
+                r = lower_open_data(n->layer->lower, &n->lower, &in);
+                if (r == 0)
+                        r = copyup_fd_data(in, out, size);
+                if (r < 0)
+                        goto fail;
+        }
+        if (fchmod(out, mode) < 0 ||
+            futimens(out, (struct timespec[]){n->lower.mtime, n->lower.mtime}) < 0) {
+                r = negative_errno();
+                goto fail;
+        }
+        if (how == COPYUP_META)
+                rec = json_pack("{s:I,s:b,s:s}", "ino", (json_int_t)n->ino, "metacopy", 1, "origin",
+                                n->lower.path);
+        else
+                rec = rec_new(n->ino);
+        r = rec ? upper_meta_set_rec(parent, n->name, rec) : -ENOMEM;
+        json_decref(rec);
+        if (r < 0)
+                goto fail;
+        if (renameat(parent->ufd, tmp, parent->ufd, en) < 0) {
+                r = negative_errno();
+                goto fail;
+        }
+        return 0;
+fail:
+        (void)unlinkat(parent->ufd, tmp, 0);
+        return r;
+}
+
+int copyup(struct fs_workspace *ws, struct node *n, enum copyup_how how)
+{
+        struct node *parent = n->parent;
+        struct saved_times saved;
+        char en[256];
+        uint64_t charged = 0;
+        json_t *rec;
+        int r;
+
+        if (n->kind != NODE_COW)
+                return -EROFS;
+        if (n->upper) {
+                if (!n->metacopy || how == COPYUP_META)
+                        return 0;
+                return fill_metacopy(ws, n, how);
+        }
+        if (S_ISDIR(n->type))
+                return copyup_dir(ws, n);
+        if (n->unlinked || !parent)
+                return -ENOENT;
+        r = copyup_dir(ws, parent);
+        if (r < 0)
+                return r;
+        r = upper_name_escape(n->name, en);
+        if (r < 0)
+                return r;
+        r = quota_charge_files(ws, 1);
+        if (r < 0)
+                return r;
+        times_save(parent->ufd, &saved);
+        if (S_ISREG(n->type)) {
+                r = make_file(ws, n, how, en, &charged);
+        } else {
+                rec = rec_new(n->ino);
+                r = rec ? upper_meta_set_rec(parent, n->name, rec) : -ENOMEM;
+                json_decref(rec);
+                if (r == 0 && S_ISLNK(n->type)) {
+                        _cleanup_free_ char *target = NULL;
+                        r = lower_readlink(n->layer->lower, &n->lower, &target);
+                        if (r == 0 && symlinkat(target, parent->ufd, en) < 0)
+                                r = negative_errno();
+                } else if (r == 0 && S_ISFIFO(n->type)) {
+                        if (mkfifoat(parent->ufd, en, n->lower.mode & 0777) < 0)
+                                r = negative_errno();
+                } else if (r == 0) {
+                        r = -EIO;
+                }
+                if (r == 0)
+                        (void)utimensat(parent->ufd, en,
+                                        (struct timespec[]){n->lower.mtime, n->lower.mtime},
+                                        AT_SYMLINK_NOFOLLOW);
+        }
+        times_restore(parent->ufd, &saved);
+        if (r < 0) {
+                quota_refund_files(ws, 1);
+                quota_refund_bytes(ws, charged);
+                return r;
+        }
+        n->upper = true;
+        (void)upper_node_pin(n);
+        n->metacopy = S_ISREG(n->type) && how == COPYUP_META;
+        if (!n->metacopy) {
+                n->has_lower = false;
+                lent_clear(&n->lower);
+        }
+        return 0;
+}

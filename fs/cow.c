@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cow.c: how a copy-on-write part looks to the agent: lookup, attributes
+ * and directory listings merged from the upper tree and the lower layer.
+ *
+ * A name in a directory is, in order: the upper entry if one exists (its
+ * sidecar record may give it a lower origin, metacopy data or opacity);
+ * nothing if the directory's sidecar holds a whiteout for it; else the
+ * lower entry of the directory's lower (if the directory merges with one).
+ * Callers hold ws->ns_lock (shared is enough).
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs-private.h"
+#include "util.h"
+
+struct cres {
+        bool upper;
+        struct stat ust;
+        bool has_lower;
+        struct lent lower;
+        bool metacopy, opaque;
+        uint64_t ino;
+        mode_t type;
+};
+
+static uint64_t upper_ino(const struct stat *st)
+{
+        return (st->st_ino & ~(3ULL << 62)) | UPPER_INO_TAG;
+}
+
+static uint64_t rec_ino(json_t *rec)
+{
+        json_t *i = json_object_get(rec, "ino");
+        return json_is_integer(i) ? (uint64_t)json_integer_value(i) : 0;
+}
+
+/* The lower entry that the upper entry `name` in dir merges with, if any. */
+static int rec_lower(struct fs_workspace *ws, struct node *dir, const char *name, json_t *rec,
+                     struct lent *ret)
+{
+        struct lower *l = dir->layer->lower;
+        json_t *origin = json_object_get(rec, "origin");
+        if (json_is_true(json_object_get(rec, "opaque")))
+                return -ENOENT;
+        if (json_is_string(origin))
+                return lower_lookup_path(l, json_string_value(origin), ret);
+        if (!dir->has_lower)
+                return -ENOENT;
+        (void)ws;
+        return lower_child(l, &dir->lower, name, ret);
+}
+
+static int resolve(struct fs_workspace *ws, struct node *dir, const char *name, struct cres *c)
+{
+        char en[256];
+        int r;
+
+        *c = (struct cres){0};
+        if (strnlen(name, 256) > 255)
+                return -ENAMETOOLONG;
+        if (!fs_name_valid(name))
+                return -EINVAL;
+        r = upper_name_escape(name, en);
+        if (r < 0)
+                return r;
+        if (dir->upper) {
+                if (fstatat(dir->ufd, en, &c->ust, AT_SYMLINK_NOFOLLOW) == 0) {
+                        json_t *rec = upper_meta_rec(dir, name);
+                        struct lent le = {0};
+                        c->upper = true;
+                        c->type = c->ust.st_mode & S_IFMT;
+                        c->ino = rec_ino(rec);
+                        if (!c->ino)
+                                c->ino = upper_ino(&c->ust);
+                        c->metacopy =
+                                S_ISREG(c->type) && json_is_true(json_object_get(rec, "metacopy"));
+                        c->opaque = json_is_true(json_object_get(rec, "opaque"));
+                        if (S_ISDIR(c->type) || c->metacopy) {
+                                r = rec_lower(ws, dir, name, rec, &le);
+                                if (r == 0 && (le.mode & S_IFMT) == c->type) {
+                                        c->has_lower = true;
+                                        c->lower = le;
+                                } else {
+                                        lent_clear(&le);
+                                        if (r < 0 && r != -ENOENT && r != -ENOTDIR)
+                                                return r;
+                                        if (c->metacopy)
+                                                return -EIO; /* data is gone: never happens */
+                                }
+                        }
+                        return 0;
+                }
+                if (errno != ENOENT)
+                        return negative_errno();
+                if (upper_meta_whiteout(dir, name))
+                        return -ENOENT;
+        }
+        if (!dir->has_lower)
+                return -ENOENT;
+        r = lower_child(dir->layer->lower, &dir->lower, name, &c->lower);
+        if (r < 0)
+                return r == -ENOTDIR ? -ENOENT : r;
+        c->has_lower = true;
+        c->type = c->lower.mode & S_IFMT;
+        c->ino = lower_ino(dir->layer->part, c->lower.path);
+        return 0;
+}
+
+static int node_from(struct fs_workspace *ws, struct node *dir, const char *name, struct cres *c,
+                     struct node **ret)
+{
+        struct node *n = node_find_lookup(ws, c->ino);
+        if (n && !n->unlinked) {
+                lent_clear(&c->lower);
+                *ret = n;
+                return 0;
+        }
+        /* A node whose name was removed is stale (it may live on for open
+         * files); the entry found now gets a fresh node. */
+        bool stale = n != NULL;
+        if (n)
+                node_forget(ws, n, 1);
+        n = node_new(ws, NODE_COW, c->type, c->ino);
+        if (!n || !(n->name = strdup(name))) {
+                if (n)
+                        node_free(n);
+                lent_clear(&c->lower);
+                return -ENOMEM;
+        }
+        n->parent = dir;
+        n->layer = dir->layer;
+        n->upper = c->upper;
+        n->metacopy = c->metacopy;
+        n->opaque = c->opaque;
+        n->has_lower = c->has_lower;
+        n->lower = c->lower;
+        c->lower = (struct lent){0};
+        if (S_ISDIR(c->type) && c->upper) {
+                char en[256];
+                int r = upper_name_escape(name, en);
+                if (r == 0)
+                        n->ufd = openat(dir->ufd, en,
+                                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (n->ufd < 0) {
+                        r = r < 0 ? r : negative_errno();
+                        node_free(n);
+                        return r;
+                }
+        }
+        if (c->upper && !S_ISDIR(c->type)) {
+                int r = upper_node_pin(n);
+                if (r < 0) {
+                        node_free(n);
+                        return r;
+                }
+        }
+        *ret = stale ? node_insert_new(ws, n) : node_insert_lookup(ws, n);
+        return 0;
+}
+
+int cow_lookup(struct fs_workspace *ws, struct node *parent, const char *name, struct node **ret)
+{
+        struct cres c;
+        int r = resolve(ws, parent, name, &c);
+        if (r < 0)
+                return r;
+        return node_from(ws, parent, name, &c, ret);
+}
+
+int cow_layer_root(struct fs_workspace *ws, struct layer *l, struct node *parent, const char *name,
+                   struct node **ret)
+{
+        struct node *n;
+        int r;
+
+        n = node_new(ws, NODE_COW, S_IFDIR, lower_ino(l->part, ""));
+        if (!n || !(n->name = strdup(name))) {
+                if (n)
+                        node_free(n);
+                return -ENOMEM;
+        }
+        n->parent = parent;
+        n->layer = l;
+        n->upper = true;
+        n->ufd = fcntl(l->upper_fd, F_DUPFD_CLOEXEC, 3);
+        if (n->ufd < 0) {
+                node_free(n);
+                return negative_errno();
+        }
+        if (l->lower) {
+                r = lower_root(l->lower, &n->lower);
+                if (r < 0) {
+                        node_free(n);
+                        return r;
+                }
+                n->has_lower = true;
+        }
+        n = node_insert_lookup(ws, n);
+        n->refs++; /* permanent */
+        l->root = n;
+        *ret = n;
+        return 0;
+}
+
+int cow_lower_has(struct fs_workspace *ws, struct node *dir, const char *name)
+{
+        struct lent e = {0};
+        int r;
+        (void)ws;
+        if (!dir->has_lower)
+                return 0;
+        r = lower_child(dir->layer->lower, &dir->lower, name, &e);
+        lent_clear(&e);
+        if (r == -ENOENT || r == -ENOTDIR)
+                return 0;
+        return r < 0 ? r : 1;
+}
+
+/* ---- listing ---- */
+
+struct listing {
+        struct cow_dirent *d;
+        size_t n, cap;
+        json_t *seen;
+        struct node *dir;
+        int r;
+};
+
+static int listing_add(struct listing *li, const char *name, uint64_t ino, mode_t type)
+{
+        if (li->n == li->cap) {
+                size_t cap = li->cap ? li->cap * 2 : 32;
+                struct cow_dirent *d = realloc(li->d, cap * sizeof(*d));
+                if (!d)
+                        return -ENOMEM;
+                li->d = d;
+                li->cap = cap;
+        }
+        li->d[li->n].name = strdup(name);
+        if (!li->d[li->n].name)
+                return -ENOMEM;
+        li->d[li->n].ino = ino;
+        li->d[li->n].type = type;
+        li->n++;
+        return 0;
+}
+
+void fs_dirents_free(struct cow_dirent *d, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                free(d[i].name);
+        free(d);
+}
+
+static int lower_cb(const char *name, const struct lent *child, void *userdata)
+{
+        struct listing *li = userdata;
+        _cleanup_free_ char *p = NULL;
+        if (json_object_get(li->seen, name) || upper_meta_whiteout(li->dir, name))
+                return 0;
+        p = lower_path_join(li->dir->lower.path, name);
+        if (!p)
+                return -ENOMEM;
+        return listing_add(li, name, lower_ino(li->dir->layer->part, p), child->mode & S_IFMT);
+}
+
+int cow_list(struct fs_workspace *ws, struct node *dir, struct cow_dirent **ret, size_t *ret_n)
+{
+        struct listing li = {.dir = dir};
+        int r = 0;
+        (void)ws;
+
+        li.seen = json_object();
+        if (!li.seen)
+                return -ENOMEM;
+        if (dir->upper) {
+                _cleanup_closedir_ DIR *d = NULL;
+                struct dirent *de;
+                int fd = openat(dir->ufd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (fd < 0 || !(d = fdopendir(fd))) {
+                        r = negative_errno();
+                        safe_close(fd);
+                        goto out;
+                }
+                while ((de = readdir(d))) {
+                        const char *name = upper_name_unescape(de->d_name);
+                        json_t *rec;
+                        uint64_t ino;
+                        mode_t type = DTTOIF(de->d_type);
+                        if (!name || streq(de->d_name, ".") || streq(de->d_name, ".."))
+                                continue;
+                        rec = upper_meta_rec(dir, name);
+                        ino = rec_ino(rec);
+                        if (!ino || de->d_type == DT_UNKNOWN) {
+                                struct stat st;
+                                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                                        continue;
+                                if (!ino)
+                                        ino = upper_ino(&st);
+                                type = st.st_mode & S_IFMT;
+                        }
+                        r = listing_add(&li, name, ino, type);
+                        if (r < 0 || json_object_set_new(li.seen, name, json_true()) < 0) {
+                                r = r < 0 ? r : -ENOMEM;
+                                goto out;
+                        }
+                }
+        }
+        if (dir->has_lower) {
+                r = lower_list(dir->layer->lower, &dir->lower, lower_cb, &li);
+                if (r < 0)
+                        goto out;
+        }
+        *ret = li.d;
+        *ret_n = li.n;
+        li.d = NULL;
+        li.n = 0;
+        r = 0;
+out:
+        fs_dirents_free(li.d, li.n);
+        json_decref(li.seen);
+        return r;
+}
+
+int cow_getattr(struct fs_workspace *ws, struct node *n, struct stat *st)
+{
+        int r;
+
+        if (n->upper) {
+                r = upper_fstat(n, st);
+                if (r < 0)
+                        return r;
+                if (n->metacopy) {
+                        pthread_mutex_lock(&n->lock);
+                        r = lower_size(n->layer->lower, &n->lower);
+                        pthread_mutex_unlock(&n->lock);
+                        if (r < 0)
+                                return r;
+                        st->st_size = (off_t)n->lower.size;
+                        st->st_blocks = (blkcnt_t)((n->lower.size + 511) / 512);
+                }
+        } else {
+                *st = (struct stat){0};
+                pthread_mutex_lock(&n->lock);
+                r = lower_size(n->layer->lower, &n->lower);
+                pthread_mutex_unlock(&n->lock);
+                if (r < 0)
+                        return r;
+                st->st_mode = n->lower.mode;
+                st->st_size = (off_t)n->lower.size;
+                st->st_blocks = (blkcnt_t)((n->lower.size + 511) / 512);
+                st->st_mtim = st->st_atim = n->lower.mtime;
+                st->st_ctim = n->lower.ctime;
+                st->st_uid = ws->uid;
+                st->st_gid = ws->gid;
+                st->st_nlink = 1;
+                st->st_blksize = 4096;
+        }
+        st->st_mode &= ~(mode_t)(S_ISUID | S_ISGID);
+        st->st_ino = n->ino;
+        if (S_ISDIR(n->type) && n->has_lower) {
+                /* 2 + subdirectories, as on ext4; merged from both layers. */
+                struct cow_dirent *d = NULL;
+                size_t nd = 0;
+                r = cow_list(ws, n, &d, &nd);
+                if (r < 0)
+                        return r;
+                st->st_nlink = 2;
+                for (size_t i = 0; i < nd; i++)
+                        if (S_ISDIR(d[i].type))
+                                st->st_nlink++;
+                fs_dirents_free(d, nd);
+        }
+        return 0;
+}

@@ -1,0 +1,464 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * daemon.c: setting a workspace up and serving it.
+ *
+ * Setup opens every layer and builds the synthetic root before anything is
+ * mounted, and fails closed: if a part cannot be provided as configured the
+ * mount does not happen. Nothing here walks the repo: mount time does not
+ * grow with its size.
+ */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "fs-private.h"
+#include "ops.h"
+#include "state.h"
+#include "util.h"
+
+#if __has_include("gitdir/gitdir.h")
+#include "gitdir.h"
+#define HAVE_GITDIR 1
+#else
+#define HAVE_GITDIR 0
+#endif
+
+static int fail(char **ret_error, int r, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static int fail(char **ret_error, int r, const char *fmt, ...)
+{
+        va_list ap;
+        if (ret_error && !*ret_error) {
+                va_start(ap, fmt);
+                if (vasprintf(ret_error, fmt, ap) < 0)
+                        *ret_error = NULL;
+                va_end(ap);
+        }
+        return r;
+}
+
+static struct node *synth_new(struct fs_workspace *ws, struct node *parent, const char *name,
+                              enum node_kind kind, mode_t type)
+{
+        struct node *n = node_new(ws, kind, type, ++ws->next_synth_ino);
+        if (!n)
+                return NULL;
+        if (name && !(n->name = strdup(name))) {
+                node_free(n);
+                return NULL;
+        }
+        n->parent = parent;
+        n = node_insert_lookup(ws, n);
+        n->refs++; /* permanent */
+        return n;
+}
+
+static int synth_add_child(struct node *dir, struct node *child)
+{
+        struct node **c = realloc(dir->children, (dir->n_children + 1) * sizeof(*c));
+        if (!c)
+                return -ENOMEM;
+        dir->children = c;
+        dir->children[dir->n_children++] = child;
+        return 0;
+}
+
+/* The synthetic dir that holds the last component of path (made as needed). */
+static int synth_parent_of(struct fs_workspace *ws, const char *path, struct node **ret,
+                           char **ret_last)
+{
+        _cleanup_free_ char *p = strdup(path);
+        struct node *dir = ws->root;
+        char *save = NULL, *comp, *next;
+
+        if (!p)
+                return -ENOMEM;
+        comp = strtok_r(p, "/", &save);
+        while (comp && (next = strtok_r(NULL, "/", &save))) {
+                struct node *found = NULL;
+                for (size_t i = 0; i < dir->n_children; i++)
+                        if (streq(dir->children[i]->name, comp))
+                                found = dir->children[i];
+                if (found && found->kind != NODE_SYNTH)
+                        return -EEXIST;
+                if (!found) {
+                        found = synth_new(ws, dir, comp, NODE_SYNTH, S_IFDIR);
+                        if (!found || synth_add_child(dir, found) < 0)
+                                return -ENOMEM;
+                }
+                dir = found;
+                comp = next;
+        }
+        if (!comp)
+                return -EINVAL;
+        for (size_t i = 0; i < dir->n_children; i++)
+                if (streq(dir->children[i]->name, comp))
+                        return -EEXIST;
+        *ret_last = strdup(comp);
+        if (!*ret_last)
+                return -ENOMEM;
+        *ret = dir;
+        return 0;
+}
+
+static int attach_layer(struct fs_workspace *ws, struct layer *l)
+{
+        _cleanup_free_ char *last = NULL;
+        struct node *dir, *n;
+        int r = synth_parent_of(ws, l->mpath, &dir, &last);
+        if (r < 0)
+                return r;
+        r = cow_layer_root(ws, l, dir, last, &n);
+        if (r < 0)
+                return r;
+        return synth_add_child(dir, n);
+}
+
+static int attach_mirror(struct fs_workspace *ws, struct mirror *m)
+{
+        _cleanup_free_ char *last = NULL;
+        struct node *dir, *n;
+        int r = synth_parent_of(ws, m->mpath, &dir, &last);
+        if (r < 0)
+                return r;
+        r = mirror_root(ws, m, dir, last, &n);
+        if (r < 0)
+                return r;
+        return synth_add_child(dir, n);
+}
+
+static int build_tree(struct fs_workspace *ws)
+{
+        struct node *ctl, *f;
+        int r;
+
+        ws->root = synth_new(ws, NULL, NULL, NODE_SYNTH, S_IFDIR);
+        if (!ws->root)
+                return -ENOMEM;
+        /* The root's times: the mount time (kept in the root's lent). */
+        clock_gettime(CLOCK_REALTIME, &ws->root->lower.mtime);
+        ws->root->lower.mtime.tv_nsec = 0;
+        r = attach_layer(ws, &ws->repo);
+        if (r == 0 && ws->has_home)
+                r = attach_layer(ws, &ws->home);
+        for (size_t i = 0; r == 0 && i < ws->n_mirrors; i++)
+                r = attach_mirror(ws, &ws->mirrors[i]);
+        if (r < 0)
+                return r;
+        ctl = synth_new(ws, ws->root, ".cloister", NODE_SYNTH, S_IFDIR);
+        if (!ctl || synth_add_child(ws->root, ctl) < 0)
+                return -ENOMEM;
+        f = synth_new(ws, ctl, "workspace", NODE_CTL, S_IFREG);
+        if (!f || synth_add_child(ctl, f) < 0)
+                return -ENOMEM;
+        f->ctl = CTL_WORKSPACE;
+        f = synth_new(ws, ctl, "changes", NODE_CTL, S_IFREG);
+        if (!f || synth_add_child(ctl, f) < 0)
+                return -ENOMEM;
+        f->ctl = CTL_CHANGES;
+        if (ws->has_objects) {
+                r = mirror_root(ws, &ws->objects, ctl, "objects", &f);
+                if (r < 0 || synth_add_child(ctl, f) < 0)
+                        return r < 0 ? r : -ENOMEM;
+        }
+        return 0;
+}
+
+static int workspace_json(struct fs_workspace *ws)
+{
+        char when[64];
+        struct tm tm;
+        time_t now = time(NULL);
+        const char *rev = lower_commit_hex(ws->repo.lower);
+        json_t *j;
+
+        gmtime_r(&now, &tm);
+        strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        j = json_pack("{s:s,s:s?,s:s,s:s,s:s,s:s,s:I}", "name", ws->name, "revision", rev, "rev",
+                      ws->rev, "source", lower_is_git(ws->repo.lower) ? "git" : "directory",
+                      "repo_path", ws->repo.mpath, "mounted_at", when, "mounted_at_unix",
+                      (json_int_t)now);
+        if (!j)
+                return -ENOMEM;
+        ws->workspace_json = json_dumps(j, JSON_COMPACT);
+        json_decref(j);
+        if (!ws->workspace_json)
+                return -ENOMEM;
+        {
+                /* One line, newline-terminated, for `cat`. */
+                size_t n = strlen(ws->workspace_json);
+                char *s = realloc(ws->workspace_json, n + 2);
+                if (!s)
+                        return -ENOMEM;
+                s[n] = '\n';
+                s[n + 1] = 0;
+                ws->workspace_json = s;
+        }
+        return 0;
+}
+
+static bool is_git_repo(const char *path)
+{
+        git_repository *repo = NULL;
+        bool ok;
+        git_libgit2_init();
+        ok = git_repository_open_ext(&repo, path, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) == 0;
+        git_repository_free(repo);
+        git_libgit2_shutdown();
+        return ok;
+}
+
+/*
+ * The workspace's .git, made once per state (gitdir owner's module): built
+ * under a reserved temporary name in the repo's upper root, then renamed
+ * into place, so a crash never leaves a half-made .git; a marker file says
+ * it was done, so an agent that deletes .git does not get it back.
+ */
+static int setup_gitdir(struct fs_workspace *ws, int fsdir, char **ret_error)
+{
+#if HAVE_GITDIR
+        const char *tmp = UPPER_PREFIX "gitdir.tmp";
+        _cleanup_free_ char *alt = NULL, *err = NULL;
+        _cleanup_close_ int dfd = -1, marker = -1;
+        struct gitdir_params p = {0};
+        int r;
+
+        if (!lower_is_git(ws->repo.lower) ||
+            faccessat(fsdir, "gitdir-done", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+                return 0;
+        r = gitdir_alternates_path(ws->repo.mpath, &alt);
+        if (r < 0)
+                return fail(ret_error, r, "cannot compute the .git alternates path: %s",
+                            strerror(-r));
+        r = state_rm_rf_at(ws->repo.upper_fd, tmp, 0);
+        if (r < 0)
+                return fail(ret_error, r, "cannot clear %s: %s", tmp, strerror(-r));
+        dfd = state_open_dir(ws->repo.upper_fd, tmp, true);
+        if (dfd < 0)
+                return fail(ret_error, dfd, "cannot create the workspace .git: %s", strerror(-dfd));
+        (void)fchmod(dfd, 0755);
+        p.source = ws->source;
+        p.rev = ws->rev;
+        p.alternates = alt;
+        p.name = ws->name;
+        p.lower_mtime = lower_commit_time(ws->repo.lower);
+        p.uid = ws->uid;
+        p.gid = ws->gid;
+        r = gitdir_prepare_msg(&p, dfd, &err);
+        if (r < 0)
+                return fail(ret_error, r, "cannot prepare the workspace .git: %s",
+                            err ? err : strerror(-r));
+        if (renameat(ws->repo.upper_fd, tmp, ws->repo.upper_fd, ".git") < 0)
+                return fail(ret_error, negative_errno(),
+                            "cannot put the workspace .git in place: %m");
+        marker = openat(fsdir, "gitdir-done", O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (marker < 0)
+                return fail(ret_error, negative_errno(), "cannot record the workspace .git: %m");
+        return 0;
+#else
+        (void)ws;
+        (void)fsdir;
+        (void)ret_error;
+        return 0;
+#endif
+}
+
+static int setup_home(struct fs_workspace *ws, const struct config *c, int fsdir, char **ret_error)
+{
+        _cleanup_close_ int home = -1, seed = -1;
+        _cleanup_free_ char *seed_path = NULL;
+        int r;
+
+        home = state_open_dir(fsdir, "home", true);
+        if (home < 0)
+                return fail(ret_error, home, "cannot open %s/fs/home: %s", ws->state,
+                            strerror(-home));
+        if (!c->home.persist) {
+                /* Left by a crash or a previous mount: a non-persistent home starts empty. */
+                r = state_rm_rf_at(home, "upper", 0);
+                if (r < 0)
+                        return fail(ret_error, r, "cannot clear the home's upper layer: %s",
+                                    strerror(-r));
+        }
+        r = state_rm_rf_at(home, "seed", 0);
+        if (r < 0)
+                return fail(ret_error, r, "cannot clear the seed snapshot: %s", strerror(-r));
+        seed = state_open_dir(home, "seed", true);
+        if (seed < 0)
+                return fail(ret_error, seed, "cannot make the seed snapshot: %s", strerror(-seed));
+        (void)fchmod(seed, 0755);
+        for (size_t i = 0; i < c->home.n_seeds; i++) {
+                r = state_copy_seed(c->home.seeds[i].source, seed, c->home.seeds[i].dest);
+                if (r < 0)
+                        return fail(ret_error, r,
+                                    "%s:%u: key 'seed' in [home]: cannot copy '%s': %s", c->file,
+                                    c->home.seeds[i].line, c->home.seeds[i].source, strerror(-r));
+        }
+        ws->home.upper_fd = state_open_dir(home, "upper", true);
+        if (ws->home.upper_fd < 0)
+                return fail(ret_error, ws->home.upper_fd, "cannot open the home's upper layer: %s",
+                            strerror(-ws->home.upper_fd));
+        (void)fchmod(ws->home.upper_fd, 0755);
+        if (asprintf(&seed_path, "%s/fs/home/seed", ws->state) < 0)
+                return -ENOMEM;
+        r = lower_dir_open(seed_path, &ws->home.lower, ret_error);
+        if (r < 0)
+                return r;
+        ws->home.part = 2;
+        ws->home.mpath = c->home.path;
+        ws->has_home = true;
+        return 0;
+}
+
+int fs_workspace_new(const struct config *c, fs_workspace **ret, char **ret_error)
+{
+        struct fs_workspace *ws;
+        _cleanup_close_ int fsdir = -1, cache = -1;
+        int r;
+
+        ws = calloc(1, sizeof(*ws));
+        if (!ws)
+                return -ENOMEM;
+        pthread_rwlock_init(&ws->ns_lock, NULL);
+        pthread_mutex_init(&ws->itable_lock, NULL);
+        ws->state_fd = ws->repo.upper_fd = ws->home.upper_fd = ws->objects.root_fd = -1;
+        ws->uid = geteuid();
+        ws->gid = getegid();
+        ws->name = strdup(c->workspace.name);
+        ws->state = strdup(c->workspace.state);
+        ws->mountpoint = strdup(c->workspace.mountpoint);
+        ws->source = strdup(c->repo.source);
+        ws->rev = strdup(c->repo.rev);
+        if (!ws->name || !ws->state || !ws->mountpoint || !ws->source || !ws->rev) {
+                r = -ENOMEM;
+                goto out;
+        }
+        ws->max_bytes = c->limits.bytes;
+        ws->max_files = c->limits.files;
+        ws->home_persist = c->home.persist;
+
+        r = state_mkdir_p(ws->state, 0700);
+        if (r < 0) {
+                r = fail(ret_error, r, "cannot create state directory '%s': %s", ws->state,
+                         strerror(-r));
+                goto out;
+        }
+        ws->state_fd = open(ws->state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (ws->state_fd < 0) {
+                r = fail(ret_error, negative_errno(), "cannot open state directory '%s': %m",
+                         ws->state);
+                goto out;
+        }
+        fsdir = state_open_dir(ws->state_fd, "fs", true);
+        cache = fsdir < 0 ? fsdir : state_open_dir(fsdir, "cache", true);
+        ws->repo.upper_fd = cache < 0 ? cache : state_open_dir(fsdir, "repo", true);
+        if (ws->repo.upper_fd < 0) {
+                r = fail(ret_error, ws->repo.upper_fd, "cannot set up '%s/fs': %s", ws->state,
+                         strerror(-ws->repo.upper_fd));
+                goto out;
+        }
+        (void)fchmod(ws->repo.upper_fd, 0755);
+
+        if (is_git_repo(c->repo.source))
+                r = lower_git_open(c->repo.source, c->repo.rev, cache, &ws->repo.lower, ret_error);
+        else
+                r = lower_dir_open(c->repo.source, &ws->repo.lower, ret_error);
+        if (r < 0) {
+                r = fail(ret_error, r, "[repo] source '%s': cannot open", c->repo.source);
+                goto out;
+        }
+        ws->repo.part = 1;
+        ws->repo.mpath = c->repo.path;
+
+        r = setup_gitdir(ws, fsdir, ret_error);
+        if (r < 0)
+                goto out;
+        r = setup_home(ws, c, fsdir, ret_error);
+        if (r < 0)
+                goto out;
+
+        ws->mirrors = calloc(c->n_mirrors + 1, sizeof(*ws->mirrors));
+        if (!ws->mirrors) {
+                r = -ENOMEM;
+                goto out;
+        }
+        for (size_t i = 0; i < c->n_mirrors; i++) {
+                struct mirror *m = &ws->mirrors[i];
+                m->part = 16 + (unsigned)i;
+                m->mpath = c->mirrors[i].path;
+                m->exclude = c->mirrors[i].exclude;
+                m->root_fd = open(c->mirrors[i].source, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                ws->n_mirrors++;
+                if (m->root_fd < 0) {
+                        r = fail(ret_error, negative_errno(),
+                                 "%s:%u: [mirror \"%s\"] source '%s': %m", c->file,
+                                 c->mirrors[i].line, c->mirrors[i].name, c->mirrors[i].source);
+                        goto out;
+                }
+        }
+        if (lower_objects_dir(ws->repo.lower)) {
+                ws->objects.part = 15;
+                ws->objects.mpath = "/.cloister/objects";
+                ws->objects.root_fd =
+                        open(lower_objects_dir(ws->repo.lower), O_PATH | O_DIRECTORY | O_CLOEXEC);
+                ws->has_objects = ws->objects.root_fd >= 0;
+        }
+
+        r = quota_init(ws);
+        if (r < 0) {
+                r = fail(ret_error, r, "cannot count the upper layers' usage: %s", strerror(-r));
+                goto out;
+        }
+        r = journal_open(ws->state_fd, "journal.jsonl", &ws->journal);
+        if (r < 0) {
+                r = fail(ret_error, r, "cannot open the journal in '%s': %s", ws->state,
+                         strerror(-r));
+                goto out;
+        }
+        r = workspace_json(ws);
+        if (r == 0)
+                r = build_tree(ws);
+        if (r < 0) {
+                r = fail(ret_error, r, "cannot build the mount's root: %s", strerror(-r));
+                goto out;
+        }
+        *ret = ws;
+        ws = NULL;
+        r = 0;
+out:
+        fs_workspace_free(ws);
+        return r;
+}
+
+void fs_workspace_free(fs_workspace *ws)
+{
+        if (!ws)
+                return;
+        node_table_free(ws);
+        journal_free(ws->journal);
+        lower_free(ws->repo.lower);
+        lower_free(ws->home.lower);
+        safe_close(ws->repo.upper_fd);
+        safe_close(ws->home.upper_fd);
+        for (size_t i = 0; i < ws->n_mirrors; i++)
+                safe_close(ws->mirrors[i].root_fd);
+        free(ws->mirrors);
+        safe_close(ws->objects.root_fd);
+        safe_close(ws->state_fd);
+        free(ws->workspace_json);
+        free(ws->name);
+        free(ws->state);
+        free(ws->mountpoint);
+        free(ws->source);
+        free(ws->rev);
+        free(ws->home_upper_path);
+        pthread_rwlock_destroy(&ws->ns_lock);
+        pthread_mutex_destroy(&ws->itable_lock);
+        free(ws);
+}

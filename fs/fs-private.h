@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fs-private.h: the workspace filesystem's internal structures, shared by
+ * the fs/ sources and by nothing else.
+ *
+ * Locks, outermost first:
+ *   ws->ns_lock (rwlock)   the namespace: node parent/name, upper/lower
+ *                          state and the per-directory sidecars. Lookups,
+ *                          getattr and readdir take it shared; namespace
+ *                          changes and copy-ups take it exclusive. Reads
+ *                          and writes of open files never take it.
+ *   node->lock (mutex)     a file's size while a write extends it (so that
+ *                          quota accounting is exact), a dir's sidecar load.
+ *   ws->itable_lock        the inode table and lookup/reference counts.
+ */
+#pragma once
+
+#include <fuse_lowlevel.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "fs.h"
+#include "journal.h"
+#include "lower.h"
+
+#define FS_TIMEOUT_LONG 86400.0 /* all changes pass through this mount */
+
+/* Reserved name prefix in an upper directory; see upper_name_escape(). */
+#define UPPER_PREFIX   ".cloister~"
+#define UPPER_META     UPPER_PREFIX "meta"
+#define UPPER_ESCAPE   UPPER_PREFIX "="
+#define UPPER_INO_TAG  (2ULL << 62)
+#define MIRROR_INO_TAG (3ULL << 62)
+
+enum node_kind {
+        NODE_SYNTH,  /* the read-only root and the dirs leading to each part */
+        NODE_COW,    /* the repo or the home: an upper over a lower */
+        NODE_MIRROR, /* read-only passthrough of a host dir */
+        NODE_CTL,    /* a file in /.cloister */
+};
+
+enum ctl_file {
+        CTL_WORKSPACE,
+        CTL_CHANGES,
+};
+
+struct layer {
+        unsigned part;       /* distinguishes lower inode numbers */
+        const char *mpath;   /* where it appears in the mount, e.g. "/workspace" */
+        int upper_fd;        /* the upper tree's root directory */
+        struct lower *lower; /* NULL: no lower (never happens today) */
+        struct node *root;
+};
+
+struct mirror {
+        unsigned part;
+        const char *mpath;
+        int root_fd;          /* O_PATH, the host directory */
+        char *const *exclude; /* fnmatch globs, NULL-terminated */
+};
+
+struct node {
+        uint64_t ino; /* st_ino: stable, see docs/fs-design.md */
+        /* protected by ws->itable_lock */
+        uint64_t nlookup;
+        unsigned refs; /* children, open handles, permanent nodes */
+        struct node *hnext;
+        bool hashed;
+
+        enum node_kind kind;
+        mode_t type; /* S_IFMT bits; never changes for a node */
+
+        /* protected by ws->ns_lock */
+        struct node *parent;
+        char *name;
+        bool unlinked;
+
+        pthread_mutex_t lock;
+
+        /* NODE_SYNTH: children, fixed after setup; NODE_CTL: which file */
+        struct node **children;
+        size_t n_children;
+        enum ctl_file ctl;
+
+        /* NODE_COW (protected by ws->ns_lock) */
+        struct layer *layer;
+        bool upper;    /* exists in the upper tree */
+        bool metacopy; /* upper holds metadata only; data is the lower's */
+        bool opaque;   /* upper dir hides the lower one */
+        bool has_lower;
+        struct lent lower;
+        int ufd;      /* dirs with an upper: the upper directory */
+        json_t *meta; /* dirs with an upper: the sidecar (NULL until loaded) */
+
+        /* NODE_MIRROR */
+        struct mirror *mirror;
+        int hfd; /* O_PATH, never followed; also a COW non-dir's upper file */
+};
+
+struct fs_workspace {
+        char *name, *state, *mountpoint, *source, *rev;
+        int state_fd;
+        uid_t uid;
+        gid_t gid;
+        bool home_persist;
+        char *home_upper_path; /* for discarding */
+
+        struct node *root;
+        pthread_rwlock_t ns_lock;
+
+        pthread_mutex_t itable_lock;
+        struct node **buckets;
+        size_t n_buckets, n_nodes;
+
+        struct layer repo, home;
+        bool has_home;
+        struct mirror *mirrors;
+        size_t n_mirrors;
+        struct mirror objects;
+        bool has_objects;
+
+        journal *journal;
+
+        uint64_t max_bytes, max_files;
+        _Atomic uint64_t used_bytes, used_files;
+
+        char *workspace_json;
+        unsigned next_synth_ino;
+        struct fuse_session *se;
+};
+
+/* inode.c */
+struct node *node_new(struct fs_workspace *ws, enum node_kind kind, mode_t type, uint64_t ino);
+/* Find a hashed node by st_ino and take one lookup on it, or NULL. */
+struct node *node_find_lookup(struct fs_workspace *ws, uint64_t ino);
+/*
+ * Hash n and take one lookup (n's parent gets a reference), or, if a node
+ * with n's st_ino is hashed already, free n and take a lookup on that one.
+ */
+struct node *node_insert_lookup(struct fs_workspace *ws, struct node *n);
+void node_free(struct node *n);
+/* Hash a freshly created entry's node, displacing any stale node with its st_ino. */
+struct node *node_insert_new(struct fs_workspace *ws, struct node *n);
+/* Find by st_ino and take a reference (node_unref), or NULL. */
+struct node *node_find_ref(struct fs_workspace *ws, uint64_t ino);
+void node_forget(struct fs_workspace *ws, struct node *n, uint64_t nlookup);
+void node_ref(struct fs_workspace *ws, struct node *n);
+void node_unref(struct fs_workspace *ws, struct node *n);
+/* Move n under a new parent/name (rename); caller holds ns_lock exclusively. */
+int node_set_parent(struct fs_workspace *ws, struct node *n, struct node *parent, const char *name);
+/* The mount-absolute path, e.g. "/workspace/a/b"; caller holds ns_lock. */
+char *node_path(const struct node *n);
+void node_table_free(struct fs_workspace *ws);
+bool fs_name_valid(const char *name);
+
+/* upper.c: names, sidecars and attributes of the upper tree */
+int upper_name_escape(const char *name, char buf[static 256]);
+/* NULL for a marker, else the agent's name (possibly pointing into stored). */
+const char *upper_name_unescape(const char *stored);
+json_t *upper_meta(struct node *dir);
+int upper_meta_save(struct node *dir);
+bool upper_meta_whiteout(struct node *dir, const char *name);
+int upper_meta_set_whiteout(struct node *dir, const char *name, bool on);
+json_t *upper_meta_rec(struct node *dir, const char *name);
+/* Replace the record for name (NULL: delete it); takes a reference on rec. */
+int upper_meta_set_rec(struct node *dir, const char *name, json_t *rec);
+int upper_fstat(struct node *n, struct stat *st);
+/* Keep an O_PATH fd on a non-directory's upper file (n->hfd), so that it stays
+ * reachable when the name it was found by goes (hard links). */
+int upper_node_pin(struct node *n);
+/* Remove our marker files from an upper dir (before it is removed). */
+int upper_dir_clear_markers(int dfd);
+int upper_open(struct node *n, int flags, int *ret_fd);
+
+/* cow.c: lookup, attributes and listing of copy-on-write nodes */
+struct cow_dirent {
+        char *name;
+        uint64_t ino;
+        mode_t type;
+};
+int cow_lookup(struct fs_workspace *ws, struct node *parent, const char *name, struct node **ret);
+int cow_getattr(struct fs_workspace *ws, struct node *n, struct stat *st);
+int cow_list(struct fs_workspace *ws, struct node *dir, struct cow_dirent **ret, size_t *ret_n);
+int cow_lower_has(struct fs_workspace *ws, struct node *dir, const char *name);
+int cow_layer_root(struct fs_workspace *ws, struct layer *l, struct node *parent, const char *name,
+                   struct node **ret);
+
+/* copyup.c */
+int copyup_dir(struct fs_workspace *ws, struct node *dir);
+enum copyup_how {
+        COPYUP_META,  /* metadata only: an empty upper file, data stays in the lower */
+        COPYUP_DATA,  /* full data */
+        COPYUP_EMPTY, /* the file is about to be truncated to 0 */
+};
+int copyup(struct fs_workspace *ws, struct node *n, enum copyup_how how);
+int copyup_fd_data(int in, int out, uint64_t size);
+
+/* quota.c */
+int quota_init(struct fs_workspace *ws);
+int quota_charge_files(struct fs_workspace *ws, uint64_t n);
+void quota_refund_files(struct fs_workspace *ws, uint64_t n);
+/* Reserve up to want bytes; returns how many were granted (0: none left). */
+uint64_t quota_charge_bytes_upto(struct fs_workspace *ws, uint64_t want);
+int quota_charge_bytes(struct fs_workspace *ws, uint64_t n);
+void quota_refund_bytes(struct fs_workspace *ws, uint64_t n);
+
+/* mirror.c */
+int mirror_root(struct fs_workspace *ws, struct mirror *m, struct node *parent, const char *name,
+                struct node **ret);
+int mirror_lookup(struct fs_workspace *ws, struct node *parent, const char *name,
+                  struct node **ret);
+int mirror_getattr(struct fs_workspace *ws, struct node *n, struct stat *st);
+int mirror_list(struct fs_workspace *ws, struct node *dir, struct cow_dirent **ret, size_t *ret_n);
+int mirror_open(struct fs_workspace *ws, struct node *n, int flags, int *ret_fd);
+int mirror_readlink(struct fs_workspace *ws, struct node *n, char **ret);
+int mirror_getxattr(struct node *n, const char *name, void *buf, size_t size);
+int mirror_listxattr(struct node *n, char *buf, size_t size);
+
+/* control.c */
+int control_read_all(struct fs_workspace *ws, enum ctl_file f, char **ret, size_t *ret_len);
+int control_changes(struct fs_workspace *ws, char **ret, size_t *ret_len);
+
+/* journal glue (ops-*.c) */
+int fs_journal(struct fs_workspace *ws, fuse_req_t req, const struct journal_entry *e);
+
+/* ops */
+extern const struct fuse_lowlevel_ops fs_ops;
+void fs_dirents_free(struct cow_dirent *d, size_t n);

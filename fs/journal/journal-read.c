@@ -1,0 +1,179 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * journal-read.c: the reading side of the journal, for `cloister log`.
+ *
+ * The journal is append-only JSON lines. A reader must survive what a crash
+ * or a full disk leaves behind: a last line cut short (no newline), or a
+ * damaged line in the middle followed by good ones. Such lines are counted
+ * and skipped, never fatal; the caller reports them.
+ */
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "journal.h"
+#include "util.h"
+
+struct journal_reader {
+        FILE *f;
+        char *line;
+        size_t cap;
+        json_t *cur;
+        unsigned lineno;
+        unsigned corrupt;
+        unsigned first_corrupt;
+        bool truncated;
+};
+
+int journal_time_parse(const char *s, double *ret)
+{
+        struct tm tm = {0};
+        const char *p;
+        double frac = 0;
+        time_t t;
+
+        if (!s)
+                return -EINVAL;
+        p = strptime(s, "%Y-%m-%dT%H:%M:%S", &tm);
+        if (!p)
+                return -EINVAL;
+        if (*p == '.') {
+                double scale = 0.1;
+                p++;
+                if (*p < '0' || *p > '9')
+                        return -EINVAL;
+                for (; *p >= '0' && *p <= '9'; p++, scale /= 10)
+                        frac += (*p - '0') * scale;
+        }
+        if (!streq(p, "Z"))
+                return -EINVAL;
+        t = timegm(&tm);
+        if (t == (time_t)-1)
+                return -EINVAL;
+        *ret = (double)t + frac;
+        return 0;
+}
+
+int journal_reader_open(int state_dirfd, const char *name, journal_reader **ret)
+{
+        _cleanup_close_ int fd = -1;
+        journal_reader *r;
+        struct stat st;
+
+        fd = openat(state_dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return -EINVAL;
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        r->f = fdopen(fd, "re");
+        if (!r->f) {
+                free(r);
+                return negative_errno();
+        }
+        TAKE_FD(fd);
+        *ret = r;
+        return 0;
+}
+
+void journal_reader_free(journal_reader *r)
+{
+        if (!r)
+                return;
+        json_decref(r->cur);
+        free(r->line);
+        fclose(r->f);
+        free(r);
+}
+
+static const char *str_field(json_t *o, const char *key)
+{
+        json_t *v = json_object_get(o, key);
+        return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static int64_t int_field(json_t *o, const char *key, int64_t dflt)
+{
+        json_t *v = json_object_get(o, key);
+        return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
+}
+
+static void corrupt_note(journal_reader *r)
+{
+        if (r->corrupt++ == 0)
+                r->first_corrupt = r->lineno;
+}
+
+int journal_reader_next(journal_reader *r, struct journal_record *ret)
+{
+        for (;;) {
+                ssize_t n;
+                json_t *o;
+                double t;
+
+                json_decref(r->cur);
+                r->cur = NULL;
+                errno = 0;
+                n = getline(&r->line, &r->cap, r->f);
+                if (n < 0)
+                        return ferror(r->f) ? negative_errno() : 0;
+                r->lineno++;
+                if (r->line[n - 1] != '\n') {
+                        /* Only the last line can lack its newline: a cut-short append. */
+                        r->truncated = true;
+                        corrupt_note(r);
+                        return 0;
+                }
+                r->line[--n] = 0;
+                if (n == 0)
+                        continue; /* the separator written after a short write */
+                if ((size_t)n > JOURNAL_LINE_MAX || strlen(r->line) != (size_t)n) {
+                        corrupt_note(r);
+                        continue;
+                }
+                o = json_loadb(r->line, n, JSON_REJECT_DUPLICATES, NULL);
+                if (!json_is_object(o) || !str_field(o, "op") ||
+                    journal_time_parse(str_field(o, "time"), &t) < 0) {
+                        json_decref(o);
+                        corrupt_note(r);
+                        continue;
+                }
+                r->cur = o;
+                *ret = (struct journal_record){
+                        .line = r->line,
+                        .time = t,
+                        .time_str = str_field(o, "time"),
+                        .op = str_field(o, "op"),
+                        .path = str_field(o, "path") ?: "",
+                        .path2 = str_field(o, "path2"),
+                        .comm = str_field(o, "comm"),
+                        .pid = int_field(o, "pid", 0),
+                        .uid = int_field(o, "uid", -1),
+                        .result = int_field(o, "result", 0),
+                        .json = o,
+                };
+                return 1;
+        }
+}
+
+unsigned journal_reader_corrupt(const journal_reader *r)
+{
+        return r->corrupt;
+}
+
+bool journal_reader_truncated(const journal_reader *r)
+{
+        return r->truncated;
+}
+
+unsigned journal_reader_first_corrupt_line(const journal_reader *r)
+{
+        return r->first_corrupt;
+}

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lower-private.h: the two lower-layer implementations behind lower.h.
+ */
+#pragma once
+
+#include <pthread.h>
+
+#include "lower.h"
+
+struct lower_ops {
+        int (*root)(struct lower *l, struct lent *ret);
+        int (*child)(struct lower *l, const struct lent *dir, const char *name, struct lent *ret);
+        int (*lookup_path)(struct lower *l, const char *path, struct lent *ret);
+        int (*size)(struct lower *l, struct lent *e);
+        int (*list)(struct lower *l, const struct lent *dir, lower_list_fn fn, void *userdata);
+        int (*open_data)(struct lower *l, const struct lent *e, int *ret_fd);
+        int (*readlink)(struct lower *l, const struct lent *e, char **ret);
+        void (*free)(struct lower *l);
+};
+
+struct lower {
+        const struct lower_ops *ops;
+        /* git */
+        char *source;
+        pthread_key_t thread_key; /* per-thread git_repository + odb, see lower-git.c */
+        bool key_created;
+        git_oid tree_oid;
+        char commit_hex[GIT_OID_HEXSZ + 1];
+        char *objects_dir;
+        struct timespec time; /* committer time of the base commit */
+        int cache_dirfd;      /* inflated blobs, named by object id */
+        /* plain directory */
+        int root_fd;
+};
+
+extern const struct lower_ops lower_git_ops, lower_dir_ops;

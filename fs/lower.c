@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lower.c: what both lower-layer kinds share: entry helpers, dispatch and
+ * the inode numbers of lower entries.
+ *
+ * Lower inode numbers are a hash of the part number and the path, not of
+ * the object id: identical files must not look like hard links, and the
+ * path of a lower entry never changes for the life of a state (the base
+ * revision is fixed), so the number is stable across remounts without any
+ * bookkeeping. The top bits (01) keep them apart from upper (10) and mirror
+ * (11) numbers; synthetic nodes use small numbers.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lower-private.h"
+#include "util.h"
+
+void lent_clear(struct lent *e)
+{
+        free(e->path);
+        *e = (struct lent){0};
+}
+
+int lent_copy(const struct lent *from, struct lent *to)
+{
+        char *p = strdup(from->path ? from->path : "");
+        if (!p)
+                return -ENOMEM;
+        *to = *from;
+        to->path = p;
+        return 0;
+}
+
+char *lower_path_join(const char *dir, const char *name)
+{
+        char *p;
+        if (!dir || !*dir)
+                return strdup(name);
+        if (asprintf(&p, "%s/%s", dir, name) < 0)
+                return NULL;
+        return p;
+}
+
+uint64_t lower_ino(unsigned part, const char *path)
+{
+        /* FNV-1a, 64 bit; collisions at 10^5 entries are ~1e-9 likely. */
+        uint64_t h = 0xcbf29ce484222325ULL;
+        h = (h ^ (part & 0xff)) * 0x100000001b3ULL;
+        for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+                h = (h ^ *c) * 0x100000001b3ULL;
+        return (h & ((1ULL << 62) - 1)) | (1ULL << 62);
+}
+
+void lower_free(struct lower *l)
+{
+        if (!l)
+                return;
+        l->ops->free(l);
+}
+
+bool lower_is_git(const struct lower *l)
+{
+        return l->ops == &lower_git_ops;
+}
+
+const char *lower_commit_hex(const struct lower *l)
+{
+        return lower_is_git(l) ? l->commit_hex : NULL;
+}
+
+int64_t lower_commit_time(const struct lower *l)
+{
+        return lower_is_git(l) ? (int64_t)l->time.tv_sec : 0;
+}
+
+const char *lower_objects_dir(const struct lower *l)
+{
+        return l->objects_dir;
+}
+
+int lower_root(struct lower *l, struct lent *ret)
+{
+        return l->ops->root(l, ret);
+}
+
+int lower_child(struct lower *l, const struct lent *dir, const char *name, struct lent *ret)
+{
+        if (!S_ISDIR(dir->mode))
+                return -ENOTDIR;
+        return l->ops->child(l, dir, name, ret);
+}
+
+int lower_lookup_path(struct lower *l, const char *path, struct lent *ret)
+{
+        return l->ops->lookup_path(l, path, ret);
+}
+
+int lower_size(struct lower *l, struct lent *e)
+{
+        if (e->size_known)
+                return 0;
+        return l->ops->size(l, e);
+}
+
+int lower_list(struct lower *l, const struct lent *dir, lower_list_fn fn, void *userdata)
+{
+        if (!S_ISDIR(dir->mode))
+                return -ENOTDIR;
+        return l->ops->list(l, dir, fn, userdata);
+}
+
+int lower_open_data(struct lower *l, const struct lent *e, int *ret_fd)
+{
+        if (!S_ISREG(e->mode))
+                return -EINVAL;
+        return l->ops->open_data(l, e, ret_fd);
+}
+
+int lower_readlink(struct lower *l, const struct lent *e, char **ret)
+{
+        if (!S_ISLNK(e->mode))
+                return -EINVAL;
+        return l->ops->readlink(l, e, ret);
+}

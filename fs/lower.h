@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * lower.h: the immutable lower layer of a copy-on-write part, either a git
+ * tree at a fixed revision (lower-git.c) or a plain host directory
+ * (lower-dir.c). Nothing here ever writes to the source.
+ *
+ * Entries are addressed by their path relative to the layer root ("" is the
+ * root); a git lower also carries the object id so that a child lookup is
+ * one tree read. Thread-safe: every function may be called from any FUSE
+ * worker thread at once.
+ */
+#pragma once
+
+#include <git2.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
+
+struct lower;
+
+struct lent {
+        char *path;    /* relative to the lower root, "" for the root; owned */
+        git_oid oid;   /* git lower: tree or blob id */
+        mode_t mode;   /* type and permission bits (setuid/setgid never set) */
+        uint64_t size; /* valid if size_known */
+        bool size_known;
+        struct timespec mtime, ctime;
+};
+
+void lent_clear(struct lent *e);
+int lent_copy(const struct lent *from, struct lent *to);
+
+/* Open a git lower at rev of the repository at source. state_dirfd holds the blob cache. */
+int lower_git_open(const char *source, const char *rev, int cache_dirfd, struct lower **ret,
+                   char **ret_error);
+/* Open a plain-directory lower. */
+int lower_dir_open(const char *source, struct lower **ret, char **ret_error);
+void lower_free(struct lower *l);
+
+bool lower_is_git(const struct lower *l);
+/* The git lower's base commit (hex) and commit time; NULL/0 for a plain dir. */
+const char *lower_commit_hex(const struct lower *l);
+/* The base commit's committer time (seconds); 0 for a plain dir. */
+int64_t lower_commit_time(const struct lower *l);
+/* The object directory of a git source (for /.cloister/objects), else NULL. */
+const char *lower_objects_dir(const struct lower *l);
+
+int lower_root(struct lower *l, struct lent *ret);
+/* -ENOENT when dir has no child name. ret is untouched on failure. */
+int lower_child(struct lower *l, const struct lent *dir, const char *name, struct lent *ret);
+/* Look an entry up by relative path (for redirects). */
+int lower_lookup_path(struct lower *l, const char *path, struct lent *ret);
+/* Fill e->size (git: from the object header, without inflating). */
+int lower_size(struct lower *l, struct lent *e);
+
+typedef int (*lower_list_fn)(const char *name, const struct lent *child, void *userdata);
+/* Call fn for every child of dir; children's size may be unknown. A negative fn return stops. */
+int lower_list(struct lower *l, const struct lent *dir, lower_list_fn fn, void *userdata);
+
+/* A read-only fd with the file's data (git: the inflated cache file). */
+int lower_open_data(struct lower *l, const struct lent *e, int *ret_fd);
+/* The target of a symlink, NUL-terminated, malloc'd. */
+int lower_readlink(struct lower *l, const struct lent *e, char **ret);
+
+/* Join a relative lower path and a name ("" + "a" = "a", "a" + "b" = "a/b"). */
+char *lower_path_join(const char *dir, const char *name);
+
+/* Stable inode number of a lower path within part number `part`. */
+uint64_t lower_ino(unsigned part, const char *path);

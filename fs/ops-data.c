@@ -1,0 +1,607 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ops-data.c: FUSE handlers for file data and attributes: open, create,
+ * read, write, flush, fsync, release, setattr, fallocate, lseek.
+ *
+ * Reads are served from a host fd (the upper file, the inflated blob or the
+ * mirror file) with splice; a lower file opened for reading is never copied
+ * up. Writes reserve quota for the bytes that extend the file, under the
+ * file's lock, before they reach the disk: past the cap a write is cut
+ * short or fails with ENOSPC, and what was written stays intact.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ops.h"
+#include "util.h"
+
+struct journal_caller ops_caller(fuse_req_t req)
+{
+        const struct fuse_ctx *c = fuse_req_ctx(req);
+        return (struct journal_caller){.pid = c->pid, .uid = c->uid, .gid = c->gid};
+}
+
+int ops_journal(struct fs_workspace *ws, fuse_req_t req, enum journal_op op, struct node *n,
+                const char *name, const struct journal_entry *extra)
+{
+        struct journal_caller who = ops_caller(req);
+        struct journal_entry e = extra ? *extra : (struct journal_entry){.uid = -1, .gid = -1};
+        _cleanup_free_ char *dir = NULL, *path = NULL;
+        int r;
+
+        if (!ws->journal || n->kind != NODE_COW)
+                return 0;
+        dir = node_path(n);
+        if (!dir)
+                return -ENOMEM;
+        if (name) {
+                if (asprintf(&path, "%s%s%s", dir, streq(dir, "/") ? "" : "/", name) < 0)
+                        return -ENOMEM;
+        } else {
+                path = TAKE_PTR(dir);
+        }
+        e.op = op;
+        e.path = path;
+        r = journal_append(ws->journal, &who, &e);
+        return r < 0 ? -EIO : 0;
+}
+
+static void handle_free(struct fs_workspace *ws, struct handle *h)
+{
+        if (!h)
+                return;
+        safe_close(h->fd);
+        free(h->buf);
+        if (h->node)
+                node_unref(ws, h->node);
+        free(h);
+}
+
+static int truncate_upper_fd(struct fs_workspace *ws, struct node *n, int fd, uint64_t size)
+{
+        struct stat st;
+        int r = 0;
+
+        pthread_mutex_lock(&n->lock);
+        if (fstat(fd, &st) < 0) {
+                r = negative_errno();
+                goto out;
+        }
+        if (size > (uint64_t)st.st_size) {
+                r = quota_charge_bytes(ws, size - (uint64_t)st.st_size);
+                if (r < 0)
+                        goto out;
+        }
+        if (ftruncate(fd, (off_t)size) < 0) {
+                r = negative_errno();
+                if (size > (uint64_t)st.st_size)
+                        quota_refund_bytes(ws, size - (uint64_t)st.st_size);
+                goto out;
+        }
+        if (size < (uint64_t)st.st_size)
+                quota_refund_bytes(ws, (uint64_t)st.st_size - size);
+out:
+        pthread_mutex_unlock(&n->lock);
+        return r;
+}
+
+static int open_cow(struct fs_workspace *ws, fuse_req_t req, struct node *n, int flags,
+                    struct handle *h, struct fuse_file_info *fi)
+{
+        int acc = flags & O_ACCMODE;
+        bool trunc = flags & O_TRUNC, wr = acc != O_RDONLY || trunc;
+        int r;
+
+        if (!wr) {
+                pthread_rwlock_rdlock(&ws->ns_lock);
+                if (n->upper && !n->metacopy) {
+                        r = upper_open(n, O_RDONLY | O_NONBLOCK, &h->fd);
+                        h->is_upper = true;
+                } else {
+                        r = lower_open_data(n->layer->lower, &n->lower, &h->fd);
+                }
+                pthread_rwlock_unlock(&ws->ns_lock);
+                fi->keep_cache = 1;
+                return r;
+        }
+        pthread_rwlock_wrlock(&ws->ns_lock);
+        r = copyup(ws, n, trunc ? COPYUP_EMPTY : COPYUP_DATA);
+        if (r == 0)
+                r = upper_open(n, (acc == O_RDONLY ? O_RDWR : acc) | O_NONBLOCK, &h->fd);
+        if (r == 0) {
+                h->is_upper = h->writable = true;
+                if (trunc) {
+                        r = truncate_upper_fd(ws, n, h->fd, 0);
+                        if (r == 0)
+                                r = ops_journal(ws, req, JOURNAL_TRUNCATE, n, NULL, NULL);
+                }
+        }
+        pthread_rwlock_unlock(&ws->ns_lock);
+        /* Unchanged data may stay cached; a truncation was done by us, not the kernel. */
+        fi->keep_cache = !trunc;
+        return r;
+}
+
+void ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        struct fs_workspace *ws = req_ws(req);
+        struct node *n = ino_node(ws, ino);
+        int acc = fi->flags & O_ACCMODE;
+        struct handle *h;
+        int r;
+
+        if (S_ISDIR(n->type)) {
+                fuse_reply_err(req, EISDIR);
+                return;
+        }
+        h = calloc(1, sizeof(*h));
+        if (!h) {
+                fuse_reply_err(req, ENOMEM);
+                return;
+        }
+        h->fd = -1;
+        switch (n->kind) {
+        case NODE_CTL:
+                if (acc != O_RDONLY || (fi->flags & O_TRUNC)) {
+                        r = -EROFS;
+                        break;
+                }
+                r = control_read_all(ws, n->ctl, &h->buf, &h->len);
+                fi->direct_io = 1;
+                break;
+        case NODE_MIRROR:
+                if (acc != O_RDONLY || (fi->flags & O_TRUNC)) {
+                        r = -EROFS;
+                        break;
+                }
+                r = mirror_open(ws, n, O_RDONLY, &h->fd);
+                fi->keep_cache = 1;
+                break;
+        case NODE_COW:
+                r = open_cow(ws, req, n, fi->flags, h, fi);
+                break;
+        default:
+                r = -EROFS;
+        }
+        if (r < 0) {
+                handle_free(ws, h);
+                fuse_reply_err(req, -r);
+                return;
+        }
+        h->node = n;
+        node_ref(ws, n);
+        fi->fh = (uint64_t)(uintptr_t)h;
+        if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted */
+                handle_free(ws, h);
+}
+
+void ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                struct fuse_file_info *fi)
+{
+        struct fs_workspace *ws = req_ws(req);
+        struct node *p = ino_node(ws, parent), *n = NULL, *existing = NULL;
+        const struct fuse_ctx *ctx = fuse_req_ctx(req);
+        struct fuse_entry_param e;
+        struct handle *h = NULL;
+        struct stat st;
+        char en[256];
+        int fd = -1, r, acc = fi->flags & O_ACCMODE;
+        bool charged = false;
+
+        if (p->kind != NODE_COW) {
+                fuse_reply_err(req,
+                               p->kind == NODE_MIRROR || p->kind == NODE_SYNTH ? EROFS : ENOTDIR);
+                return;
+        }
+        pthread_rwlock_wrlock(&ws->ns_lock);
+        r = cow_lookup(ws, p, name, &existing);
+        if (r == 0) {
+                /* It exists (e.g. made behind a cached negative entry): open it. */
+                pthread_rwlock_unlock(&ws->ns_lock);
+                if (fi->flags & O_EXCL) {
+                        node_forget(ws, existing, 1);
+                        fuse_reply_err(req, EEXIST);
+                        return;
+                }
+                h = calloc(1, sizeof(*h));
+                r = h ? (h->fd = -1, open_cow(ws, req, existing, fi->flags, h, fi)) : -ENOMEM;
+                n = existing;
+                goto reply;
+        }
+        if (r != -ENOENT)
+                goto unlock;
+        r = upper_name_escape(name, en);
+        if (r < 0)
+                goto unlock;
+        r = copyup_dir(ws, p);
+        if (r < 0)
+                goto unlock;
+        r = quota_charge_files(ws, 1);
+        if (r < 0)
+                goto unlock;
+        charged = true;
+        r = upper_meta_set_rec(p, name, NULL);
+        if (r == 0)
+                r = upper_meta_set_whiteout(p, name, false);
+        if (r < 0)
+                goto unlock;
+        fd = openat(p->ufd, en,
+                    O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK |
+                            (acc == O_RDONLY ? O_RDWR : acc),
+                    mode & 0777);
+        if (fd < 0) {
+                r = negative_errno();
+                goto unlock;
+        }
+        charged = false;
+        if (geteuid() == 0)
+                (void)fchown(fd, ctx->uid, ctx->gid);
+        if (fstat(fd, &st) < 0) {
+                r = negative_errno();
+                goto unlock;
+        }
+        n = node_new(ws, NODE_COW, S_IFREG, (st.st_ino & ~(3ULL << 62)) | UPPER_INO_TAG);
+        if (!n || !(n->name = strdup(name))) {
+                if (n)
+                        node_free(n);
+                n = NULL;
+                r = -ENOMEM;
+                goto unlock;
+        }
+        n->parent = p;
+        n->layer = p->layer;
+        n->upper = true;
+        n->hfd = openat(p->ufd, en, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        n = node_insert_new(ws, n);
+        r = ops_journal(ws, req, JOURNAL_CREATE, p, name,
+                        &(struct journal_entry){.mode = mode, .uid = -1, .gid = -1});
+unlock:
+        pthread_rwlock_unlock(&ws->ns_lock);
+        if (charged)
+                quota_refund_files(ws, 1);
+        if (r == 0) {
+                h = calloc(1, sizeof(*h));
+                if (h) {
+                        h->fd = TAKE_FD(fd);
+                        h->is_upper = h->writable = true;
+                } else
+                        r = -ENOMEM;
+        }
+reply:
+        safe_close(fd);
+        if (r == 0) {
+                pthread_rwlock_rdlock(&ws->ns_lock);
+                r = ops_getattr(ws, n, h, &st);
+                pthread_rwlock_unlock(&ws->ns_lock);
+        }
+        if (r < 0) {
+                if (n)
+                        node_forget(ws, n, 1);
+                if (h)
+                        handle_free(ws, h);
+                fuse_reply_err(req, -r);
+                return;
+        }
+        h->node = n;
+        node_ref(ws, n);
+        ops_fill_entry(ws, n, &st, &e);
+        fi->fh = (uint64_t)(uintptr_t)h;
+        if (fuse_reply_create(req, &e, fi) == -ENOENT)
+                handle_free(ws, h);
+}
+
+void ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+        struct handle *h = fi_handle(fi);
+        struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+        (void)ino;
+
+        if (h->buf || h->fd < 0) {
+                size_t start = MIN((size_t)off, h->len);
+                fuse_reply_buf(req, h->buf ? h->buf + start : NULL, MIN(size, h->len - start));
+                return;
+        }
+        buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+        buf.buf[0].fd = h->fd;
+        buf.buf[0].pos = off;
+        fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+}
+
+void ops_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
+                   struct fuse_file_info *fi)
+{
+        struct fs_workspace *ws = req_ws(req);
+        struct handle *h = fi_handle(fi);
+        struct node *n = h->node;
+        size_t len = fuse_buf_size(bufv);
+        uint64_t size, grant = 0, end;
+        struct stat st;
+        ssize_t res = 0;
+        int r;
+        (void)ino;
+
+        if (!h->writable) {
+                fuse_reply_err(req, n->kind == NODE_COW ? EBADF : EROFS);
+                return;
+        }
+        if (off < 0) {
+                fuse_reply_err(req, EINVAL);
+                return;
+        }
+        pthread_mutex_lock(&n->lock);
+        if (fstat(h->fd, &st) < 0) {
+                r = -errno;
+                goto out;
+        }
+        size = (uint64_t)st.st_size;
+        end = (uint64_t)off + len;
+        if (end > size) {
+                uint64_t want = end - size;
+                grant = quota_charge_bytes_upto(ws, want);
+                if (grant < want) {
+                        /* Cut the write at the cap, like a full disk would. */
+                        if (size + grant <= (uint64_t)off) {
+                                quota_refund_bytes(ws, grant);
+                                r = -ENOSPC;
+                                goto out;
+                        }
+                        len = (size_t)(size + grant - (uint64_t)off);
+                }
+        }
+        {
+                struct fuse_bufvec out = FUSE_BUFVEC_INIT(len);
+                out.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+                out.buf[0].fd = h->fd;
+                out.buf[0].pos = off;
+                res = fuse_buf_copy(&out, bufv, 0);
+        }
+        if (res < 0) {
+                quota_refund_bytes(ws, grant);
+                r = (int)res;
+                goto out;
+        }
+        if (grant) {
+                uint64_t got = (uint64_t)off + (uint64_t)res > size
+                                       ? (uint64_t)off + (uint64_t)res - size
+                                       : 0;
+                if (got < grant)
+                        quota_refund_bytes(ws, grant - got);
+        }
+        r = 0;
+out:
+        pthread_mutex_unlock(&n->lock);
+        if (r == 0) {
+                pthread_rwlock_rdlock(&ws->ns_lock);
+                r = ops_journal(ws, req, JOURNAL_WRITE, n, NULL,
+                                &(struct journal_entry){.offset = (uint64_t)off,
+                                                        .length = (uint64_t)res,
+                                                        .uid = -1,
+                                                        .gid = -1});
+                pthread_rwlock_unlock(&ws->ns_lock);
+        }
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_write(req, (size_t)res);
+}
+
+void ops_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        (void)ino;
+        (void)fi;
+        fuse_reply_err(req, 0);
+}
+
+void ops_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+        struct fs_workspace *ws = req_ws(req);
+        struct handle *h = fi_handle(fi);
+        int r = 0;
+        (void)ino;
+        if (h->fd >= 0 && h->writable && (datasync ? fdatasync(h->fd) : fsync(h->fd)) < 0)
+                r = errno;
+        if (r == 0 && ws->journal && journal_flush(ws->journal) < 0)
+                r = EIO;
+        fuse_reply_err(req, r);
+}
+
+void ops_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        struct fs_workspace *ws = req_ws(req);
+        struct handle *h = fi_handle(fi);
+        (void)ino;
+        if (h->writable && ws->journal)
+                (void)journal_flush(ws->journal);
+        handle_free(ws, h);
+        fuse_reply_err(req, 0);
+}
+
+/* Apply the metadata parts of a setattr to n's upper entry. ns_lock held exclusively. */
+static int setattr_meta(struct fs_workspace *ws, fuse_req_t req, struct node *n,
+                        const struct stat *attr, int to_set)
+{
+        struct node *dirn = n->parent && n->parent->kind == NODE_COW ? n->parent : NULL;
+        int dfd = dirn ? dirn->ufd : n->ufd;
+        char en[256] = ".";
+        int r;
+
+        if (dirn) {
+                r = upper_name_escape(n->name, en);
+                if (r < 0)
+                        return r;
+        }
+        /* A hard-linked file may have lost the name it was found by: use its pinned fd. */
+        if (n->hfd >= 0) {
+                dfd = n->hfd;
+                en[0] = 0;
+        }
+        if (to_set & FUSE_SET_ATTR_MODE) {
+                _cleanup_close_ int fd = -1;
+                mode_t m = attr->st_mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID);
+                if (S_ISLNK(n->type))
+                        return -EOPNOTSUPP;
+                if (S_ISDIR(n->type)) {
+                        fd = fcntl(n->ufd, F_DUPFD_CLOEXEC, 3);
+                } else {
+                        r = upper_open(n, O_RDONLY | O_NONBLOCK, &fd);
+                        if (r < 0)
+                                return r;
+                }
+                if (fd < 0 || fchmod(fd, m) < 0)
+                        return negative_errno();
+                r = ops_journal(ws, req, JOURNAL_CHMOD, n, NULL,
+                                &(struct journal_entry){.mode = m, .uid = -1, .gid = -1});
+                if (r < 0)
+                        return r;
+        }
+        if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+                uid_t u = to_set & FUSE_SET_ATTR_UID ? attr->st_uid : (uid_t)-1;
+                gid_t g = to_set & FUSE_SET_ATTR_GID ? attr->st_gid : (gid_t)-1;
+                if (fchownat(dfd, en, u, g, AT_SYMLINK_NOFOLLOW | (*en ? 0 : AT_EMPTY_PATH)) < 0)
+                        return negative_errno();
+                r = ops_journal(ws, req, JOURNAL_CHOWN, n, NULL,
+                                &(struct journal_entry){
+                                        .uid = to_set & FUSE_SET_ATTR_UID ? (int64_t)u : -1,
+                                        .gid = to_set & FUSE_SET_ATTR_GID ? (int64_t)g : -1});
+                if (r < 0)
+                        return r;
+        }
+        if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
+                struct timespec ts[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_OMIT}};
+                if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+                        ts[0].tv_nsec = UTIME_NOW;
+                else if (to_set & FUSE_SET_ATTR_ATIME)
+                        ts[0] = attr->st_atim;
+                if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+                        ts[1].tv_nsec = UTIME_NOW;
+                else if (to_set & FUSE_SET_ATTR_MTIME)
+                        ts[1] = attr->st_mtim;
+                if (utimensat(dfd, en, ts, AT_SYMLINK_NOFOLLOW | (*en ? 0 : AT_EMPTY_PATH)) < 0)
+                        return negative_errno();
+                r = ops_journal(ws, req, JOURNAL_UTIMENS, n, NULL, NULL);
+                if (r < 0)
+                        return r;
+        } else if ((to_set & FUSE_SET_ATTR_CTIME) &&
+                   !(to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
+                /* Only a ctime bump (e.g. chown -1 -1): a no-op chown does exactly that. */
+                if (fchownat(dfd, en, (uid_t)-1, (gid_t)-1,
+                             AT_SYMLINK_NOFOLLOW | (*en ? 0 : AT_EMPTY_PATH)) < 0)
+                        return negative_errno();
+        }
+        return 0;
+}
+
+void ops_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                 struct fuse_file_info *fi)
+{
+        struct fs_workspace *ws = req_ws(req);
+        struct node *n = ino_node(ws, ino);
+        struct handle *h = fi_handle(fi);
+        int meta = to_set & ~FUSE_SET_ATTR_SIZE;
+        struct stat st;
+        int r = 0;
+
+        if (n->kind != NODE_COW) {
+                fuse_reply_err(req, EROFS);
+                return;
+        }
+        pthread_rwlock_wrlock(&ws->ns_lock);
+        if (to_set & FUSE_SET_ATTR_SIZE) {
+                _cleanup_close_ int fd = -1;
+                if (!S_ISREG(n->type)) {
+                        r = S_ISDIR(n->type) ? -EISDIR : -EINVAL;
+                        goto out;
+                }
+                r = copyup(ws, n, attr->st_size == 0 ? COPYUP_EMPTY : COPYUP_DATA);
+                if (r < 0)
+                        goto out;
+                if (!(h && h->writable)) {
+                        r = upper_open(n, O_WRONLY | O_NONBLOCK, &fd);
+                        if (r < 0)
+                                goto out;
+                }
+                r = truncate_upper_fd(ws, n, h && h->writable ? h->fd : fd,
+                                      (uint64_t)attr->st_size);
+                if (r < 0)
+                        goto out;
+                r = ops_journal(ws, req, JOURNAL_TRUNCATE, n, NULL,
+                                &(struct journal_entry){
+                                        .offset = (uint64_t)attr->st_size, .uid = -1, .gid = -1});
+                if (r < 0)
+                        goto out;
+        }
+        if (meta & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID |
+                    FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_CTIME)) {
+                r = copyup(ws, n, COPYUP_META);
+                if (r < 0)
+                        goto out;
+                r = setattr_meta(ws, req, n, attr, meta);
+        }
+out:
+        if (r == 0)
+                r = ops_getattr(ws, n, h, &st);
+        pthread_rwlock_unlock(&ws->ns_lock);
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_attr(req, &st, ops_timeout(n));
+}
+
+void ops_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+                   struct fuse_file_info *fi)
+{
+        struct fs_workspace *ws = req_ws(req);
+        struct handle *h = fi_handle(fi);
+        struct node *n = h->node;
+        uint64_t grant = 0;
+        struct stat st;
+        int r = 0;
+        (void)ino;
+
+        if (!h->writable) {
+                fuse_reply_err(req, n->kind == NODE_COW ? EBADF : EROFS);
+                return;
+        }
+        if (mode & ~FALLOC_FL_KEEP_SIZE) {
+                fuse_reply_err(req, EOPNOTSUPP);
+                return;
+        }
+        pthread_mutex_lock(&n->lock);
+        if (fstat(h->fd, &st) < 0) {
+                r = errno;
+                goto out;
+        }
+        if (!(mode & FALLOC_FL_KEEP_SIZE) && (uint64_t)(offset + length) > (uint64_t)st.st_size) {
+                grant = (uint64_t)(offset + length) - (uint64_t)st.st_size;
+                if (quota_charge_bytes(ws, grant) < 0) {
+                        r = ENOSPC;
+                        goto out;
+                }
+        }
+        if (fallocate(h->fd, mode, offset, length) < 0) {
+                r = errno;
+                quota_refund_bytes(ws, grant);
+        }
+out:
+        pthread_mutex_unlock(&n->lock);
+        fuse_reply_err(req, r);
+}
+
+void ops_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
+{
+        struct handle *h = fi_handle(fi);
+        off_t r;
+        (void)ino;
+        if (h->fd < 0) {
+                fuse_reply_err(req, ENXIO);
+                return;
+        }
+        r = lseek(h->fd, off, whence);
+        if (r < 0)
+                fuse_reply_err(req, errno);
+        else
+                fuse_reply_lseek(req, r);
+}

@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ops-xattr.c: extended attributes. Only the "user." namespace exists for
+ * the agent: security.*, trusted.* and system.* read as absent and cannot be
+ * set (a capability or ACL must never reach the host's upper files). A
+ * lower file has none; setting one makes a metacopy, not a data copy.
+ */
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "ops.h"
+#include "util.h"
+
+static int xattr_fd(struct node *n)
+{
+        int fd = -1, r;
+        if (S_ISDIR(n->type))
+                return fcntl(n->ufd, F_DUPFD_CLOEXEC, 3);
+        if (S_ISLNK(n->type)) {
+                errno = EPERM;
+                return -1;
+        }
+        r = upper_open(n, O_RDONLY | O_NONBLOCK, &fd);
+        if (r < 0) {
+                errno = -r;
+                return -1;
+        }
+        return fd;
+}
+
+/* Keep only user.* names in a listxattr buffer; returns the new length. */
+static size_t filter_user(char *buf, size_t len)
+{
+        size_t out = 0;
+        for (size_t i = 0; i < len;) {
+                size_t l = strnlen(buf + i, len - i) + 1;
+                if (startswith(buf + i, "user.")) {
+                        memmove(buf + out, buf + i, l);
+                        out += l;
+                }
+                i += l;
+        }
+        return out;
+}
+
+void ops_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+        struct fs_workspace *ws = req_ws(req);
+        struct node *n = ino_node(ws, ino);
+        _cleanup_free_ char *buf = NULL;
+        int r;
+
+        if (!startswith(name, "user.") || n->kind == NODE_SYNTH || n->kind == NODE_CTL) {
+                fuse_reply_err(req, ENODATA);
+                return;
+        }
+        if (size) {
+                buf = malloc(size);
+                if (!buf) {
+                        fuse_reply_err(req, ENOMEM);
+                        return;
+                }
+        }
+        if (n->kind == NODE_MIRROR) {
+                r = mirror_getxattr(n, name, buf, size);
+        } else {
+                pthread_rwlock_rdlock(&ws->ns_lock);
+                if (!n->upper || S_ISLNK(n->type)) {
+                        r = -ENODATA;
+                } else {
+                        _cleanup_close_ int fd = xattr_fd(n);
+                        ssize_t k = fd < 0 ? -1 : fgetxattr(fd, name, buf, size);
+                        r = k < 0 ? negative_errno() : (int)k;
+                }
+                pthread_rwlock_unlock(&ws->ns_lock);
+        }
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else if (size == 0)
+                fuse_reply_xattr(req, (size_t)r);
+        else
+                fuse_reply_buf(req, buf, (size_t)r);
+}
+
+void ops_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+        struct fs_workspace *ws = req_ws(req);
+        struct node *n = ino_node(ws, ino);
+        _cleanup_free_ char *buf = NULL;
+        ssize_t k = 0;
+        size_t len;
+
+        if (n->kind == NODE_SYNTH || n->kind == NODE_CTL) {
+                if (size)
+                        fuse_reply_buf(req, NULL, 0);
+                else
+                        fuse_reply_xattr(req, 0);
+                return;
+        }
+        /* List everything, then filter: the caller's size applies to the filtered list. */
+        buf = malloc(65536);
+        if (!buf) {
+                fuse_reply_err(req, ENOMEM);
+                return;
+        }
+        if (n->kind == NODE_MIRROR) {
+                k = mirror_listxattr(n, buf, 65536);
+        } else {
+                pthread_rwlock_rdlock(&ws->ns_lock);
+                if (n->upper && !S_ISLNK(n->type)) {
+                        _cleanup_close_ int fd = xattr_fd(n);
+                        k = fd < 0 ? -1 : flistxattr(fd, buf, 65536);
+                        if (k < 0)
+                                k = negative_errno();
+                }
+                pthread_rwlock_unlock(&ws->ns_lock);
+        }
+        if (k < 0) {
+                fuse_reply_err(req, (int)-k);
+                return;
+        }
+        len = filter_user(buf, (size_t)k);
+        if (size == 0)
+                fuse_reply_xattr(req, len);
+        else if (len > size)
+                fuse_reply_err(req, ERANGE);
+        else
+                fuse_reply_buf(req, buf, len);
+}
+
+static void change_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                         size_t size, int flags, bool remove)
+{
+        struct fs_workspace *ws = req_ws(req);
+        struct node *n = ino_node(ws, ino);
+        int r;
+
+        if (n->kind != NODE_COW) {
+                fuse_reply_err(req, EROFS);
+                return;
+        }
+        if (!startswith(name, "user.")) {
+                fuse_reply_err(req, EOPNOTSUPP);
+                return;
+        }
+        if (S_ISLNK(n->type)) {
+                fuse_reply_err(req, EPERM); /* as ext4: no user.* on symlinks */
+                return;
+        }
+        pthread_rwlock_wrlock(&ws->ns_lock);
+        if (remove && !n->upper) {
+                r = -ENODATA;
+                goto out;
+        }
+        r = copyup(ws, n, COPYUP_META);
+        if (r == 0) {
+                _cleanup_close_ int fd = xattr_fd(n);
+                if (fd < 0)
+                        r = negative_errno();
+                else if ((remove ? fremovexattr(fd, name)
+                                 : fsetxattr(fd, name, value, size, flags)) < 0)
+                        r = negative_errno();
+        }
+        if (r == 0)
+                r = ops_journal(ws, req, remove ? JOURNAL_REMOVEXATTR : JOURNAL_SETXATTR, n, NULL,
+                                &(struct journal_entry){.name = name, .uid = -1, .gid = -1});
+out:
+        pthread_rwlock_unlock(&ws->ns_lock);
+        fuse_reply_err(req, -r);
+}
+
+void ops_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
+                  int flags)
+{
+        change_xattr(req, ino, name, value, size, flags, false);
+}
+
+void ops_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+        change_xattr(req, ino, name, NULL, 0, 0, true);
+}

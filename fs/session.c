@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * session.c: the FUSE session: the ops table, connection setup and the
+ * multithreaded loop.
+ *
+ * Mount options: default_permissions (the kernel checks modes), nosuid and
+ * nodev (the upper layer can hold neither kind of file anyway), allow_other
+ * when root (the sandbox runs the agent as another uid). The writeback cache
+ * stays off: quotas must fail the write(2) that crosses them, and with
+ * writeback the error would surface only at close or never.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "fs-private.h"
+#include "ops.h"
+#include "state.h"
+#include "util.h"
+
+static void ops_init(void *userdata, struct fuse_conn_info *conn)
+{
+        (void)userdata;
+        if (conn->capable & FUSE_CAP_SPLICE_READ)
+                conn->want |= FUSE_CAP_SPLICE_READ;
+        if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+                conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
+        if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+                conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+        if (conn->capable & FUSE_CAP_READDIRPLUS)
+                conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
+        if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+                conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+        conn->want &= ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_POSIX_ACL |
+                                  FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_EXPORT_SUPPORT);
+        conn->max_write = 1 << 20;
+        conn->max_readahead = 1 << 20;
+        conn->time_gran = 1;
+}
+
+const struct fuse_lowlevel_ops fs_ops = {
+        .init = ops_init,
+        .lookup = ops_lookup,
+        .forget = ops_forget,
+        .forget_multi = ops_forget_multi,
+        .getattr = ops_getattr_req,
+        .setattr = ops_setattr,
+        .readlink = ops_readlink,
+        .mknod = ops_mknod,
+        .mkdir = ops_mkdir,
+        .unlink = ops_unlink,
+        .rmdir = ops_rmdir,
+        .symlink = ops_symlink,
+        .rename = ops_rename,
+        .link = ops_link,
+        .open = ops_open,
+        .read = ops_read,
+        .write_buf = ops_write_buf,
+        .flush = ops_flush,
+        .release = ops_release,
+        .fsync = ops_fsync,
+        .opendir = ops_opendir,
+        .readdir = ops_readdir,
+        .readdirplus = ops_readdirplus,
+        .releasedir = ops_releasedir,
+        .fsyncdir = ops_fsyncdir,
+        .statfs = ops_statfs,
+        .setxattr = ops_setxattr,
+        .getxattr = ops_getxattr,
+        .listxattr = ops_listxattr,
+        .removexattr = ops_removexattr,
+        .create = ops_create,
+        .fallocate = ops_fallocate,
+        .lseek = ops_lseek,
+};
+
+static int write_pid(struct fs_workspace *ws)
+{
+        char buf[32];
+        _cleanup_close_ int fd = -1;
+        int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+        fd = openat(ws->state_fd, "mount.pid.tmp",
+                    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 || write(fd, buf, (size_t)n) != n)
+                return negative_errno();
+        if (renameat(ws->state_fd, "mount.pid.tmp", ws->state_fd, "mount.pid") < 0)
+                return negative_errno();
+        return 0;
+}
+
+static void raise_nofile(void)
+{
+        struct rlimit rl;
+        /* Nodes of upper dirs and files hold fds, as in passthrough_ll. */
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void)setrlimit(RLIMIT_NOFILE, &rl);
+        }
+}
+
+int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
+{
+        struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+        struct fuse_loop_config *lc = NULL;
+        _cleanup_free_ char *opts = NULL;
+        int r;
+
+        raise_nofile();
+        r = state_mkdir_p(ws->mountpoint, 0755);
+        if (r < 0) {
+                if (ret_error && asprintf(ret_error, "cannot create mountpoint '%s': %s",
+                                          ws->mountpoint, strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
+        if (asprintf(&opts,
+                     "default_permissions,nosuid,nodev,fsname=cloister:%s,subtype=cloister%s",
+                     ws->name, geteuid() == 0 ? ",allow_other" : "") < 0)
+                return -ENOMEM;
+        if (fuse_opt_add_arg(&args, "cloister") < 0 || fuse_opt_add_arg(&args, "-o") < 0 ||
+            fuse_opt_add_arg(&args, opts) < 0) {
+                fuse_opt_free_args(&args);
+                return -ENOMEM;
+        }
+        ws->se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), ws);
+        fuse_opt_free_args(&args);
+        if (!ws->se) {
+                if (ret_error)
+                        *ret_error = strdup("cannot create the FUSE session");
+                return -EIO;
+        }
+        if (fuse_set_signal_handlers(ws->se) < 0) {
+                r = -EIO;
+                goto out_destroy;
+        }
+        if (fuse_session_mount(ws->se, ws->mountpoint) != 0) {
+                if (ret_error &&
+                    asprintf(ret_error, "cannot mount FUSE at '%s' (is /dev/fuse usable?)",
+                             ws->mountpoint) < 0)
+                        *ret_error = NULL;
+                r = -EIO;
+                goto out_signals;
+        }
+        r = write_pid(ws);
+        if (r < 0) {
+                if (ret_error && asprintf(ret_error, "cannot write %s/mount.pid: %s", ws->state,
+                                          strerror(-r)) < 0)
+                        *ret_error = NULL;
+                goto out_unmount;
+        }
+        if (ready_fd >= 0) {
+                char c = 1;
+                (void)!write(ready_fd, &c, 1);
+                close(ready_fd);
+        }
+        lc = fuse_loop_cfg_create();
+        if (!lc) {
+                r = -ENOMEM;
+                goto out_pid;
+        }
+        fuse_loop_cfg_set_max_threads(lc, 16);
+        fuse_loop_cfg_set_idle_threads(lc, 4);
+        r = fuse_session_loop_mt(ws->se, lc);
+        r = r < 0 ? r : 0;
+        fuse_loop_cfg_destroy(lc);
+out_pid:
+        (void)unlinkat(ws->state_fd, "mount.pid", 0);
+out_unmount:
+        fuse_session_unmount(ws->se);
+out_signals:
+        fuse_remove_signal_handlers(ws->se);
+out_destroy:
+        fuse_session_destroy(ws->se);
+        ws->se = NULL;
+        if (ws->has_home && !ws->home_persist) {
+                _cleanup_close_ int home = -1;
+                int fsdir = state_open_dir(ws->state_fd, "fs", false);
+                if (fsdir >= 0) {
+                        home = state_open_dir(fsdir, "home", false);
+                        close(fsdir);
+                }
+                if (home >= 0)
+                        (void)state_rm_rf_at(home, "upper", 0);
+        }
+        if (ws->journal)
+                (void)journal_flush(ws->journal);
+        return r;
+}

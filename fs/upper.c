@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * upper.c: the upper tree's names and per-directory sidecars.
+ *
+ * Names: the upper tree keeps the agent's names verbatim (gitdir and
+ * review read it as a plain tree), except that names starting with the
+ * reserved prefix ".cloister~" are stored as ".cloister~=" + name. Every
+ * other name with that prefix is ours, so no name the agent picks (".wh.x",
+ * ".cloister~meta", ...) can ever be taken for a marker.
+ *
+ * Sidecar: each upper directory may hold ".cloister~meta", a JSON object
+ *   {"wh": {"name": 1, ...},                 whiteouts: hidden lower names
+ *    "c":  {"name": {"ino": N,               the child's st_ino if not its own
+ *                    "origin": "lower/path", a redirect (renamed lower entry)
+ *                    "metacopy": true,       data still in the lower
+ *                    "opaque": true}}}       dir hides the lower dir
+ * replaced atomically (write + rename), so SIGKILL leaves the old or the new
+ * one. Trust boundary: all access is through the directory's fd with
+ * single-component names and O_NOFOLLOW.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fs-private.h"
+#include "util.h"
+
+int upper_name_escape(const char *name, char buf[static 256])
+{
+        size_t n = strlen(name);
+        if (startswith(name, UPPER_PREFIX)) {
+                if (n + strlen(UPPER_ESCAPE) > 255)
+                        return -ENAMETOOLONG;
+                memcpy(buf, UPPER_ESCAPE, strlen(UPPER_ESCAPE));
+                memcpy(buf + strlen(UPPER_ESCAPE), name, n + 1);
+                return 0;
+        }
+        if (n > 255)
+                return -ENAMETOOLONG;
+        memcpy(buf, name, n + 1);
+        return 0;
+}
+
+const char *upper_name_unescape(const char *stored)
+{
+        const char *s = startswith(stored, UPPER_ESCAPE);
+        if (s)
+                return s;
+        if (startswith(stored, UPPER_PREFIX))
+                return NULL;
+        return stored;
+}
+
+json_t *upper_meta(struct node *dir)
+{
+        json_t *m;
+        _cleanup_close_ int fd = -1;
+
+        pthread_mutex_lock(&dir->lock);
+        if (dir->meta || dir->ufd < 0)
+                goto out;
+        fd = openat(dir->ufd, UPPER_META, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0) {
+                json_error_t err;
+                dir->meta = json_loadfd(fd, 0, &err);
+        }
+        /* A missing or damaged sidecar reads as empty (a crash before its rename). */
+        if (!dir->meta || !json_is_object(dir->meta)) {
+                json_decref(dir->meta);
+                dir->meta = json_object();
+        }
+out:
+        m = dir->meta;
+        pthread_mutex_unlock(&dir->lock);
+        return m;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+        while (len > 0) {
+                ssize_t n = write(fd, p, len);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                p += n;
+                len -= (size_t)n;
+        }
+        return 0;
+}
+
+static bool meta_empty(json_t *m)
+{
+        const char *k;
+        json_t *v;
+        json_object_foreach (m, k, v)
+                if (json_object_size(v) > 0)
+                        return false;
+        return true;
+}
+
+int upper_meta_save(struct node *dir)
+{
+        json_t *m = upper_meta(dir);
+        _cleanup_free_ char *s = NULL;
+        _cleanup_close_ int fd = -1;
+        const char *tmp = UPPER_PREFIX "meta.tmp";
+        int r;
+
+        if (!m)
+                return -ENOMEM;
+        if (meta_empty(m)) {
+                if (unlinkat(dir->ufd, UPPER_META, 0) < 0 && errno != ENOENT)
+                        return negative_errno();
+                return 0;
+        }
+        s = json_dumps(m, JSON_COMPACT);
+        if (!s)
+                return -ENOMEM;
+        fd = openat(dir->ufd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return negative_errno();
+        r = write_all(fd, s, strlen(s));
+        if (r < 0)
+                return r;
+        if (renameat(dir->ufd, tmp, dir->ufd, UPPER_META) < 0)
+                return negative_errno();
+        return 0;
+}
+
+static json_t *section(struct node *dir, const char *key, bool create)
+{
+        json_t *m = upper_meta(dir), *s;
+        if (!m)
+                return NULL;
+        s = json_object_get(m, key);
+        if (!s && create) {
+                s = json_object();
+                if (!s || json_object_set_new(m, key, s) < 0)
+                        return NULL;
+        }
+        return s;
+}
+
+bool upper_meta_whiteout(struct node *dir, const char *name)
+{
+        json_t *wh;
+        if (dir->ufd < 0)
+                return false;
+        wh = section(dir, "wh", false);
+        return wh && json_object_get(wh, name);
+}
+
+int upper_meta_set_whiteout(struct node *dir, const char *name, bool on)
+{
+        json_t *wh = section(dir, "wh", on);
+        if (!on) {
+                if (!wh || !json_object_get(wh, name))
+                        return 0;
+                json_object_del(wh, name);
+                return upper_meta_save(dir);
+        }
+        if (!wh || json_object_set_new(wh, name, json_integer(1)) < 0)
+                return -ENOMEM;
+        return upper_meta_save(dir);
+}
+
+json_t *upper_meta_rec(struct node *dir, const char *name)
+{
+        json_t *c;
+        if (dir->ufd < 0)
+                return NULL;
+        c = section(dir, "c", false);
+        return c ? json_object_get(c, name) : NULL;
+}
+
+int upper_meta_set_rec(struct node *dir, const char *name, json_t *rec)
+{
+        json_t *c = section(dir, "c", rec != NULL);
+        if (!rec) {
+                if (!c || !json_object_get(c, name))
+                        return 0;
+                json_object_del(c, name);
+                return upper_meta_save(dir);
+        }
+        if (!c || json_object_set(c, name, rec) < 0)
+                return -ENOMEM;
+        return upper_meta_save(dir);
+}
+
+int upper_node_pin(struct node *n)
+{
+        char en[256];
+        int r;
+        if (n->hfd >= 0 || S_ISDIR(n->type) || !n->upper || !n->parent)
+                return 0;
+        r = upper_name_escape(n->name, en);
+        if (r < 0)
+                return r;
+        n->hfd = openat(n->parent->ufd, en, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        return n->hfd < 0 ? negative_errno() : 0;
+}
+
+int upper_dir_clear_markers(int dfd)
+{
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || !(d = fdopendir(fd))) {
+                safe_close(fd);
+                return negative_errno();
+        }
+        while ((de = readdir(d)))
+                if (startswith(de->d_name, UPPER_PREFIX) && !upper_name_unescape(de->d_name))
+                        (void)unlinkat(dfd, de->d_name, 0);
+        return 0;
+}
+
+int upper_fstat(struct node *n, struct stat *st)
+{
+        char en[256];
+        int r;
+        if (n->hfd >= 0)
+                return fstatat(n->hfd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0
+                               ? negative_errno()
+                               : 0;
+        if (!n->parent || n->parent->kind != NODE_COW) /* a layer root */
+                return fstat(n->ufd, st) < 0 ? negative_errno() : 0;
+        r = upper_name_escape(n->name, en);
+        if (r < 0)
+                return r;
+        if (fstatat(n->parent->ufd, en, st, AT_SYMLINK_NOFOLLOW) < 0)
+                return negative_errno();
+        return 0;
+}
+
+int upper_open(struct node *n, int flags, int *ret_fd)
+{
+        char en[256];
+        int fd, r;
+        if (!n->parent || n->parent->kind != NODE_COW)
+                return -EISDIR;
+        r = upper_name_escape(n->name, en);
+        if (r < 0)
+                return r;
+        fd = openat(n->parent->ufd, en, flags | O_NOFOLLOW | O_CLOEXEC);
+        if (n->hfd >= 0) {
+                /* The name may be gone or reused (a hard link's other name was
+                 * removed): then reopen our own pinned fd, which is the file. */
+                struct stat a, b;
+                if (fd >= 0 && (fstat(fd, &a) < 0 || fstatat(n->hfd, "", &b, AT_EMPTY_PATH) < 0 ||
+                                a.st_ino != b.st_ino || a.st_dev != b.st_dev))
+                        fd = safe_close(fd);
+                if (fd < 0 && !S_ISLNK(n->type)) {
+                        char p[64];
+                        snprintf(p, sizeof(p), "/proc/self/fd/%d", n->hfd);
+                        fd = open(p, flags | O_CLOEXEC);
+                }
+        }
+        if (fd < 0)
+                return negative_errno();
+        *ret_fd = fd;
+        return 0;
+}

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * review-commits.c: export the commits the agent made inside the
+ * workspace's own .git.
+ *
+ * Trust boundary: the agent controls everything in that .git: its config,
+ * its alternates (which libgit2 would follow to any host path), symlinks
+ * planted among the objects. So it is never opened as a repository. Instead
+ * its objects, HEAD, packed-refs and refs/ are copied, regular files only,
+ * read with O_NOFOLLOW from directory fds and bounded in count and bytes,
+ * into a private scratch repository that we create ourselves, whose only
+ * alternate is the source's object directory. The series is read there,
+ * and its objects go to the source as one pack (git_packbuilder).
+ */
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+
+#include "review-private.h"
+
+#define REVIEW_MAX_SERIES       10000u
+#define REVIEW_MAX_GITDIR_FILES 200000u
+
+struct copy_budget {
+        uint64_t bytes;
+        size_t files;
+};
+
+static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+        (void)st;
+        (void)flag;
+        (void)ftw;
+        remove(p);
+        return 0;
+}
+
+void review_scratch_remove(review *r)
+{
+        if (!r->scratch)
+                return;
+        nftw(r->scratch, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        free(r->scratch);
+        r->scratch = NULL;
+}
+
+static int file_copy(review *r, int sdir, int ddir, const char *name, struct copy_budget *b)
+{
+        _cleanup_close_ int in = -1, out = -1;
+        struct stat st;
+        char buf[65536];
+        ssize_t n;
+
+        if (++b->files > REVIEW_MAX_GITDIR_FILES)
+                return review_fail(r, -EMFILE, "the workspace's .git has more than %u files",
+                                   REVIEW_MAX_GITDIR_FILES);
+        in = openat(sdir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (in < 0)
+                return errno == ELOOP ? 0
+                                      : review_fail(r, negative_errno(), ".git: '%s': %m", name);
+        if (fstat(in, &st) < 0)
+                return review_fail(r, negative_errno(), ".git: '%s': %m", name);
+        if (!S_ISREG(st.st_mode))
+                return 0;
+        out = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (out < 0)
+                return review_fail(r, negative_errno(), "scratch copy of '%s': %m", name);
+        while ((n = read(in, buf, sizeof(buf))) != 0) {
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return review_fail(r, negative_errno(), ".git: reading '%s': %m", name);
+                if ((uint64_t)n > b->bytes)
+                        return review_fail(r, -EFBIG,
+                                           "the workspace's .git holds more than %llu bytes",
+                                           (unsigned long long)REVIEW_MAX_GITDIR_SIZE);
+                b->bytes -= (uint64_t)n;
+                if (write(out, buf, (size_t)n) != n)
+                        return review_fail(r, negative_errno(), "scratch copy of '%s': %m", name);
+        }
+        return 0;
+}
+
+/* Copy regular files and directories (never symlinks) from sdir into ddir. */
+static int tree_copy(review *r, int sdir, int ddir, unsigned depth, bool objects_top,
+                     struct copy_budget *b)
+{
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        int fd;
+
+        if (depth > 32)
+                return review_fail(r, -ELOOP, "the workspace's .git is nested too deep");
+        fd = openat(sdir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || !(d = fdopendir(fd))) {
+                safe_close(fd);
+                return review_fail(r, negative_errno(), "listing the workspace's .git: %m");
+        }
+        while ((errno = 0, de = readdir(d))) {
+                struct stat st;
+                int k;
+
+                if (streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                /* objects/info holds alternates: ours replace the agent's. */
+                if (objects_top && streq(de->d_name, "info"))
+                        continue;
+                if (fstatat(sdir, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                if (S_ISREG(st.st_mode)) {
+                        k = file_copy(r, sdir, ddir, de->d_name, b);
+                } else if (S_ISDIR(st.st_mode)) {
+                        _cleanup_close_ int s2 = -1, d2 = -1;
+                        if (mkdirat(ddir, de->d_name, 0755) < 0 && errno != EEXIST)
+                                return review_fail(r, negative_errno(), "scratch dir: %m");
+                        s2 = openat(sdir, de->d_name,
+                                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        d2 = openat(ddir, de->d_name,
+                                    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                        if (s2 < 0 || d2 < 0)
+                                return review_fail(r, -EIO, "copying '%s' of .git", de->d_name);
+                        k = tree_copy(r, s2, d2, depth + 1, false, b);
+                } else {
+                        k = 0;
+                }
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+static int scratch_create(review *r)
+{
+        _cleanup_close_ int gitfd = -1, dstfd = -1, sub_s = -1, sub_d = -1;
+        struct copy_budget b = {.bytes = REVIEW_MAX_GITDIR_SIZE};
+        _cleanup_free_ char *alt = NULL, *dir = NULL;
+        const char *tmp = getenv("TMPDIR");
+        git_repository *init = NULL;
+        FILE *f;
+        int g, k;
+
+        gitfd = openat(r->viewfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (gitfd < 0)
+                return review_fail(r, errno == ENOENT ? -ENOENT : negative_errno(),
+                                   "the workspace has no .git directory: %m");
+        if (asprintf(&dir, "%s/cloister-review-XXXXXX", tmp && *tmp == '/' ? tmp : "/tmp") < 0)
+                return review_fail(r, -ENOMEM, "out of memory");
+        if (!mkdtemp(dir))
+                return review_fail(r, negative_errno(), "scratch directory: %m");
+        r->scratch = TAKE_PTR(dir);
+        g = git_repository_init(&init, r->scratch, 1);
+        git_repository_free(init);
+        if (g < 0)
+                return review_git_fail(r, g, "creating the scratch repository");
+        dstfd = open(r->scratch, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dstfd < 0)
+                return review_fail(r, negative_errno(), "scratch directory: %m");
+        /* init wrote its own HEAD; the agent's replaces it. */
+        (void)unlinkat(dstfd, "HEAD", 0);
+        k = file_copy(r, gitfd, dstfd, "HEAD", &b);
+        if (k == 0 && faccessat(gitfd, "packed-refs", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+                k = file_copy(r, gitfd, dstfd, "packed-refs", &b);
+        if (k < 0)
+                return k;
+        for (int i = 0; i < 2; i++) {
+                const char *sub = i == 0 ? "refs" : "objects";
+                sub_s = openat(gitfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                sub_d = openat(dstfd, sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (sub_s >= 0 && sub_d >= 0)
+                        k = tree_copy(r, sub_s, sub_d, 0, i == 1, &b);
+                sub_s = safe_close(sub_s);
+                sub_d = safe_close(sub_d);
+                if (k < 0)
+                        return k;
+        }
+        if (asprintf(&alt, "%s/objects/info/alternates", r->scratch) < 0)
+                return review_fail(r, -ENOMEM, "out of memory");
+        f = fopen(alt, "we");
+        if (!f)
+                return review_fail(r, negative_errno(), "'%s': %m", alt);
+        fprintf(f, "%sobjects\n", git_repository_commondir(r->repo));
+        if (fclose(f) != 0)
+                return review_fail(r, negative_errno(), "'%s': %m", alt);
+        g = git_repository_open_ext(&r->scratch_repo, r->scratch, GIT_REPOSITORY_OPEN_NO_SEARCH,
+                                    NULL);
+        if (g < 0)
+                return review_git_fail(r, g, "opening the scratch repository");
+        return 0;
+}
+
+int review_agent_commits(review *r, git_oid **ret, size_t *ret_n)
+{
+        git_revwalk *walk = NULL;
+        git_packbuilder *pb = NULL;
+        _cleanup_free_ git_oid *v = NULL;
+        _cleanup_free_ char *packdir = NULL;
+        const git_oid *base = git_commit_id(r->base);
+        git_oid head, id;
+        size_t n = 0;
+        int g, k = 0;
+
+        if (!r->scratch_repo) {
+                k = scratch_create(r);
+                if (k < 0)
+                        return k;
+        }
+        g = git_reference_name_to_id(&head, r->scratch_repo, "HEAD");
+        if (g < 0)
+                return review_git_fail(r, g, "the workspace's .git: HEAD");
+        if (git_oid_equal(&head, base))
+                return review_fail(r, -ENOENT, "the agent made no commits on top of the base");
+        g = git_graph_descendant_of(r->scratch_repo, &head, base);
+        if (g < 0)
+                return review_git_fail(r, g, "the workspace's .git: HEAD");
+        if (g == 0)
+                return review_fail(r, -EINVAL,
+                                   "the workspace's HEAD does not descend from the "
+                                   "base revision %s",
+                                   r->o.rev);
+        g = git_revwalk_new(&walk, r->scratch_repo);
+        if (g == 0)
+                g = git_revwalk_sorting(walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE);
+        if (g == 0)
+                g = git_revwalk_push(walk, &head);
+        if (g == 0)
+                g = git_revwalk_hide(walk, base);
+        if (g < 0) {
+                k = review_git_fail(r, g, "walking the agent's commits");
+                goto out;
+        }
+        v = calloc(REVIEW_MAX_SERIES, sizeof(git_oid));
+        if (!v) {
+                k = review_fail(r, -ENOMEM, "out of memory");
+                goto out;
+        }
+        while ((g = git_revwalk_next(&id, walk)) == 0) {
+                git_commit *c = NULL;
+                unsigned parents;
+                if (n == REVIEW_MAX_SERIES) {
+                        k = review_fail(r, -EFBIG, "more than %u commits", REVIEW_MAX_SERIES);
+                        goto out;
+                }
+                g = git_commit_lookup(&c, r->scratch_repo, &id);
+                if (g < 0) {
+                        k = review_git_fail(r, g, "the agent's commit");
+                        goto out;
+                }
+                parents = git_commit_parentcount(c);
+                git_commit_free(c);
+                if (parents != 1) {
+                        char s[GIT_OID_HEXSZ + 1];
+                        k = review_fail(r, -EINVAL,
+                                        "commit %s is a merge; only a linear series "
+                                        "can be exported",
+                                        git_oid_tostr(s, sizeof(s), &id));
+                        goto out;
+                }
+                v[n++] = id;
+        }
+        if (g != GIT_ITEROVER) {
+                k = review_git_fail(r, g, "walking the agent's commits");
+                goto out;
+        }
+        if (!r->o.in_memory) {
+                /* One pack with what the series adds; the base's objects are there already. */
+                git_revwalk_reset(walk);
+                g = git_revwalk_push(walk, &head);
+                if (g == 0)
+                        g = git_revwalk_hide(walk, base);
+                if (g == 0)
+                        g = git_packbuilder_new(&pb, r->scratch_repo);
+                if (g == 0)
+                        g = git_packbuilder_insert_walk(pb, walk);
+                if (g == 0 &&
+                    asprintf(&packdir, "%sobjects/pack", git_repository_commondir(r->repo)) < 0) {
+                        k = review_fail(r, -ENOMEM, "out of memory");
+                        goto out;
+                }
+                if (g == 0)
+                        g = git_packbuilder_write(pb, packdir, 0, NULL, NULL);
+                if (g < 0) {
+                        k = review_git_fail(r, g, "copying the agent's objects into the source");
+                        goto out;
+                }
+                git_odb_refresh(r->odb);
+        }
+        *ret = TAKE_PTR(v);
+        *ret_n = n;
+out:
+        git_packbuilder_free(pb);
+        git_revwalk_free(walk);
+        return k;
+}

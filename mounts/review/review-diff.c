@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * review-diff.c: the workspace's diff against the base revision, printed
+ * by libgit2 in git's formats (patch, --stat, --name-status), and the list
+ * of hidden-home changes (names and sizes only: the home may hold secrets
+ * the agent was given, so its contents never go into a patch).
+ *
+ * Patches carry full object ids and binary files as "GIT binary patch", so
+ * that `git apply` on a clone at the base reproduces the workspace exactly.
+ */
+#include <fcntl.h>
+
+#include "review-private.h"
+
+int review_diff(review *r, git_diff **ret)
+{
+        git_diff_options dopts = GIT_DIFF_OPTIONS_INIT;
+        git_diff_find_options fopts = GIT_DIFF_FIND_OPTIONS_INIT;
+        git_diff *diff = NULL;
+        git_tree *tree = NULL;
+        int g, k;
+
+        k = review_build(r);
+        if (k < 0)
+                return k;
+        g = git_tree_lookup(&tree, r->repo, &r->tree);
+        if (g < 0)
+                return review_git_fail(r, g, "looking up the workspace tree");
+        /* SHOW_BINARY: binary deltas, and full ids on the index line (git apply wants them). */
+        dopts.flags = GIT_DIFF_SHOW_BINARY;
+        g = git_diff_tree_to_tree(&diff, r->repo, r->base_tree, tree, &dopts);
+        git_tree_free(tree);
+        if (g < 0)
+                return review_git_fail(r, g, "diffing the workspace against the base");
+        fopts.flags = GIT_DIFF_FIND_RENAMES;
+        g = git_diff_find_similar(diff, &fopts);
+        if (g < 0) {
+                git_diff_free(diff);
+                return review_git_fail(r, g, "detecting renames");
+        }
+        *ret = diff;
+        return 0;
+}
+
+static int line_print(const git_diff_delta *delta, const git_diff_hunk *hunk,
+                      const git_diff_line *line, void *payload)
+{
+        FILE *out = payload;
+
+        /* libgit2 leaves the origin out of the content of these three kinds. */
+        if (line->origin == GIT_DIFF_LINE_CONTEXT || line->origin == GIT_DIFF_LINE_ADDITION ||
+            line->origin == GIT_DIFF_LINE_DELETION)
+                if (fputc(line->origin, out) == EOF)
+                        return -1;
+        if (line->content_len &&
+            fwrite(line->content, 1, line->content_len, out) != line->content_len)
+                return -1;
+        return 0;
+}
+
+int review_print(review *r, enum review_format fmt, FILE *out)
+{
+        git_diff *diff = NULL;
+        int g, k;
+
+        k = review_diff(r, &diff);
+        if (k < 0)
+                return k;
+        switch (fmt) {
+        case REVIEW_PATCH:
+                g = git_diff_print(diff, GIT_DIFF_FORMAT_PATCH, line_print, out);
+                break;
+        case REVIEW_NAME_STATUS:
+                g = git_diff_print(diff, GIT_DIFF_FORMAT_NAME_STATUS, line_print, out);
+                break;
+        case REVIEW_STAT: {
+                git_diff_stats *stats = NULL;
+                git_buf buf = GIT_BUF_INIT;
+                g = git_diff_get_stats(&stats, diff);
+                if (g == 0 && git_diff_num_deltas(diff) > 0)
+                        g = git_diff_stats_to_buf(
+                                &buf, stats, GIT_DIFF_STATS_FULL | GIT_DIFF_STATS_INCLUDE_SUMMARY,
+                                80);
+                if (g == 0 && buf.size && fwrite(buf.ptr, 1, buf.size, out) != buf.size)
+                        g = -1;
+                git_buf_dispose(&buf);
+                git_diff_stats_free(stats);
+                break;
+        }
+        default:
+                g = -1;
+        }
+        git_diff_free(diff);
+        if (g < 0 && ferror(out))
+                return review_fail(r, -EIO, "writing the diff: %m");
+        if (g < 0)
+                return review_git_fail(r, g, "formatting the diff");
+        return 0;
+}
+
+void review_home_changes_free(struct review_home_change *c, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                free(c[i].path);
+        free(c);
+}
+
+int review_home_changes(review *r, struct review_home_change **ret, size_t *ret_n)
+{
+        struct review_home_change *c = NULL;
+        size_t n = 0, plen;
+        int k;
+
+        /* The home paths come from the changes file, read while building. */
+        k = review_build(r);
+        if (k < 0)
+                return k;
+        if (r->n_home_paths) {
+                c = calloc(r->n_home_paths, sizeof(*c));
+                if (!c)
+                        return review_fail(r, -ENOMEM, "out of memory");
+        }
+        plen = r->o.home_prefix ? strlen(r->o.home_prefix) : 0;
+        for (size_t i = 0; i < r->n_home_paths; i++) {
+                const char *p = r->home_paths[i], *rel = p + plen;
+                _cleanup_close_ int pfd = -1;
+                const char *base;
+                struct stat st;
+
+                while (*rel == '/')
+                        rel++;
+                if (!*rel)
+                        continue; /* the home directory itself */
+                c[n] = (struct review_home_change){.path = strdup(p), .type = 'D'};
+                if (!c[n].path) {
+                        review_home_changes_free(c, n);
+                        return review_fail(r, -ENOMEM, "out of memory");
+                }
+                if (r->homefd >= 0 && review_view_parent(r->homefd, rel, &pfd, &base) == 0 &&
+                    fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+                        c[n].type = S_ISREG(st.st_mode)   ? 'f'
+                                    : S_ISDIR(st.st_mode) ? 'd'
+                                    : S_ISLNK(st.st_mode) ? 'l'
+                                                          : 'o';
+                        c[n].size = S_ISREG(st.st_mode) ? (uint64_t)st.st_size : 0;
+                }
+                n++;
+        }
+        *ret = c;
+        *ret_n = n;
+        return 0;
+}

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * review-export.c: record the workspace as a commit on top of the base,
+ * point refs/cloister/NAME at it, and write commits as an mbox series.
+ *
+ * The source repository is touched in exactly two ways: new objects (or
+ * none, for an in-memory review) and the one ref refs/cloister/NAME. HEAD,
+ * the index, the working tree and every other ref stay as they were.
+ */
+#include "review-private.h"
+
+/* "Name <email>" -> signature "now". */
+static int signature_parse(review *r, const char *s, git_signature **ret)
+{
+        const char *lt = strrchr(s, '<'), *gt = strrchr(s, '>');
+        _cleanup_free_ char *name = NULL, *email = NULL;
+        size_t nl;
+        int g;
+
+        if (!lt || !gt || gt < lt || gt[1] != 0)
+                return review_fail(r, -EINVAL, "author '%s': expected 'Name <email>'", s);
+        nl = (size_t)(lt - s);
+        while (nl > 0 && s[nl - 1] == ' ')
+                nl--;
+        name = strndup(s, nl);
+        email = strndup(lt + 1, (size_t)(gt - lt - 1));
+        if (!name || !email)
+                return review_fail(r, -ENOMEM, "out of memory");
+        if (!*name || !*email)
+                return review_fail(r, -EINVAL, "author '%s': expected 'Name <email>'", s);
+        g = git_signature_now(ret, name, email);
+        if (g < 0)
+                return review_git_fail(r, g, "author '%s'", s);
+        return 0;
+}
+
+/* The source repo's user.name/user.email if set, else "cloister". */
+static int signature_default(review *r, git_signature **ret)
+{
+        if (git_signature_default(ret, r->repo) == 0)
+                return 0;
+        git_error_clear();
+        int g = git_signature_now(ret, "cloister", "cloister@localhost");
+        return g < 0 ? review_git_fail(r, g, "default signature") : 0;
+}
+
+int review_commit(review *r, const struct review_commit_options *o, git_oid *ret)
+{
+        git_signature *author = NULL, *committer = NULL;
+        _cleanup_free_ char *msg = NULL;
+        git_tree *tree = NULL;
+        const git_commit *parents[1] = {r->base};
+        int g, k;
+
+        k = review_build(r);
+        if (k < 0)
+                return k;
+        k = signature_default(r, &committer);
+        if (k < 0)
+                goto out;
+        if (o && o->author)
+                k = signature_parse(r, o->author, &author);
+        else
+                k = git_signature_dup(&author, committer) < 0 ? review_git_fail(r, -1, "signature")
+                                                              : 0;
+        if (k < 0)
+                goto out;
+        if (o && o->message) {
+                size_t l = strlen(o->message);
+                if (asprintf(&msg, "%s%s", o->message, l && o->message[l - 1] == '\n' ? "" : "\n") <
+                    0)
+                        msg = NULL;
+        } else if (asprintf(&msg, "Work from cloister workspace %s\n",
+                            o && o->name ? o->name : "") < 0) {
+                msg = NULL;
+        }
+        if (!msg) {
+                k = review_fail(r, -ENOMEM, "out of memory");
+                goto out;
+        }
+        g = git_tree_lookup(&tree, r->repo, &r->tree);
+        if (g == 0)
+                g = git_commit_create(ret, r->repo, NULL, author, committer, NULL, msg, tree, 1,
+                                      parents);
+        if (g < 0)
+                k = review_git_fail(r, g, "creating the commit");
+out:
+        git_tree_free(tree);
+        git_signature_free(author);
+        git_signature_free(committer);
+        return k;
+}
+
+int review_ref_set(review *r, const char *name, const git_oid *id)
+{
+        _cleanup_free_ char *refname = NULL;
+        git_reference *ref = NULL;
+        int valid = 0, g;
+
+        if (asprintf(&refname, "refs/cloister/%s", name) < 0)
+                return review_fail(r, -ENOMEM, "out of memory");
+        if (git_reference_name_is_valid(&valid, refname) < 0 || !valid)
+                return review_fail(r, -EINVAL, "'%s' is not a valid ref name", refname);
+        /* The objects may have just arrived in a new pack: let the odb see them. */
+        git_odb_refresh(r->odb);
+        g = git_reference_create(&ref, r->repo, refname, id, 1, "cloister export");
+        git_reference_free(ref);
+        if (g < 0)
+                return review_git_fail(r, g, "setting %s", refname);
+        return 0;
+}
+
+/* The repository that holds these commits: the agent's scratch copy if any. */
+static git_repository *commits_repo(review *r)
+{
+        return r->scratch_repo ? r->scratch_repo : r->repo;
+}
+
+int review_mbox(review *r, const git_oid *commits, size_t n, FILE *out)
+{
+        git_repository *repo = commits_repo(r);
+        int k = 0;
+
+        for (size_t i = 0; i < n && k == 0; i++) {
+                git_email_create_options eo = GIT_EMAIL_CREATE_OPTIONS_INIT;
+                git_diff_options dopts = GIT_DIFF_OPTIONS_INIT;
+                git_diff_find_options fopts = GIT_DIFF_FIND_OPTIONS_INIT;
+                git_commit *c = NULL, *parent = NULL;
+                git_tree *t = NULL, *pt = NULL;
+                git_diff *diff = NULL;
+                git_buf buf = GIT_BUF_INIT;
+                char idstr[GIT_OID_HEXSZ + 1];
+                int g;
+
+                git_oid_tostr(idstr, sizeof(idstr), &commits[i]);
+                g = git_commit_lookup(&c, repo, &commits[i]);
+                if (g == 0 && git_commit_parentcount(c) != 1) {
+                        k = review_fail(r, -EINVAL,
+                                        "commit %s is a merge or a root commit; "
+                                        "an mbox holds a linear series",
+                                        idstr);
+                        goto next;
+                }
+                if (g == 0)
+                        g = git_commit_parent(&parent, c, 0);
+                if (g == 0)
+                        g = git_commit_tree(&t, c);
+                if (g == 0)
+                        g = git_commit_tree(&pt, parent);
+                dopts.flags = GIT_DIFF_SHOW_BINARY;
+                if (g == 0)
+                        g = git_diff_tree_to_tree(&diff, repo, pt, t, &dopts);
+                fopts.flags = GIT_DIFF_FIND_RENAMES;
+                if (g == 0)
+                        g = git_diff_find_similar(diff, &fopts);
+                /* Numbered [PATCH i/n] like git format-patch; git am takes either. */
+                if (g == 0)
+                        g = git_email_create_from_diff(&buf, diff, i + 1, n, &commits[i],
+                                                       git_commit_summary(c), git_commit_body(c),
+                                                       git_commit_author(c), &eo);
+                if (g < 0) {
+                        k = review_git_fail(r, g, "formatting commit %s as an email", idstr);
+                        goto next;
+                }
+                if (fwrite(buf.ptr, 1, buf.size, out) != buf.size)
+                        k = review_fail(r, -EIO, "writing the mbox: %m");
+        next:
+                git_buf_dispose(&buf);
+                git_diff_free(diff);
+                git_tree_free(t);
+                git_tree_free(pt);
+                git_commit_free(parent);
+                git_commit_free(c);
+        }
+        return k;
+}

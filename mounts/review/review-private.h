@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * review-private.h: what the review_*.c files share; not part of the API.
+ */
+#pragma once
+
+#include <git2.h>
+#include <sys/stat.h>
+
+#include "review.h"
+#include "util.h"
+
+/* One path of the changes file that belongs to the hidden home. */
+struct review_home_path {
+        char *path; /* workspace-absolute */
+};
+
+struct review {
+        struct review_options o; /* the caller's strings, valid for r's lifetime */
+        git_repository *repo;
+        git_odb *odb;
+        git_odb_backend *mempack; /* owned by odb once added; NULL unless in_memory */
+        git_commit *base;
+        git_tree *base_tree;
+        git_oid tree;
+        bool built;
+        int viewfd; /* O_PATH|O_DIRECTORY of o.view */
+        int homefd; /* of o.home_view, or -1 */
+
+        char **home_paths; /* from the changes file */
+        size_t n_home_paths, cap_home_paths;
+
+        size_t files_read;
+        uint64_t bytes_read;
+
+        char *scratch; /* private copy of the agent's .git, removed on free */
+        git_repository *scratch_repo;
+
+        char err[1024];
+};
+
+/* Record a message for review_error() and return `code` (a negative errno). */
+int review_fail(review *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* The same, with libgit2's last message appended; maps libgit2's code to an errno. */
+int review_git_fail(review *r, int gerr, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+
+/* review-view.c: agent-controlled files, read without following symlinks. */
+/* A repo-relative path that git can hold and we may take: no "..", ".", "", ".git". */
+bool review_path_ok(const char *rel);
+/* Open the parent directory of `rel` beneath rootfd, no symlinks; *ret_base points into rel. */
+int review_view_parent(int rootfd, const char *rel, int *ret_fd, const char **ret_base);
+/* Read a regular file `name` in dirfd (no symlinks, bounded by REVIEW_MAX_FILE_SIZE). */
+int review_view_read(int dirfd, const char *name, void **ret, size_t *ret_len);
+/* Read a symlink's target (bounded by PATH_MAX). */
+int review_view_readlink(int dirfd, const char *name, char **ret);
+
+/* review-tree.c: one repo path listed in .cloister/changes, relative to the repo. */
+struct review_change {
+        char *path;
+        bool opaque;
+};
+int review_changes_load(review *r, struct review_change **ret, size_t *ret_n);
+void review_changes_free(struct review_change *c, size_t n);
+
+/* review-commits.c */
+void review_scratch_remove(review *r);

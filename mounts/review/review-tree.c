@@ -1,0 +1,395 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * review-tree.c: build a git tree from the workspace view.
+ *
+ * Start from the base tree in an in-memory index and refresh only the paths
+ * the fs lists in .cloister/changes (a superset of what differs from the
+ * base); everything else keeps the base tree's entries, so unchanged files
+ * are neither read nor hashed. The view is the truth: a listed path is
+ * re-read as it is now, whatever type the changes file claims, so the result
+ * does not depend on the order of the list. Without a changes file the whole
+ * view is walked.
+ *
+ * Never taken into the tree: any `.git` component (the workspace's own
+ * repository; git refuses such paths anyway), excluded paths (read-only
+ * mirrors), and things git cannot hold (FIFOs, sockets, devices).
+ */
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <strings.h>
+
+#include "review-private.h"
+
+struct builder {
+        review *r;
+        git_index *idx;
+        size_t seen;  /* entries looked at, bounded by REVIEW_MAX_FILES */
+        size_t total; /* for progress: changed paths, 0 when walking everything */
+};
+
+static void progress(struct builder *b, bool force)
+{
+        if (b->r->o.progress && (force || (b->seen & 255) == 0))
+                b->r->o.progress("reading", b->seen, b->total, b->r->o.userdata);
+}
+
+static bool excluded(review *r, const char *rel)
+{
+        if (!r->o.exclude)
+                return false;
+        for (const char *const *e = r->o.exclude; *e; e++) {
+                const char *rest = startswith(rel, *e);
+                if (rest && (*rest == 0 || *rest == '/'))
+                        return true;
+        }
+        return false;
+}
+
+static int index_drop(struct builder *b, const char *rel, bool subtree)
+{
+        int g = git_index_remove(b->idx, rel, 0);
+        if (g < 0 && g != GIT_ENOTFOUND)
+                return review_git_fail(b->r, g, "removing '%s' from the tree", rel);
+        if (subtree) {
+                g = git_index_remove_directory(b->idx, rel, 0);
+                if (g < 0 && g != GIT_ENOTFOUND)
+                        return review_git_fail(b->r, g, "removing '%s/' from the tree", rel);
+        }
+        return 0;
+}
+
+static int blob_add(struct builder *b, const char *rel, const void *data, size_t len, uint32_t mode)
+{
+        git_index_entry e = {.mode = mode, .path = rel, .file_size = (uint32_t)len};
+        int g;
+
+        b->r->bytes_read += len;
+        if (b->r->bytes_read > REVIEW_MAX_TOTAL_SIZE)
+                return review_fail(b->r, -EFBIG,
+                                   "the workspace's changed files exceed %llu bytes in total",
+                                   (unsigned long long)REVIEW_MAX_TOTAL_SIZE);
+        g = git_odb_write(&e.id, b->r->odb, data, len, GIT_OBJECT_BLOB);
+        if (g < 0)
+                return review_git_fail(b->r, g, "storing '%s'", rel);
+        g = git_index_add(b->idx, &e);
+        if (g < 0)
+                return review_git_fail(b->r, g, "adding '%s' to the tree", rel);
+        b->r->files_read++;
+        return 0;
+}
+
+static int walk(struct builder *b, int dirfd, const char *prefix, unsigned depth);
+
+/* Take `name` in dirfd (already lstat'ed as st) into the tree as `rel`. */
+static int entry_take(struct builder *b, int dirfd, const char *name, const char *rel,
+                      const struct stat *st, unsigned depth)
+{
+        int k;
+
+        if (S_ISREG(st->st_mode)) {
+                _cleanup_free_ void *data = NULL;
+                size_t len = 0;
+                k = review_view_read(dirfd, name, &data, &len);
+                if (k == -ENOENT)
+                        return 0; /* gone meanwhile: nothing to take */
+                if (k == -EFBIG)
+                        return review_fail(b->r, k, "'%s' is larger than %llu bytes", rel,
+                                           (unsigned long long)REVIEW_MAX_FILE_SIZE);
+                if (k < 0)
+                        return review_fail(b->r, k, "reading '%s': %s", rel, strerror(-k));
+                return blob_add(b, rel, data, len,
+                                (st->st_mode & S_IXUSR) ? GIT_FILEMODE_BLOB_EXECUTABLE
+                                                        : GIT_FILEMODE_BLOB);
+        }
+        if (S_ISLNK(st->st_mode)) {
+                _cleanup_free_ char *target = NULL;
+                k = review_view_readlink(dirfd, name, &target);
+                if (k == -ENOENT)
+                        return 0;
+                if (k < 0)
+                        return review_fail(b->r, k, "reading the symlink '%s': %s", rel,
+                                           strerror(-k));
+                return blob_add(b, rel, target, strlen(target), GIT_FILEMODE_LINK);
+        }
+        if (S_ISDIR(st->st_mode)) {
+                _cleanup_close_ int fd =
+                        openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (fd < 0 && errno == ENOENT)
+                        return 0;
+                if (fd < 0)
+                        return review_fail(b->r, negative_errno(), "opening '%s': %m", rel);
+                return walk(b, fd, rel, depth + 1);
+        }
+        return 0; /* FIFO, socket, device: git cannot hold it */
+}
+
+static int walk(struct builder *b, int dirfd, const char *prefix, unsigned depth)
+{
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        int fd;
+
+        if (depth > REVIEW_MAX_DEPTH)
+                return review_fail(b->r, -ELOOP, "'%s' is nested deeper than %u directories",
+                                   prefix, REVIEW_MAX_DEPTH);
+        fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+                return review_fail(b->r, negative_errno(), "opening '%s': %m",
+                                   *prefix ? prefix : ".");
+        d = fdopendir(fd);
+        if (!d) {
+                safe_close(fd);
+                return review_fail(b->r, negative_errno(), "listing '%s': %m", prefix);
+        }
+        while ((errno = 0, de = readdir(d))) {
+                _cleanup_free_ char *rel = NULL;
+                struct stat st;
+                int k;
+
+                if (streq(de->d_name, ".") || streq(de->d_name, "..") ||
+                    strcasecmp(de->d_name, ".git") == 0)
+                        continue;
+                if (asprintf(&rel, "%s%s%s", prefix, *prefix ? "/" : "", de->d_name) < 0)
+                        return review_fail(b->r, -ENOMEM, "out of memory");
+                if (strlen(rel) >= PATH_MAX)
+                        return review_fail(b->r, -ENAMETOOLONG, "'%.64s...' is too long", rel);
+                if (excluded(b->r, rel))
+                        continue;
+                if (++b->seen > REVIEW_MAX_FILES)
+                        return review_fail(b->r, -EMFILE, "more than %u entries in the workspace",
+                                           REVIEW_MAX_FILES);
+                progress(b, false);
+                if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+                        if (errno == ENOENT)
+                                continue;
+                        return review_fail(b->r, negative_errno(), "lstat '%s': %m", rel);
+                }
+                k = entry_take(b, dirfd, de->d_name, rel, &st, depth);
+                if (k < 0)
+                        return k;
+        }
+        if (errno)
+                return review_fail(b->r, negative_errno(), "listing '%s': %m", prefix);
+        return 0;
+}
+
+/* Bring one listed path in line with the view. */
+static int path_refresh(struct builder *b, const char *rel, bool opaque)
+{
+        _cleanup_close_ int pfd = -1;
+        const char *base;
+        struct stat st;
+        int k;
+
+        k = review_view_parent(b->r->viewfd, rel, &pfd, &base);
+        if (k == 0 && fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                k = negative_errno();
+        if (k == -ENOENT || k == -ENOTDIR || k == -ELOOP || k == -EXDEV)
+                return index_drop(b, rel, true); /* gone, or under something not a dir now */
+        if (k < 0)
+                return review_fail(b->r, k, "lstat '%s': %s", rel, strerror(-k));
+        if (S_ISDIR(st.st_mode)) {
+                git_tree_entry *te = NULL;
+                bool walk_all = opaque;
+                k = index_drop(b, rel, opaque);
+                if (k < 0)
+                        return k;
+                /* A directory new in the upper layer: all of it is new, so take it all. */
+                if (git_tree_entry_bypath(&te, b->r->base_tree, rel) < 0 ||
+                    git_tree_entry_type(te) != GIT_OBJECT_TREE)
+                        walk_all = true;
+                git_tree_entry_free(te);
+                return walk_all ? entry_take(b, pfd, base, rel, &st, 0) : 0;
+        }
+        k = index_drop(b, rel, true);
+        if (k < 0)
+                return k;
+        return entry_take(b, pfd, base, rel, &st, 0);
+}
+
+static int change_cmp(const void *a, const void *b)
+{
+        return strcmp(((const struct review_change *)a)->path,
+                      ((const struct review_change *)b)->path);
+}
+
+static void json_decrefp_(json_t **o)
+{
+        json_decref(*o);
+}
+
+void review_changes_free(struct review_change *c, size_t n)
+{
+        for (size_t i = 0; i < n; i++)
+                free(c[i].path);
+        free(c);
+}
+
+static int home_path_add(review *r, const char *p)
+{
+        if (r->n_home_paths == r->cap_home_paths) {
+                size_t nc = r->cap_home_paths ? 2 * r->cap_home_paths : 64;
+                char **np = realloc(r->home_paths, nc * sizeof(char *));
+                if (!np)
+                        return -ENOMEM;
+                r->home_paths = np;
+                r->cap_home_paths = nc;
+        }
+        if (!(r->home_paths[r->n_home_paths] = strdup(p)))
+                return -ENOMEM;
+        r->n_home_paths++;
+        return 0;
+}
+
+/*
+ * Parse the fs's changes file: repo paths (relative, sorted) with their
+ * opaque flag, and hidden-home paths kept in r. A line naming the repo root
+ * itself as opaque yields the path "" (walk everything).
+ */
+int review_changes_load(review *r, struct review_change **ret, size_t *ret_n)
+{
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *line = NULL;
+        struct review_change *c = NULL;
+        size_t n = 0, cap = 0, lcap = 0, lineno = 0;
+        int fd, k = 0;
+        ssize_t len;
+
+        /* Loaded afresh each time: the view may have changed (discard). */
+        for (size_t i = 0; i < r->n_home_paths; i++)
+                free(r->home_paths[i]);
+        r->n_home_paths = 0;
+        fd = open(r->o.changes, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return review_fail(r, negative_errno(), "'%s': %m", r->o.changes);
+        f = fdopen(fd, "re");
+        if (!f) {
+                safe_close(fd);
+                return review_fail(r, -ENOMEM, "out of memory");
+        }
+        while ((len = getline(&line, &lcap, f)) >= 0) {
+                _cleanup_(json_decrefp_) json_t *o = NULL;
+                const char *p, *rest;
+                bool opaque;
+
+                lineno++;
+                if (len > REVIEW_MAX_CHANGES_LINE) {
+                        k = review_fail(r, -EBADMSG, "%s:%zu: line longer than %u bytes",
+                                        r->o.changes, lineno, REVIEW_MAX_CHANGES_LINE);
+                        goto out;
+                }
+                if (len <= 1)
+                        continue;
+                o = json_loadb(line, (size_t)len, 0, NULL);
+                p = json_string_value(json_object_get(o, "path"));
+                if (!p) {
+                        k = review_fail(r, -EBADMSG, "%s:%zu: not a change record", r->o.changes,
+                                        lineno);
+                        goto out;
+                }
+                opaque = json_is_true(json_object_get(o, "opaque"));
+                if (r->o.home_prefix && (rest = startswith(p, r->o.home_prefix)) &&
+                    (*rest == '/' || *rest == 0)) {
+                        if (home_path_add(r, p) < 0) {
+                                k = review_fail(r, -ENOMEM, "out of memory");
+                                goto out;
+                        }
+                        continue;
+                }
+                rest = startswith(p, r->o.repo_prefix ? r->o.repo_prefix : "/workspace");
+                if (!rest || (*rest != '/' && *rest != 0))
+                        continue; /* a mirror or another part of the view */
+                if (*rest == 0 && !opaque)
+                        continue;
+                if (*rest == '/')
+                        rest++;
+                if (*rest && !review_path_ok(rest))
+                        continue; /* .git and what git cannot hold */
+                if (n + 1 > REVIEW_MAX_FILES) {
+                        k = review_fail(r, -EMFILE, "%s: more than %u changes", r->o.changes,
+                                        REVIEW_MAX_FILES);
+                        goto out;
+                }
+                if (n == cap) {
+                        size_t nc = cap ? 2 * cap : 256;
+                        struct review_change *nv = realloc(c, nc * sizeof(*c));
+                        if (!nv) {
+                                k = review_fail(r, -ENOMEM, "out of memory");
+                                goto out;
+                        }
+                        c = nv;
+                        cap = nc;
+                }
+                if (!(c[n].path = strdup(rest))) {
+                        k = review_fail(r, -ENOMEM, "out of memory");
+                        goto out;
+                }
+                c[n++].opaque = opaque;
+        }
+        if (ferror(f))
+                k = review_fail(r, -EIO, "reading '%s'", r->o.changes);
+out:
+        if (k < 0) {
+                review_changes_free(c, n);
+                return k;
+        }
+        if (n > 1)
+                qsort(c, n, sizeof(*c), change_cmp);
+        *ret = c;
+        *ret_n = n;
+        return 0;
+}
+
+int review_build(review *r)
+{
+        struct builder b = {.r = r};
+        struct review_change *c = NULL;
+        size_t n = 0;
+        bool walk_all = !r->o.changes;
+        int g, k = 0;
+
+        if (r->built)
+                return 0;
+        g = git_index_new(&b.idx);
+        if (g < 0)
+                return review_git_fail(r, g, "in-memory index");
+        if (r->o.changes) {
+                k = review_changes_load(r, &c, &n);
+                if (k < 0)
+                        goto out;
+                for (size_t i = 0; i < n; i++)
+                        if (c[i].path[0] == 0)
+                                walk_all = true;
+        }
+        if (walk_all) {
+                k = walk(&b, r->viewfd, "", 0);
+        } else {
+                g = git_index_read_tree(b.idx, r->base_tree);
+                if (g < 0) {
+                        k = review_git_fail(r, g, "reading the base tree");
+                        goto out;
+                }
+                b.total = n;
+                for (size_t i = 0; i < n && k >= 0; i++) {
+                        if (excluded(r, c[i].path))
+                                continue;
+                        b.seen = i + 1;
+                        progress(&b, false);
+                        k = path_refresh(&b, c[i].path, c[i].opaque);
+                }
+        }
+        if (k < 0)
+                goto out;
+        progress(&b, true);
+        g = git_index_write_tree_to(&r->tree, b.idx, r->repo);
+        if (g < 0) {
+                k = review_git_fail(r, g, "writing the workspace tree");
+                goto out;
+        }
+        r->built = true;
+out:
+        review_changes_free(c, n);
+        git_index_free(b.idx);
+        return k;
+}

@@ -1,0 +1,168 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * review-workspace.c: from a workspace config to review options: where the
+ * mount shows the repo, the hidden home and the changes list, which mirrors
+ * to leave out, and mounting the workspace for the duration of a command
+ * when nobody else has (`cloister mount` / `cloister unmount`, run as
+ * /proc/self/exe so that the same build serves it).
+ */
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "config.h"
+#include "review-workspace.h"
+#include "util.h"
+
+extern char **environ;
+
+struct review_workspace {
+        const struct config *c;
+        char *config_path;
+        char *view, *home_view, *changes;
+        char **exclude;
+        bool we_mounted;
+};
+
+static int self_run(const char *verb, const char *config_path, int *ret_status)
+{
+        char *argv[] = {(char *)"cloister", (char *)verb, (char *)config_path, NULL};
+        posix_spawn_file_actions_t fa;
+        pid_t pid;
+        int st, k;
+
+        /* The daemon must not hold our stdout: a pipe reader would never see EOF. */
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+        k = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        if (k != 0)
+                return -k;
+        while (waitpid(pid, &st, 0) < 0)
+                if (errno != EINTR)
+                        return negative_errno();
+        *ret_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+        return 0;
+}
+
+static void error_set(char **ret, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void error_set(char **ret, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (!ret)
+                return;
+        va_start(ap, fmt);
+        if (vasprintf(ret, fmt, ap) < 0)
+                *ret = NULL;
+        va_end(ap);
+}
+
+static bool mounted(const char *mountpoint)
+{
+        _cleanup_free_ char *p = NULL;
+        struct stat st;
+
+        if (asprintf(&p, "%s/.cloister/workspace", mountpoint) < 0)
+                return false;
+        return stat(p, &st) == 0;
+}
+
+int review_workspace_open(const struct config *c, const char *config_path, bool mount,
+                          review_workspace **ret, char **ret_error)
+{
+        review_workspace *w;
+        size_t nx = 0;
+        int k = 0, status = 0;
+
+        w = calloc(1, sizeof(*w));
+        if (!w)
+                return -ENOMEM;
+        w->c = c;
+        w->config_path = strdup(config_path);
+        w->exclude = calloc(c->n_mirrors + 1, sizeof(char *));
+        if (!w->config_path || !w->exclude ||
+            asprintf(&w->view, "%s%s", c->workspace.mountpoint, c->repo.path) < 0 ||
+            asprintf(&w->home_view, "%s%s", c->workspace.mountpoint, c->home.path) < 0 ||
+            asprintf(&w->changes, "%s/.cloister/changes", c->workspace.mountpoint) < 0) {
+                k = -ENOMEM;
+                goto out;
+        }
+        /* A read-only mirror inside the repo path is not the agent's work. */
+        for (size_t i = 0; i < c->n_mirrors; i++) {
+                const char *rest = startswith(c->mirrors[i].path, c->repo.path);
+                if (rest && *rest == '/' && !(w->exclude[nx++] = strdup(rest + 1))) {
+                        k = -ENOMEM;
+                        goto out;
+                }
+        }
+        if (mount && !mounted(c->workspace.mountpoint)) {
+                k = self_run("mount", config_path, &status);
+                if (k < 0) {
+                        error_set(ret_error, "starting 'cloister mount': %s", strerror(-k));
+                        goto out;
+                }
+                if (status == 0) {
+                        w->we_mounted = true;
+                } else if (status != 3) { /* 3: a live daemon already serves it */
+                        error_set(ret_error, "'cloister mount %s' failed (exit %d)", config_path,
+                                  status);
+                        k = -EIO;
+                        goto out;
+                }
+                if (!mounted(c->workspace.mountpoint)) {
+                        error_set(ret_error, "%s is not a cloister mount after mounting",
+                                  c->workspace.mountpoint);
+                        k = -ENOTCONN;
+                        goto out;
+                }
+        }
+out:
+        if (k < 0) {
+                review_workspace_close(w);
+                return k;
+        }
+        *ret = w;
+        return 0;
+}
+
+int review_workspace_close(review_workspace *w)
+{
+        int status = 0, k = 0;
+
+        if (!w)
+                return 0;
+        if (w->we_mounted) {
+                k = self_run("unmount", w->config_path, &status);
+                if (k == 0 && status != 0)
+                        k = -EIO;
+        }
+        free(w->config_path);
+        free(w->view);
+        free(w->home_view);
+        free(w->changes);
+        strv_free(w->exclude);
+        free(w);
+        return k;
+}
+
+void review_workspace_options(const review_workspace *w, struct review_options *o)
+{
+        *o = (struct review_options){
+                .source = w->c->repo.source,
+                .rev = w->c->repo.rev,
+                .view = w->view,
+                .changes = w->changes,
+                .repo_prefix = w->c->repo.path,
+                .home_view = w->home_view,
+                .home_prefix = w->c->home.path,
+                .exclude = (const char *const *)w->exclude,
+        };
+}
+
+bool review_workspace_mounted_by_us(const review_workspace *w)
+{
+        return w->we_mounted;
+}

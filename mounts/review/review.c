@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * review.c: opening the source repository and the workspace view for
+ * review, error messages, and the in-memory object database that keeps
+ * `cloister diff` from writing anything into the source.
+ */
+#include <fcntl.h>
+#include <git2/sys/mempack.h>
+#include <git2/sys/odb_backend.h>
+#include <stdarg.h>
+
+#include "review-private.h"
+
+int review_fail(review *r, int code, const char *fmt, ...)
+{
+        va_list ap;
+
+        va_start(ap, fmt);
+        vsnprintf(r->err, sizeof(r->err), fmt, ap);
+        va_end(ap);
+        return code;
+}
+
+int review_git_fail(review *r, int gerr, const char *fmt, ...)
+{
+        const git_error *e = git_error_last();
+        va_list ap;
+        size_t n;
+
+        va_start(ap, fmt);
+        vsnprintf(r->err, sizeof(r->err), fmt, ap);
+        va_end(ap);
+        n = strlen(r->err);
+        snprintf(r->err + n, sizeof(r->err) - n, ": %s",
+                 e && e->message ? e->message : "libgit2 error");
+        switch (gerr) {
+        case GIT_ENOTFOUND:
+                return -ENOENT;
+        case GIT_EEXISTS:
+                return -EEXIST;
+        case GIT_EINVALIDSPEC:
+        case GIT_EAMBIGUOUS:
+                return -EINVAL;
+        default:
+                return -EIO;
+        }
+}
+
+const char *review_error(const review *r)
+{
+        return r->err[0] ? r->err : "unknown error";
+}
+
+int review_open(const struct review_options *o, review **ret, char **ret_error)
+{
+        review *r;
+        git_object *obj = NULL;
+        int g, k = 0;
+
+        if (!o || !o->source || !o->rev || !o->view)
+                return -EINVAL;
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        r->o = *o;
+        r->viewfd = r->homefd = -1;
+        git_libgit2_init();
+
+        g = git_repository_open_ext(&r->repo, o->source, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
+        if (g < 0) {
+                k = review_git_fail(r, g, "source repository '%s'", o->source);
+                goto out;
+        }
+        g = git_revparse_single(&obj, r->repo, o->rev);
+        if (g == 0)
+                g = git_object_peel((git_object **)&r->base, obj, GIT_OBJECT_COMMIT);
+        git_object_free(obj);
+        if (g == 0)
+                g = git_commit_tree(&r->base_tree, r->base);
+        if (g < 0) {
+                k = review_git_fail(r, g, "base revision '%s' in '%s'", o->rev, o->source);
+                goto out;
+        }
+        g = git_repository_odb(&r->odb, r->repo);
+        if (g < 0) {
+                k = review_git_fail(r, g, "object database of '%s'", o->source);
+                goto out;
+        }
+        if (o->in_memory) {
+                /* Highest priority: every write lands here, none on disk. */
+                g = git_mempack_new(&r->mempack);
+                if (g == 0)
+                        g = git_odb_add_backend(r->odb, r->mempack, 999);
+                if (g < 0) {
+                        if (r->mempack && r->mempack->free)
+                                r->mempack->free(r->mempack);
+                        r->mempack = NULL;
+                        k = review_git_fail(r, g, "in-memory object database");
+                        goto out;
+                }
+        }
+        r->viewfd = open(o->view, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (r->viewfd < 0) {
+                k = review_fail(r, negative_errno(), "workspace view '%s': %m", o->view);
+                goto out;
+        }
+        if (o->home_view) {
+                r->homefd = open(o->home_view, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                if (r->homefd < 0 && errno != ENOENT) {
+                        k = review_fail(r, negative_errno(), "hidden home view '%s': %m",
+                                        o->home_view);
+                        goto out;
+                }
+        }
+out:
+        if (k < 0) {
+                if (ret_error)
+                        *ret_error = strdup(review_error(r));
+                review_free(r);
+                return k;
+        }
+        *ret = r;
+        return 0;
+}
+
+void review_free(review *r)
+{
+        if (!r)
+                return;
+        if (r->mempack)
+                git_mempack_reset(r->mempack);
+        git_repository_free(r->scratch_repo);
+        review_scratch_remove(r);
+        git_tree_free(r->base_tree);
+        git_commit_free(r->base);
+        git_odb_free(r->odb);
+        git_repository_free(r->repo);
+        for (size_t i = 0; i < r->n_home_paths; i++)
+                free(r->home_paths[i]);
+        free(r->home_paths);
+        safe_close(r->viewfd);
+        safe_close(r->homefd);
+        free(r);
+        git_libgit2_shutdown();
+}
+
+const git_oid *review_base_commit(const review *r)
+{
+        return git_commit_id(r->base);
+}
+
+const git_oid *review_tree(const review *r)
+{
+        return r->built ? &r->tree : NULL;
+}
+
+size_t review_files_read(const review *r)
+{
+        return r->files_read;
+}

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * review.h: turn the agent's workspace into something a human can review:
+ * a git tree built from the workspace view, its diff against the base
+ * revision, a commit (or the agent's own commits) under refs/cloister/NAME,
+ * an mbox series, and discarding the work.
+ *
+ * Trust boundary: the workspace view is agent-controlled. It is read only
+ * through directory fds with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS),
+ * lstat and readlink; agent symlinks are recorded as symlinks, never
+ * followed; every size, path length and count is bounded (limits below,
+ * documented in docs/cloister-diff.md). The source repository is trusted.
+ *
+ * Library code: nothing is printed. A failing call returns a negative errno
+ * and leaves a one-line message in review_error().
+ */
+#pragma once
+
+#include <git2.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Limits on what the agent controls. */
+#define REVIEW_MAX_FILE_SIZE    (512ull * 1024 * 1024)      /* one file's bytes */
+#define REVIEW_MAX_TOTAL_SIZE   (4ull * 1024 * 1024 * 1024) /* all new blobs together */
+#define REVIEW_MAX_FILES        1000000u /* entries walked or listed in the changes */
+#define REVIEW_MAX_DEPTH        256u     /* directory nesting when walking */
+#define REVIEW_MAX_CHANGES_LINE 8192u    /* one line of .cloister/changes */
+#define REVIEW_MAX_GITDIR_SIZE                                                                     \
+        (1024ull * 1024 * 1024) /* agent's .git objects copied for --commits */
+
+typedef struct review review;
+
+/* Called now and then while building: `done` of `total` paths (total 0 = unknown). */
+typedef void (*review_progress_fn)(const char *stage, size_t done, size_t total, void *userdata);
+
+struct review_options {
+        const char *source; /* the source repository (host path, trusted) */
+        const char *rev;    /* the base revision, e.g. "HEAD" */
+        const char *view;   /* host path of the repo part of the workspace view */
+        const char
+                *changes; /* host path of the changes file (.cloister/changes) or NULL: walk all */
+        const char
+                *repo_prefix;  /* workspace-absolute prefix of the repo in changes ("/workspace") */
+        const char *home_view; /* host path of the hidden home in the view, or NULL */
+        const char *home_prefix;    /* its workspace-absolute prefix ("/home/agent"), or NULL */
+        const char *const *exclude; /* repo-relative paths never taken (read-only mirrors),
+                                       NULL-terminated or NULL */
+        bool in_memory; /* new objects go to an in-memory odb: the source stays untouched */
+        review_progress_fn progress;
+        void *userdata;
+};
+
+/* On failure, *ret_error (if not NULL) gets a malloc'd one-line message. */
+int review_open(const struct review_options *o, review **ret, char **ret_error);
+/* Drops in-memory objects. NULL is a no-op. */
+void review_free(review *r);
+static inline void review_freep(review **r)
+{
+        review_free(*r);
+}
+#define _cleanup_review_ __attribute__((cleanup(review_freep)))
+
+/* The message of the last failure, never NULL. */
+const char *review_error(const review *r);
+
+/* Build the workspace's tree (once; later calls reuse it). */
+int review_build(review *r);
+const git_oid *review_base_commit(const review *r);
+const git_oid *review_tree(const review *r);
+/* Number of files read from the view while building (not reused from the base). */
+size_t review_files_read(const review *r);
+
+enum review_format {
+        REVIEW_PATCH,       /* unified diff, git format, binary as GIT binary patch */
+        REVIEW_STAT,        /* like git diff --stat */
+        REVIEW_NAME_STATUS, /* like git diff --name-status */
+};
+
+/* Diff base..workspace with rename detection. Builds first if needed. */
+int review_diff(review *r, git_diff **ret);
+int review_print(review *r, enum review_format fmt, FILE *out);
+
+/* A change in the hidden home: never its contents. */
+struct review_home_change {
+        char *path; /* workspace-absolute */
+        char type;  /* 'f' file, 'd' dir, 'l' symlink, 'o' other, 'D' deleted */
+        uint64_t size;
+};
+int review_home_changes(review *r, struct review_home_change **ret, size_t *ret_n);
+void review_home_changes_free(struct review_home_change *c, size_t n);
+
+struct review_commit_options {
+        const char *message; /* NULL: "Work from cloister workspace NAME" */
+        const char *author;  /* "Name <email>"; NULL: the source repo's user, else "cloister" */
+        const char *name;    /* the workspace name, for the default message */
+};
+
+/* Record the workspace as a commit whose parent is the base. Not under a ref. */
+int review_commit(review *r, const struct review_commit_options *o, git_oid *ret);
+/* Point refs/cloister/NAME at `id` (forced); no other ref, HEAD or index is touched. */
+int review_ref_set(review *r, const char *name, const git_oid *id);
+
+/*
+ * The agent's own commits in the workspace's .git (view/.git): copied into a
+ * private scratch repository (regular files only, bounded), then the series
+ * base..HEAD (linear, non-merge) is returned oldest first and its objects
+ * are copied into the source's object database (one pack). -ENOENT (with a
+ * message) when the agent made no commits.
+ */
+int review_agent_commits(review *r, git_oid **ret, size_t *ret_n);
+
+/* An mbox series (`git am` input) of these commits, oldest first. */
+int review_mbox(review *r, const git_oid *commits, size_t n, FILE *out);
+
+/*
+ * Reset the workspace's files to the base revision, through the view: added
+ * paths are removed, deleted and modified ones rewritten from the base. The
+ * workspace's .git is left alone. See docs/cloister-export.md.
+ */
+int review_discard(review *r);

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Sealed secrets: stored from stdin only, sealed at rest, released only to
+# a redeemer on the admin socket for a live token of a scope that names
+# the secret; never to the agent, never into the audit log.
+. "$(dirname "$0")/lib.sh"
+
+make_workspace ws1
+SECRET="s3cr3t-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+echo "$SECRET" | "$CLOISTER" secret add deploy-key --config "$T/ws1.ini" 2>"$T/err"
+check "secret_add_reads_stdin" test "$?" = 0
+check_rc "secret_add_refuses_a_value_on_the_command_line" 2 "$CLOISTER" secret add deploy-key "$SECRET" --config "$T/ws1.ini"
+check_rc "secret_add_refuses_an_empty_stdin" 1 sh -c "'$CLOISTER' secret add empty --config '$T/ws1.ini' </dev/null"
+check_rc "secret_add_refuses_a_bad_name" 2 sh -c "echo x | '$CLOISTER' secret add ../evil --config '$T/ws1.ini'"
+check "sealed_file_is_a_v4_local_token" grep -q '^v4\.local\.' "$T/ws1/state/broker/secrets/deploy-key"
+check "plaintext_is_nowhere_in_the_broker_dir" sh -c "! grep -rq '$SECRET' '$T/ws1/state/broker'"
+check "secrets_key_mode_is_0600" test "$(stat -c %a "$T/ws1/state/broker/secrets.key")" = 600
+echo other | "$CLOISTER" secret add zzz --config "$T/ws1.ini" 2>/dev/null
+check_rc "secret_list_names_the_secrets" 0 "$CLOISTER" secret list --config "$T/ws1.ini"
+check "secret_list_prints_names_only" test "$(cat "$T/out" | tr '\n' ' ')" = "deploy-key zzz "
+check_rc "secret_rm_removes_it" 0 "$CLOISTER" secret rm zzz --config "$T/ws1.ini"
+check_rc "secret_rm_of_a_missing_secret_fails" 1 "$CLOISTER" secret rm zzz --config "$T/ws1.ini"
+# A sealed file copied to another name does not open (implicit assertion).
+cp "$T/ws1/state/broker/secrets/deploy-key" "$T/ws1/state/broker/secrets/renamed"
+
+start_broker "$T/ws1.ini" || { echo "Bail out! broker did not start"; exit 1; }
+export CLOISTER_BROKER=$(sock ws1)
+d=$("$CLOISTER" token issue deploy --json)
+tok=$(echo "$d" | json_get token)
+check "issued_response_to_the_agent_holds_no_secret" sh -c "! echo '$d' | grep -q '$SECRET'"
+
+redeem() { raw "$1" "{\"op\":\"redeem\",\"token\":\"$2\"}"; }
+check "agent_socket_cannot_redeem" sh -c "$(declare -f raw redeem); redeem '$(sock ws1)' '$tok' | grep -q '\"error\":\"denied\"'"
+out=$(redeem "$(admin_sock ws1)" "$tok")
+check "redeemer_on_admin_socket_gets_the_secret" test "$(echo "$out" | json_get secret)" = "$SECRET"
+check "second_redeem_is_allowed_by_max_uses_2" test "$(redeem "$(admin_sock ws1)" "$tok" | json_get ok)" = true
+check "third_redeem_is_refused_used_up" sh -c "$(declare -f raw redeem); redeem '$(admin_sock ws1)' '$tok' | grep -q 'used up'"
+g=$("$CLOISTER" token issue git)
+check "scope_without_a_secret_releases_nothing" sh -c "$(declare -f raw redeem); redeem '$(admin_sock ws1)' '$g' | grep -q 'releases no secret'"
+t2=$("$CLOISTER" token issue deploy)
+jti2=$("$CLOISTER" token verify "$t2" --json | json_get jti)
+"$CLOISTER" token revoke "$jti2" >/dev/null
+check "revoked_token_releases_nothing" sh -c "$(declare -f raw redeem); redeem '$(admin_sock ws1)' '$t2' | grep -q '\"error\":\"inactive\"'"
+check "releases_are_audited" grep -q '"event":"release".*"secret":"deploy-key"' "$T/ws1/state/broker/audit.jsonl"
+check "audit_never_holds_the_secret" sh -c "! grep -q '$SECRET' '$T/ws1/state/broker/audit.jsonl'"
+check "audit_never_holds_a_token" sh -c "! grep -q 'v4\.public\.' '$T/ws1/state/broker/audit.jsonl'"
+
+# A renamed sealed file fails to unseal: the name is bound into the seal.
+make_workspace ws2 "[scope \"x\"]
+audience = a
+workspaces = ws2
+secret = renamed"
+mkdir -p "$T/ws2/state/broker/secrets"
+cp "$T/ws1/state/broker/secrets.key" "$T/ws2/state/broker/"
+cp "$T/ws1/state/broker/secrets/deploy-key" "$T/ws2/state/broker/secrets/renamed"
+chmod 700 "$T/ws2/state/broker"
+start_broker "$T/ws2.ini" || { echo "Bail out! broker did not start"; exit 1; }
+x=$("$CLOISTER" token issue x --socket "$(sock ws2)")
+check "sealed_secret_renamed_does_not_unseal" sh -c "$(declare -f raw redeem); redeem '$(admin_sock ws2)' '$x' | grep -q 'cannot be unsealed'"
+done_testing

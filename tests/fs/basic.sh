@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Whole-program tests of `cloister mount`: the synthetic root, the git
+# lower, copy-on-write writes, persistence across remount and SIGKILL.
+. "$(dirname "$0")/lib.sh"
+
+make_repo "$T/repo"
+src_sum() { (cd "$T/repo" && git status --porcelain && git rev-parse HEAD && find . -path ./.git -prune -o -type f -print0 | sort -z | xargs -0 sha256sum); }
+before=$(src_sum)
+C=$(make_config ws "$T/repo")
+M=$(mnt_of "$C")
+S=$(state_of "$C")
+
+check mount_returns_zero_once_serving do_mount "$C"
+check mount_root_has_workspace_home_and_control test -d "$M/workspace" -a -d "$M/home/agent" -a -d "$M/.cloister"
+check mount_root_is_read_only bash -c "! touch '$M/x' 2>/dev/null && ! mkdir '$M/y' 2>/dev/null"
+check second_mount_exits_3 bash -c "'$CLOISTER' mount '$C' 2>/dev/null; [ \$? = 3 ]"
+check lower_file_reads_its_content bash -c "[ \"\$(cat '$M/workspace/README')\" = hello ]"
+check lower_listing_matches_the_tree bash -c "[ \"\$(ls -A '$M/workspace' | tr '\n' ' ')\" = '.git README docs empty-later link run.sh src ' ]"
+check git_status_is_clean_right_after_mount bash -c "[ -z \"\$(git -C '$M/workspace' status --porcelain)\" ]"
+check lower_symlink_reads_its_target bash -c "[ \"\$(readlink '$M/workspace/link')\" = src/main.c ]"
+check lower_exec_bit_is_kept test -x "$M/workspace/run.sh"
+check lower_mtime_is_commit_time bash -c "[ \"\$(stat -c %Y '$M/workspace/README')\" = 1704164645 ]"
+check lower_size_matches_blob bash -c "[ \"\$(stat -c %s '$M/workspace/src/main.c')\" = \"\$(stat -c %s '$T/repo/src/main.c')\" ]"
+check write_to_lower_file_copies_up bash -c "echo more >>'$M/workspace/README' && [ \"\$(cat '$M/workspace/README')\" = \"\$(printf 'hello\nmore')\" ]"
+check new_file_is_created bash -c "echo new >'$M/workspace/new.txt' && [ \"\$(cat '$M/workspace/new.txt')\" = new ]"
+check unlink_lower_file_hides_it bash -c "rm '$M/workspace/docs/guide.md' && [ ! -e '$M/workspace/docs/guide.md' ] && [ -z \"\$(ls -A '$M/workspace/docs')\" ]"
+check mkdir_and_rmdir_work bash -c "mkdir '$M/workspace/d' && rmdir '$M/workspace/d' && [ ! -e '$M/workspace/d' ]"
+check rmdir_with_hidden_lower_entries_is_enotempty bash -c "! rmdir '$M/workspace/src' 2>/dev/null && [ -e '$M/workspace/src/main.c' ]"
+check rename_lower_dir_moves_its_content bash -c "mv '$M/workspace/src' '$M/workspace/source' && [ \"\$(cat '$M/workspace/source/lib/a.c')\" = lib ] && [ ! -e '$M/workspace/src' ]"
+check ino_is_stable_across_copy_up bash -c "i=\$(stat -c %i '$M/workspace/run.sh'); chmod 700 '$M/workspace/run.sh'; [ \"\$(stat -c %i '$M/workspace/run.sh')\" = \"\$i\" ]"
+check wh_named_file_is_an_ordinary_file bash -c "echo a >'$M/workspace/.wh.README' && [ -e '$M/workspace/README' ] && [ \"\$(cat '$M/workspace/.wh.README')\" = a ]"
+check reserved_prefix_name_is_escaped bash -c "echo b >'$M/workspace/.cloister~meta' && [ \"\$(cat '$M/workspace/.cloister~meta')\" = b ] && ls -A '$M/workspace' | grep -qx '.cloister~meta'"
+check workspace_json_names_the_workspace bash -c "grep -q '\"name\":\"ws\"' '$M/.cloister/workspace'"
+check changes_lists_the_new_file bash -c "grep -q '\"path\":\"/workspace/new.txt\",\"type\":\"file\"' '$M/.cloister/changes'"
+check changes_lists_the_deleted_file bash -c "grep -q '\"path\":\"/workspace/docs/guide.md\",\"type\":\"deleted\"' '$M/.cloister/changes'"
+ino_readme=$(stat -c %i "$M/workspace/README")
+check unmount_returns_zero do_unmount "$C"
+check unmount_when_not_mounted_returns_zero do_unmount "$C"
+check remount_succeeds do_mount "$C"
+check changes_persist_across_remount bash -c "[ \"\$(cat '$M/workspace/new.txt')\" = new ] && [ ! -e '$M/workspace/docs/guide.md' ] && [ -d '$M/workspace/source/lib' ] && [ ! -e '$M/workspace/src' ]"
+check ino_is_stable_across_remount bash -c "[ \"\$(stat -c %i '$M/workspace/README')\" = '$ino_readme' ]"
+echo after-kill >"$M/workspace/killed.txt"
+kill -9 "$(cat "$S/mount.pid")"
+sleep 0.2
+check mount_after_sigkill_succeeds do_mount "$C"
+check writes_before_sigkill_survive bash -c "[ \"\$(cat '$M/workspace/killed.txt')\" = after-kill ]"
+check unmount_after_remount do_unmount "$C"
+after=$(src_sum)
+check source_repo_is_untouched test "$after" = "$before"
+finish

@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: MIT
+# lib.sh: shared helpers for the gitdir TAP tests (sourced, not run).
+#
+# Every test runs git with no system or global config and a private HOME, so
+# only the repository config under test is in effect, and makes its repos
+# under one mktemp directory that an EXIT trap removes.
+
+TAP_N=0
+TAP_FAILED=0
+
+ok() {
+        TAP_N=$((TAP_N + 1))
+        echo "ok $TAP_N - $1"
+}
+
+not_ok() {
+        TAP_N=$((TAP_N + 1))
+        echo "not ok $TAP_N - $1"
+        TAP_FAILED=1
+}
+
+# check NAME CMD...: one TAP line saying whether CMD succeeded.
+check() {
+        local name=$1
+        shift
+        if "$@"; then ok "$name"; else not_ok "$name"; fi
+}
+
+# expect_eq NAME EXPECTED ACTUAL
+expect_eq() {
+        if [ "$2" = "$3" ]; then
+                ok "$1"
+        else
+                not_ok "$1"
+                printf '#   expected: %s\n#   actual:   %s\n' "$2" "$3" | head -40
+        fi
+}
+
+skip_all() {
+        echo "1..0 # SKIP $1"
+        exit 77
+}
+
+finish() {
+        echo "1..$TAP_N"
+        exit $TAP_FAILED
+}
+
+git_isolate() {
+        export HOME=$1
+        export GIT_CONFIG_NOSYSTEM=1 GIT_CONFIG_GLOBAL=/dev/null
+        export GIT_AUTHOR_NAME=Tester GIT_AUTHOR_EMAIL=tester@example.invalid
+        export GIT_COMMITTER_NAME=Tester GIT_COMMITTER_EMAIL=tester@example.invalid
+        unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE GIT_OBJECT_DIRECTORY \
+                GIT_ALTERNATE_OBJECT_DIRECTORIES GIT_CEILING_DIRECTORIES
+}
+
+# Fingerprint of a directory tree: every path with its type, mode and size,
+# symlink targets, and the sha256 of every regular file. Any write changes it.
+tree_sum() {
+        (
+                cd "$1" || exit 1
+                find . -printf '%y %m %s %p -> %l\n' | LC_ALL=C sort
+                find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
+        ) | sha256sum | cut -d' ' -f1
+}
+
+# make_checkout REPO REV DIR: the tree of REV as plain files in DIR, dated
+# as the fs dates lower files (the commit's committer time, nsec 0).
+make_checkout() {
+        local repo=$1 rev=$2 dir=$3 t
+        t=$(git -C "$repo" log -1 --format=%ct "$rev") || return 1
+        mkdir -p "$dir" || return 1
+        git -C "$repo" archive "$rev" | tar -x --warning=no-timestamp -C "$dir" || return 1
+        find "$dir" -print0 | xargs -0 touch -h -d "@$t"
+}
+
+# worktree_files_opened_by DIR CMD...: run CMD under strace and print every
+# file below DIR it opened successfully that is neither in .git/, nor a
+# directory, nor a .gitignore: i.e. every file whose data git read.
+# Exits 77 without strace (or ptrace).
+worktree_files_opened_by() {
+        local dir=$1 log
+        shift
+        command -v strace >/dev/null || return 77
+        log=$(mktemp)
+        if ! strace -f -qq -e trace=open,openat,openat2 -o "$log" "$@" >/dev/null 2>&1; then
+                rm -f "$log"
+                return 77
+        fi
+        awk -v dir="$dir" '
+                / = -1 / || /O_DIRECTORY/ { next }
+                {
+                        if (!match($0, /"[^"]*"/)) next
+                        p = substr($0, RSTART + 1, RLENGTH - 2)
+                        if (p !~ /^\//) p = dir "/" p
+                        if (index(p, dir "/") != 1) next
+                        rel = substr(p, length(dir) + 2)
+                        if (rel ~ /^\.git(\/|$)/ || rel ~ /(^|\/)\.gitignore$/) next
+                        print rel
+                }' "$log"
+        rm -f "$log"
+}
+
+# check_no_data_read NAME DIR CMD...: CMD opens no work tree file in DIR.
+check_no_data_read() {
+        local name=$1 dir=$2 out rc
+        shift 2
+        out=$(worktree_files_opened_by "$dir" "$@")
+        rc=$?
+        if [ $rc -eq 77 ]; then
+                TAP_N=$((TAP_N + 1))
+                echo "ok $TAP_N - $name # SKIP strace is not available"
+        else
+                expect_eq "$name" "" "$out"
+        fi
+}

@@ -1,0 +1,118 @@
+# SPDX-License-Identifier: MIT
+# lib.sh: shared by the fs TAP tests. Makes a scratch dir, a real git repo
+# and a workspace config; mounts with the real binary; unmounts and kills
+# every daemon it started in every outcome (trap EXIT).
+set -u
+
+: "${CLOISTER:?set by meson}" "${CLOISTER_SRC:?set by meson}"
+
+skip_all() {
+        echo "1..0 # SKIP $*"
+        exit 77
+}
+
+[ "$(id -u)" = 0 ] || skip_all "needs root for FUSE mounts"
+[ -c /dev/fuse ] || skip_all "no /dev/fuse"
+command -v git >/dev/null || skip_all "no git"
+
+T=$(mktemp -d /tmp/cloister-fs.XXXXXX)
+n=0
+fails=0
+CONFIGS=()
+
+cleanup() {
+        local c
+        for c in "${CONFIGS[@]}"; do
+                "$CLOISTER" unmount "$c" >/dev/null 2>&1 || true
+        done
+        # Anything still mounted under T (a test that failed half-way).
+        grep -o " $T[^ ]*" /proc/self/mounts 2>/dev/null | sort -r | while read -r m; do
+                umount -l "$m" 2>/dev/null || true
+        done
+        for p in "$T"/*/state/mount.pid; do
+                [ -f "$p" ] && kill -9 "$(cat "$p")" 2>/dev/null
+        done
+        rm -rf "$T"
+}
+trap cleanup EXIT
+
+ok() { # ok STATUS NAME
+        n=$((n + 1))
+        if [ "$1" = 0 ]; then echo "ok $n - $2"; else
+                echo "not ok $n - $2"
+                fails=$((fails + 1))
+        fi
+}
+
+check() { # check NAME COMMAND...: passes when the command succeeds
+        local name=$1
+        shift
+        if "$@" >"$T/.out" 2>&1; then ok 0 "$name"; else
+                sed 's/^/# /' "$T/.out" | head -20
+                ok 1 "$name"
+        fi
+}
+
+finish() {
+        local c logs=""
+        for c in "${CONFIGS[@]}"; do
+                "$CLOISTER" unmount "$c" >/dev/null 2>&1
+                [ -f "$(state_of "$c")/fs/daemon.log" ] && logs="$logs $(state_of "$c")/fs/daemon.log"
+        done
+        # The daemons' own stderr: sanitizer reports land there, not in the test's output.
+        if [ -n "$logs" ] && grep -hE 'ERROR: AddressSanitizer|runtime error:|LeakSanitizer' $logs >"$T/.san"; then
+                sed 's/^/# /' "$T/.san" | head -20
+                ok 1 "daemons_report_no_sanitizer_errors"
+        else
+                ok 0 "daemons_report_no_sanitizer_errors"
+        fi
+        echo "1..$n"
+        [ "$fails" = 0 ]
+}
+
+git_quiet() { git -c user.name=t -c user.email=t@e -c init.defaultBranch=main "$@" >/dev/null 2>&1; }
+
+# make_repo DIR: a small git repo with files, dirs, an executable, a symlink.
+make_repo() {
+        local d=$1
+        mkdir -p "$d"
+        git_quiet -C "$d" init
+        mkdir -p "$d/src/lib" "$d/docs" "$d/empty-later"
+        echo "hello" >"$d/README"
+        printf 'int main(void) { return 0; }\n' >"$d/src/main.c"
+        printf 'lib\n' >"$d/src/lib/a.c"
+        printf 'lib b\n' >"$d/src/lib/b.c"
+        echo "doc" >"$d/docs/guide.md"
+        echo "x" >"$d/empty-later/only"
+        printf '#!/bin/sh\necho run\n' >"$d/run.sh"
+        chmod 755 "$d/run.sh"
+        ln -s src/main.c "$d/link"
+        git_quiet -C "$d" add -A
+        GIT_COMMITTER_DATE="2024-01-02T03:04:05Z" GIT_AUTHOR_DATE="2024-01-02T03:04:05Z" \
+                git_quiet -C "$d" commit -m init
+}
+
+# make_config NAME SOURCE [EXTRA-INI]: prints the config path; state in $T/NAME/state
+make_config() {
+        local name=$1 src=$2 extra=${3:-}
+        local dir="$T/$name"
+        mkdir -p "$dir"
+        cat >"$dir/config.ini" <<INI
+[workspace]
+name = $name
+state = $dir/state
+mountpoint = $dir/mnt
+
+[repo]
+source = $src
+$extra
+INI
+        CONFIGS+=("$dir/config.ini")
+        echo "$dir/config.ini"
+}
+
+mnt_of() { echo "$(dirname "$1")/mnt"; }
+state_of() { echo "$(dirname "$1")/state"; }
+
+do_mount() { "$CLOISTER" mount "$1"; }
+do_unmount() { "$CLOISTER" unmount "$1"; }

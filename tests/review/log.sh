@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# cloister log: prints the journal, filters by --since/--path, passes --json
+# lines through verbatim, and reports (without failing) a damaged journal.
+set -uo pipefail
+: "${CLOISTER:?run through meson test}"
+t=$(mktemp -d /tmp/cloister-log.XXXXXX)
+trap 'rm -rf "$t"' EXIT
+mkdir -p "$t/state" "$t/src"
+git -C "$t/src" init -q && git -C "$t/src" -c user.name=t -c user.email=t@t commit -q --allow-empty -m base
+cat >"$t/ws.ini" <<INI
+[workspace]
+name = logtest
+state = $t/state
+[repo]
+source = $t/src
+INI
+n=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
+check() { if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
+echo "1..8"
+
+out=$("$CLOISTER" log "$t/ws.ini" 2>&1)
+check "missing_journal_prints_nothing_and_succeeds" '[ $? -eq 0 ] && [ -z "$out" ]'
+
+cat >"$t/state/journal.jsonl" <<'J'
+{"time":"2026-01-01T10:00:00.000000Z","op":"create","path":"/workspace/a.c","mode":33188,"result":0,"pid":7,"uid":1000,"gid":1000,"comm":"vim"}
+{"time":"2026-01-01T11:00:00.000000Z","op":"write","path":"/workspace/a.c","offset":0,"length":8192,"count":2,"result":0,"pid":7,"uid":1000,"gid":1000,"comm":"vim"}
+{"time":"2026-01-01T12:00:00.000000Z","op":"rename","path":"/workspace/a.c","path2":"/workspace/src/b.c","result":0,"pid":8,"uid":1000,"gid":1000,"comm":"mv"}
+{"time":"2026-01-01T13:00:00.000000Z","op":"unlink","path":"/home/agent/x","result":-2,"error":"ENOENT","pid":9,"uid":1000,"gid":1000,"comm":null}
+J
+out=$("$CLOISTER" log "$t/ws.ini")
+check "every_entry_is_printed_with_op_path_and_process" \
+        '[ $(wc -l <<<"$out") -eq 4 ] && grep -q "write .*/workspace/a.c \[0+8192 in 2 writes\]  (vim\[7\] uid 1000)" <<<"$out" && grep -q "rename .*/workspace/a.c -> /workspace/src/b.c" <<<"$out" && grep -q "failed: ENOENT" <<<"$out"'
+out=$("$CLOISTER" log "$t/ws.ini" --since 2026-01-01T11:30:00Z)
+check "since_keeps_only_later_entries" '[ $(wc -l <<<"$out") -eq 2 ] && ! grep -q create <<<"$out"'
+out=$("$CLOISTER" log "$t/ws.ini" --path '/workspace/src/*')
+check "path_glob_matches_rename_targets" '[ $(wc -l <<<"$out") -eq 1 ] && grep -q rename <<<"$out"'
+out=$("$CLOISTER" log "$t/ws.ini" --json --path '/home/*')
+check "json_prints_the_raw_line" '[ "$out" = "$(sed -n 4p "$t/state/journal.jsonl")" ]'
+
+printf '%s' '{"time":"2026-01-01T14:00:00.000000Z","op":"wr' >>"$t/state/journal.jsonl"
+out=$("$CLOISTER" log "$t/ws.ini" 2>"$t/err")
+rc=$?
+check "cut_short_last_line_is_reported_not_fatal" \
+        '[ $rc -eq 0 ] && [ $(wc -l <<<"$out") -eq 4 ] && grep -q "1 damaged line(s) skipped, the first at line 5; the last entry was cut short" "$t/err"'
+
+"$CLOISTER" log "$t/ws.ini" --since yesterday-ish >/dev/null 2>"$t/err"
+check "bad_since_is_a_usage_error" '[ $? -eq 2 ] && grep -q -- "--since" "$t/err"'
+"$CLOISTER" log "$t/nope.ini" >/dev/null 2>"$t/err"
+check "missing_config_is_a_usage_error" '[ $? -eq 2 ] && [ $(wc -l <"$t/err") -eq 1 ]'

@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-journal.c: unit tests for fs/journal: what the writer appends, how
+ * writes coalesce, that threads never interleave lines, and that the reader
+ * survives what a crash leaves behind.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <jansson.h>
+
+#include "journal.h"
+#include "util.h"
+
+static char tmpdir[64];
+static int dirfd_ = -1;
+
+static void setup(void)
+{
+        strcpy(tmpdir, "/tmp/cloister-journal-XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+        dirfd_ = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ck_assert_int_ge(dirfd_, 0);
+}
+
+static void teardown(void)
+{
+        char cmd[128];
+        close(dirfd_);
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+        ck_assert_int_eq(system(cmd), 0);
+}
+
+static struct journal_caller me(void)
+{
+        return (struct journal_caller){.pid = getpid(), .uid = getuid(), .gid = getgid()};
+}
+
+/* Read every record; returns the count, fills the first n ops/paths. */
+static unsigned read_all(char ops[][16], char paths[][64], json_t **last, unsigned *corrupt,
+                         bool *truncated)
+{
+        journal_reader *r = NULL;
+        struct journal_record rec;
+        unsigned n = 0;
+        int k;
+
+        ck_assert_int_eq(journal_reader_open(dirfd_, "journal.jsonl", &r), 0);
+        while ((k = journal_reader_next(r, &rec)) > 0) {
+                if (ops && n < 64) {
+                        snprintf(ops[n], 16, "%s", rec.op);
+                        snprintf(paths[n], 64, "%s", rec.path);
+                }
+                if (last) {
+                        json_decref(*last);
+                        *last = json_deep_copy((json_t *)rec.json);
+                }
+                n++;
+        }
+        ck_assert_int_eq(k, 0);
+        if (corrupt)
+                *corrupt = journal_reader_corrupt(r);
+        if (truncated)
+                *truncated = journal_reader_truncated(r);
+        journal_reader_free(r);
+        return n;
+}
+
+START_TEST(entries_read_back_with_op_paths_result_and_caller)
+{
+        journal *j = NULL;
+        struct journal_caller who = me();
+        char ops[64][16], paths[64][64];
+        json_t *last = NULL;
+
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", &j), 0);
+        ck_assert_int_eq(journal_append(j, &who,
+                                        &(struct journal_entry){.op = JOURNAL_CREATE,
+                                                                .path = "/workspace/a",
+                                                                .mode = 0644}),
+                         0);
+        ck_assert_int_eq(journal_append(j, &who,
+                                        &(struct journal_entry){.op = JOURNAL_RENAME,
+                                                                .path = "/workspace/a",
+                                                                .path2 = "/workspace/b c"}),
+                         0);
+        ck_assert_int_eq(journal_append(j, &who,
+                                        &(struct journal_entry){.op = JOURNAL_UNLINK,
+                                                                .path = "/workspace/nope",
+                                                                .result = -ENOENT}),
+                         0);
+        journal_free(j);
+
+        ck_assert_uint_eq(read_all(ops, paths, &last, NULL, NULL), 3);
+        ck_assert_str_eq(ops[0], "create");
+        ck_assert_str_eq(ops[1], "rename");
+        ck_assert_str_eq(paths[1], "/workspace/a");
+        ck_assert_str_eq(ops[2], "unlink");
+        ck_assert_int_eq(json_integer_value(json_object_get(last, "result")), -ENOENT);
+        ck_assert_str_eq(json_string_value(json_object_get(last, "error")), "ENOENT");
+        ck_assert_int_eq(json_integer_value(json_object_get(last, "pid")), getpid());
+        ck_assert_int_eq(json_integer_value(json_object_get(last, "uid")), getuid());
+        /* The command name comes from /proc/self/comm. */
+        char comm[32] = "";
+        FILE *f = fopen("/proc/self/comm", "re");
+        ck_assert_ptr_nonnull(fgets(comm, sizeof(comm), f));
+        fclose(f);
+        comm[strcspn(comm, "\n")] = 0;
+        ck_assert_str_eq(json_string_value(json_object_get(last, "comm")), comm);
+        json_decref(last);
+}
+END_TEST
+
+START_TEST(sequential_writes_coalesce_into_one_entry)
+{
+        journal *j = NULL;
+        struct journal_caller who = me();
+        json_t *last = NULL;
+
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", &j), 0);
+        for (unsigned i = 0; i < 10000; i++)
+                ck_assert_int_eq(journal_append(j, &who,
+                                                &(struct journal_entry){.op = JOURNAL_WRITE,
+                                                                        .path = "/workspace/big",
+                                                                        .offset = i * 4096ull,
+                                                                        .length = 4096}),
+                                 0);
+        journal_free(j);
+        /* Unless the machine stalled for a whole window, that is one entry; never 10000. */
+        unsigned n = read_all(NULL, NULL, &last, NULL, NULL);
+        ck_assert_uint_ge(n, 1);
+        ck_assert_uint_lt(n, 100);
+        if (n == 1) {
+                ck_assert_int_eq(json_integer_value(json_object_get(last, "offset")), 0);
+                ck_assert_int_eq(json_integer_value(json_object_get(last, "length")), 10000 * 4096);
+                ck_assert_int_eq(json_integer_value(json_object_get(last, "count")), 10000);
+        }
+        json_decref(last);
+}
+END_TEST
+
+START_TEST(distant_writes_and_other_files_stay_separate_and_ordered)
+{
+        journal *j = NULL;
+        struct journal_caller who = me();
+        char ops[64][16], paths[64][64];
+
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", &j), 0);
+        journal_append(
+                j, &who,
+                &(struct journal_entry){
+                        .op = JOURNAL_WRITE, .path = "/workspace/x", .offset = 0, .length = 10});
+        journal_append(j, &who,
+                       &(struct journal_entry){.op = JOURNAL_WRITE,
+                                               .path = "/workspace/x",
+                                               .offset = 1000000,
+                                               .length = 10});
+        journal_append(
+                j, &who,
+                &(struct journal_entry){
+                        .op = JOURNAL_WRITE, .path = "/workspace/y", .offset = 0, .length = 10});
+        /* Any other op flushes pending writes first, so it comes after them. */
+        journal_append(j, &who,
+                       &(struct journal_entry){.op = JOURNAL_UNLINK, .path = "/workspace/x"});
+        journal_free(j);
+        ck_assert_uint_eq(read_all(ops, paths, NULL, NULL, NULL), 4);
+        ck_assert_str_eq(ops[0], "write");
+        ck_assert_str_eq(ops[1], "write");
+        ck_assert_str_eq(ops[2], "write");
+        ck_assert_str_eq(paths[2], "/workspace/y");
+        ck_assert_str_eq(ops[3], "unlink");
+}
+END_TEST
+
+START_TEST(idle_pending_write_is_flushed_without_further_calls)
+{
+        journal *j = NULL;
+        struct journal_caller who = me();
+        unsigned n = 0;
+
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", &j), 0);
+        journal_append(
+                j, &who,
+                &(struct journal_entry){
+                        .op = JOURNAL_WRITE, .path = "/workspace/x", .offset = 0, .length = 10});
+        /* The flusher thread writes it once idle; poll generously (no timing assertion). */
+        for (int i = 0; i < 600 && n == 0; i++) {
+                struct stat st;
+                ck_assert_int_eq(fstatat(dirfd_, "journal.jsonl", &st, 0), 0);
+                if (st.st_size > 0)
+                        n = read_all(NULL, NULL, NULL, NULL, NULL);
+                else
+                        nanosleep(&(struct timespec){0, 50000000}, NULL);
+        }
+        ck_assert_uint_eq(n, 1);
+        journal_free(j);
+        ck_assert_uint_eq(read_all(NULL, NULL, NULL, NULL, NULL), 1);
+}
+END_TEST
+
+struct thread_arg {
+        journal *j;
+        int id;
+};
+
+static void *thread_main(void *p)
+{
+        struct thread_arg *a = p;
+        struct journal_caller who = me();
+        char path[64];
+
+        for (int i = 0; i < 500; i++) {
+                snprintf(path, sizeof(path), "/workspace/t%d/%d", a->id, i);
+                if (journal_append(a->j, &who,
+                                   &(struct journal_entry){
+                                           .op = JOURNAL_MKDIR, .path = path, .mode = 0755}) < 0)
+                        return (void *)1;
+                if (journal_append(a->j, &who,
+                                   &(struct journal_entry){.op = JOURNAL_WRITE,
+                                                           .path = path,
+                                                           .offset = (uint64_t)i * 7,
+                                                           .length = 7}) < 0)
+                        return (void *)1;
+        }
+        return NULL;
+}
+
+START_TEST(concurrent_appends_never_interleave_lines)
+{
+        journal *j = NULL;
+        pthread_t t[8];
+        struct thread_arg a[8];
+        unsigned corrupt = 99, n;
+
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", &j), 0);
+        for (int i = 0; i < 8; i++) {
+                a[i] = (struct thread_arg){j, i};
+                ck_assert_int_eq(pthread_create(&t[i], NULL, thread_main, &a[i]), 0);
+        }
+        for (int i = 0; i < 8; i++) {
+                void *rv;
+                pthread_join(t[i], &rv);
+                ck_assert_ptr_null(rv);
+        }
+        journal_free(j);
+        n = read_all(NULL, NULL, NULL, &corrupt, NULL);
+        ck_assert_uint_eq(corrupt, 0);
+        /* 4000 mkdirs, and each write is to a distinct path: 4000 writes. */
+        ck_assert_uint_eq(n, 8000);
+}
+END_TEST
+
+static void file_append_raw(const char *s)
+{
+        int fd = openat(dirfd_, "journal.jsonl", O_WRONLY | O_APPEND | O_CREAT, 0600);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, s, strlen(s)), (ssize_t)strlen(s));
+        close(fd);
+}
+
+START_TEST(cut_short_last_line_is_reported_and_the_rest_read)
+{
+        journal *j = NULL;
+        struct journal_caller who = me();
+        unsigned corrupt = 0;
+        bool truncated = false;
+
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", &j), 0);
+        journal_append(j, &who, &(struct journal_entry){.op = JOURNAL_MKDIR, .path = "/a"});
+        journal_free(j);
+        file_append_raw("{\"time\":\"2026-01-01T00:00:00.000000Z\",\"op\":\"wri");
+        ck_assert_uint_eq(read_all(NULL, NULL, NULL, &corrupt, &truncated), 1);
+        ck_assert_uint_eq(corrupt, 1);
+        ck_assert(truncated);
+
+        /* The next writer starts on a fresh line: only the cut line is lost. */
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", &j), 0);
+        journal_append(j, &who, &(struct journal_entry){.op = JOURNAL_RMDIR, .path = "/a"});
+        journal_free(j);
+        ck_assert_uint_eq(read_all(NULL, NULL, NULL, &corrupt, &truncated), 2);
+        ck_assert_uint_eq(corrupt, 1);
+        ck_assert(!truncated);
+}
+END_TEST
+
+START_TEST(garbage_line_in_the_middle_is_skipped_and_counted)
+{
+        unsigned corrupt = 0;
+        file_append_raw("{\"time\":\"2026-01-01T00:00:00.5Z\",\"op\":\"mkdir\",\"path\":\"/a\"}\n"
+                        "not json at all\n"
+                        "{\"op\":\"mkdir\"}\n"
+                        "{\"time\":\"2026-01-01T00:00:01Z\",\"op\":\"rmdir\",\"path\":\"/a\"}\n");
+        ck_assert_uint_eq(read_all(NULL, NULL, NULL, &corrupt, NULL), 2);
+        ck_assert_uint_eq(corrupt, 2);
+}
+END_TEST
+
+START_TEST(non_utf8_names_are_kept_in_hex)
+{
+        journal *j = NULL;
+        struct journal_caller who = me();
+        json_t *last = NULL;
+
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", &j), 0);
+        ck_assert_int_eq(journal_append(j, &who,
+                                        &(struct journal_entry){.op = JOURNAL_CREATE,
+                                                                .path = "/workspace/\xff\xfe"}),
+                         0);
+        journal_free(j);
+        ck_assert_uint_eq(read_all(NULL, NULL, &last, NULL, NULL), 1);
+        ck_assert_str_eq(json_string_value(json_object_get(last, "path")), "/workspace/??");
+        ck_assert_str_eq(json_string_value(json_object_get(last, "path_hex")),
+                         "2f776f726b73706163652ffffe");
+        json_decref(last);
+}
+END_TEST
+
+START_TEST(sigkill_mid_appends_leaves_a_readable_journal)
+{
+        pid_t pid = fork();
+        unsigned corrupt = 99, n;
+        int status;
+
+        ck_assert_int_ge(pid, 0);
+        if (pid == 0) {
+                journal *j = NULL;
+                struct journal_caller who = me();
+                if (journal_open(dirfd_, "journal.jsonl", &j) < 0)
+                        _exit(1);
+                for (uint64_t i = 0;; i++) {
+                        journal_append(j, &who,
+                                       &(struct journal_entry){.op = JOURNAL_MKDIR,
+                                                               .path = "/workspace/d"});
+                        journal_append(j, &who,
+                                       &(struct journal_entry){.op = JOURNAL_WRITE,
+                                                               .path = "/workspace/f",
+                                                               .offset = i,
+                                                               .length = 1});
+                }
+        }
+        /* Let it write for a while, then kill it without warning. */
+        for (int i = 0; i < 200; i++) {
+                struct stat st;
+                if (fstatat(dirfd_, "journal.jsonl", &st, 0) == 0 && st.st_size > 100000)
+                        break;
+                nanosleep(&(struct timespec){0, 20000000}, NULL);
+        }
+        kill(pid, SIGKILL);
+        ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+        ck_assert(WIFSIGNALED(status));
+        n = read_all(NULL, NULL, NULL, &corrupt, NULL);
+        ck_assert_uint_gt(n, 100);
+        ck_assert_uint_le(corrupt, 1);
+}
+END_TEST
+
+START_TEST(time_parse_accepts_what_the_writer_writes_only)
+{
+        double t;
+        ck_assert_int_eq(journal_time_parse("1970-01-01T00:00:10.250000Z", &t), 0);
+        ck_assert(t > 10.24 && t < 10.26);
+        ck_assert_int_eq(journal_time_parse("2026-12-02T16:00:00Z", &t), 0);
+        ck_assert_int_eq(journal_time_parse("2026-12-02 16:00:00", &t), -EINVAL);
+        ck_assert_int_eq(journal_time_parse("2026-12-02T16:00:00.Z", &t), -EINVAL);
+        ck_assert_int_eq(journal_time_parse("", &t), -EINVAL);
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("journal");
+        TCase *tc = tcase_create("journal");
+        SRunner *sr;
+        int failed;
+
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_set_timeout(tc, 120);
+        tcase_add_test(tc, entries_read_back_with_op_paths_result_and_caller);
+        tcase_add_test(tc, sequential_writes_coalesce_into_one_entry);
+        tcase_add_test(tc, distant_writes_and_other_files_stay_separate_and_ordered);
+        tcase_add_test(tc, idle_pending_write_is_flushed_without_further_calls);
+        tcase_add_test(tc, concurrent_appends_never_interleave_lines);
+        tcase_add_test(tc, cut_short_last_line_is_reported_and_the_rest_read);
+        tcase_add_test(tc, garbage_line_in_the_middle_is_skipped_and_counted);
+        tcase_add_test(tc, non_utf8_names_are_kept_in_hex);
+        tcase_add_test(tc, sigkill_mid_appends_leaves_a_readable_journal);
+        tcase_add_test(tc, time_parse_accepts_what_the_writer_writes_only);
+        suite_add_tcase(s, tc);
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? 1 : 0;
+}
