@@ -13,7 +13,10 @@ at_exit "rm -rf '$T'"
 # Nothing a failed test leaves behind may hold meson's pipes open.
 at_exit "pkill -KILL -f 'sleep 4[2-5][4-5][2-5]'"
 echo "# workspace served by: $fs_mode"
-ws_new "$T/a" "[run]
+ws_new "$T/a" "[home]
+persist = true
+
+[run]
 env = RUN_TEST_PLAIN
 
 [limits]
@@ -60,7 +63,8 @@ out=$(crun "$A_CFG" -- cat /opt/mirror/sub/readme)
 is mirror_is_readable "$out" "mirror file"
 crun "$A_CFG" -- sh -c 'echo made > /workspace/made.txt && echo home > /home/agent/h.txt'
 is workspace_and_home_are_writable "$?" 0
-is workspace_write_reaches_the_mount "$(cat "$A_MNT/workspace/made.txt" 2>/dev/null)" made
+out=$(crun "$A_CFG" -- cat /workspace/made.txt /home/agent/h.txt | tr '\n' ' ')
+is workspace_write_persists_to_the_next_run "$out" "made home "
 crun "$A_CFG" -- sh -c 'head -c 2097152 /dev/zero > /tmp/big' 2>/dev/null
 is tmp_is_size_limited "$?" 1
 out=$(crun "$A_CFG" -- sh -c 'cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d " "')
@@ -94,7 +98,7 @@ gone() { # gone PATTERN: wait (bounded) until no process matches
 }
 "$CLOISTER" run "${RUN_OPTS[@]}" "$A_CFG" -- sleep 4242 &
 pid=$!
-for _ in $(seq 100); do pgrep -f 'sleep 4242' >/dev/null && break; sleep 0.1; done
+for _ in $(seq 100); do pgrep -f '^sleep 4242$' >/dev/null && break; sleep 0.1; done
 kill -TERM "$pid"
 wait "$pid"
 is sigterm_to_run_exits_143 "$?" 143
@@ -102,7 +106,7 @@ gone 'sleep 4242' && ok sigterm_to_run_stops_the_sandbox || not_ok sigterm_to_ru
 
 "$CLOISTER" run "${RUN_OPTS[@]}" "$A_CFG" -- sleep 4343 &
 pid=$!
-for _ in $(seq 100); do pgrep -f 'sleep 4343' >/dev/null && break; sleep 0.1; done
+for _ in $(seq 100); do pgrep -f '^sleep 4343$' >/dev/null && break; sleep 0.1; done
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 gone "sleep 4343" && ok sigkill_to_run_kills_the_sandbox || not_ok sigkill_to_run_kills_the_sandbox "still running: $(pgrep -af "sleep 4343" | cut -c1-200 | tr "\n" " ")"
@@ -126,7 +130,7 @@ if [ "$fs_mode" = fuse ]; then
         "$CLOISTER" unmount "$CFG"
         "$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" -- sleep 4444 &
         pid=$!
-        for _ in $(seq 100); do pgrep -f 'sleep 4444' >/dev/null && break; sleep 0.1; done
+        for _ in $(seq 100); do pgrep -f '^sleep 4444$' >/dev/null && break; sleep 0.1; done
         kill -KILL "$pid"
         wait "$pid" 2>/dev/null
         gone 'sleep 4444'
