@@ -465,7 +465,12 @@ json_t *broker_request_handle(struct ws *ws, const struct peer *peer, const char
                 goto out;
         }
         op = json_string_value(json_object_get(req, "op"));
-        if (streq(op, "issue"))
+        if (peer->admin && !peer->owner && !streq(op, "redeem") && !streq(op, "introspect") &&
+            !streq(op, "pubkey"))
+                /* Another uid listed in redeemers: it redeems, it does not administer. */
+                resp = refuse(ws, peer, now, op, "denied",
+                              "a redeemer may only redeem, introspect and ask for pubkey");
+        else if (streq(op, "issue"))
                 resp = do_issue(ws, peer, req, now);
         else if (streq(op, "introspect"))
                 resp = do_introspect(ws, peer, req, now);
