@@ -51,6 +51,7 @@ struct broker {
         size_t n_conns;
         size_t conns_max; /* BROKER_CONNS_MAX, or less if file descriptors are fewer */
         int sigfd;
+        void (*log)(const char *line); /* the program's; the library does not print */
 };
 
 static void *wipe_malloc(size_t n)
@@ -213,7 +214,8 @@ static int mkdir_parents(const char *path)
         return 0;
 }
 
-static int mkdir_private(const char *dir, char **ret_error)
+/* dir exists, is ours, and has exactly mode. */
+static int mkdir_private(const char *dir, mode_t mode, char **ret_error)
 {
         struct stat sb;
 
@@ -224,8 +226,9 @@ static int mkdir_private(const char *dir, char **ret_error)
         if (sb.st_uid != geteuid())
                 return errorf(ret_error, -EPERM, "%s: owned by uid %u, not by the broker's %u", dir,
                               (unsigned)sb.st_uid, (unsigned)geteuid());
-        if ((sb.st_mode & 077) && chmod(dir, 0700) < 0)
-                return errorf(ret_error, negative_errno(), "%s: cannot make it private: %m", dir);
+        if ((sb.st_mode & 07777) != mode && chmod(dir, mode) < 0)
+                return errorf(ret_error, negative_errno(), "%s: cannot set mode %04o: %m", dir,
+                              (unsigned)mode);
         return 0;
 }
 
@@ -266,7 +269,15 @@ int broker_add_workspace(broker *b, const struct config *cfg, char **ret_error)
         r = broker_policy_load(cfg->broker.policy, &ws->policy, ret_error);
         if (r < 0)
                 goto fail;
-        r = mkdir_private(ws->dir, ret_error);
+        /*
+         * Redeemers running as other users must reach the admin socket: then
+         * the dir is 0711 (no listing; every file in it stays 0600) and the
+         * socket 0666, and SO_PEERCRED is the gate (conn_accept).
+         */
+        bool foreign = false;
+        for (size_t i = 0; i < ws->policy->n_redeemers; i++)
+                foreign |= ws->policy->redeemers[i] != geteuid() && ws->policy->redeemers[i] != 0;
+        r = mkdir_private(ws->dir, foreign ? 0711 : 0700, ret_error);
         if (r < 0)
                 goto fail;
         ws->dirfd = open(ws->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -292,7 +303,7 @@ int broker_add_workspace(broker *b, const struct config *cfg, char **ret_error)
                 r = -ENOMEM;
                 goto fail;
         }
-        r = socket_listen(ws->admin_path, 0600, &ws->admin_fd, ret_error);
+        r = socket_listen(ws->admin_path, foreign ? 0666 : 0600, &ws->admin_fd, ret_error);
         if (r < 0) {
                 free(ws->admin_path);
                 ws->admin_path = NULL; /* not ours: never unlink it */
@@ -358,7 +369,11 @@ static int conn_accept(broker *b, struct ws *ws, bool admin)
         }
         c->fd = fd;
         c->ws = ws;
-        c->peer = (struct peer){.admin = admin, .pid = cred.pid, .uid = cred.uid, .gid = cred.gid};
+        c->peer = (struct peer){.admin = admin,
+                                .pid = cred.pid,
+                                .uid = cred.uid,
+                                .gid = cred.gid,
+                                .owner = admin && (cred.uid == geteuid() || cred.uid == 0)};
         if (!admin)
                 ws->n_agent_conns++;
         b->conns[b->n_conns++] = c;
@@ -488,6 +503,41 @@ static void shutdown_workspaces(broker *b)
         }
 }
 
+/*
+ * SIGHUP: re-read every policy. A policy that no longer parses is not
+ * applied (the old one stays in force) and the error goes to the log
+ * callback; tokens already issued keep their state either way.
+ */
+static void policies_reload(broker *b)
+{
+        for (size_t i = 0; i < b->n_ws; i++) {
+                struct ws *ws = b->ws[i];
+                struct broker_policy *p = NULL;
+                _cleanup_free_ char *error = NULL, *msg = NULL;
+
+                if (broker_policy_load(ws->cfg->broker.policy, &p, &error) < 0) {
+                        if (asprintf(&msg,
+                                     "workspace '%s': policy not reloaded, keeping the old "
+                                     "one: %s",
+                                     ws->name, error ? error : "error") < 0)
+                                msg = NULL;
+                } else {
+                        broker_policy_free(ws->policy);
+                        ws->policy = p;
+                        if (asprintf(&msg, "workspace '%s': policy reloaded from %s", ws->name,
+                                     ws->cfg->broker.policy) < 0)
+                                msg = NULL;
+                }
+                if (b->log && msg)
+                        b->log(msg);
+        }
+}
+
+void broker_set_log(broker *b, void (*log)(const char *line))
+{
+        b->log = log;
+}
+
 int broker_run(broker *b, char **ret_error)
 {
         _cleanup_free_ struct pollfd *pfd = NULL;
@@ -545,10 +595,13 @@ int broker_run(broker *b, char **ret_error)
                 }
                 if (pfd[0].revents) {
                         struct signalfd_siginfo si;
-                        if (read(b->sigfd, &si, sizeof(si)) == sizeof(si) &&
-                            si.ssi_signo != SIGHUP) {
-                                shutdown_workspaces(b);
-                                return 0;
+                        if (read(b->sigfd, &si, sizeof(si)) == sizeof(si)) {
+                                if (si.ssi_signo == SIGHUP) {
+                                        policies_reload(b);
+                                } else {
+                                        shutdown_workspaces(b);
+                                        return 0;
+                                }
                         }
                 }
                 /* Connections first (their indices are stable until we compact). */

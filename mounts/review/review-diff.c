@@ -58,6 +58,62 @@ static int line_print(const git_diff_delta *delta, const git_diff_hunk *hunk,
         return 0;
 }
 
+/* A path as git prints it with core.quotePath on: C-quoted if it holds odd bytes. */
+static void path_print(FILE *out, const char *p)
+{
+        bool plain = true;
+
+        for (const unsigned char *c = (const unsigned char *)p; *c && plain; c++)
+                plain = *c >= 0x20 && *c < 0x7f && *c != '"' && *c != '\\';
+        if (plain) {
+                fputs(p, out);
+                return;
+        }
+        fputc('"', out);
+        for (const unsigned char *c = (const unsigned char *)p; *c; c++) {
+                const char *esc = *c == '"'    ? "\\\""
+                                  : *c == '\\' ? "\\\\"
+                                  : *c == '\n' ? "\\n"
+                                  : *c == '\t' ? "\\t"
+                                               : NULL;
+                if (esc)
+                        fputs(esc, out);
+                else if (*c < 0x20 || *c >= 0x7f)
+                        fprintf(out, "\\%03o", *c);
+                else
+                        fputc(*c, out);
+        }
+        fputc('"', out);
+}
+
+/*
+ * git diff --name-status: libgit2's NAME_STATUS format differs from git's
+ * (it appends mode markers and has no similarity score), so the lines are
+ * put together here from libgit2's deltas: "M\tpath", "R087\told\tnew".
+ */
+static int name_status_print(git_diff *diff, FILE *out)
+{
+        size_t n = git_diff_num_deltas(diff);
+
+        for (size_t i = 0; i < n; i++) {
+                const git_diff_delta *d = git_diff_get_delta(diff, i);
+                char c = git_diff_status_char(d->status);
+                if (d->status == GIT_DELTA_RENAMED || d->status == GIT_DELTA_COPIED) {
+                        fprintf(out, "%c%03u\t", c, (unsigned)d->similarity);
+                        path_print(out, d->old_file.path);
+                        fputc('\t', out);
+                        path_print(out, d->new_file.path);
+                } else {
+                        fprintf(out, "%c\t", c);
+                        path_print(out, d->status == GIT_DELTA_DELETED ? d->old_file.path
+                                                                       : d->new_file.path);
+                }
+                if (fputc('\n', out) == EOF)
+                        return -1;
+        }
+        return 0;
+}
+
 int review_print(review *r, enum review_format fmt, FILE *out)
 {
         git_diff *diff = NULL;
@@ -71,7 +127,7 @@ int review_print(review *r, enum review_format fmt, FILE *out)
                 g = git_diff_print(diff, GIT_DIFF_FORMAT_PATCH, line_print, out);
                 break;
         case REVIEW_NAME_STATUS:
-                g = git_diff_print(diff, GIT_DIFF_FORMAT_NAME_STATUS, line_print, out);
+                g = name_status_print(diff, out);
                 break;
         case REVIEW_STAT: {
                 git_diff_stats *stats = NULL;

@@ -84,6 +84,8 @@ int review_commit(review *r, const struct review_commit_options *o, git_oid *ret
                                       parents);
         if (g < 0)
                 k = review_git_fail(r, g, "creating the commit");
+        else if (!r->o.in_memory)
+                k = review_persist(r);
 out:
         git_tree_free(tree);
         git_signature_free(author);

@@ -47,7 +47,9 @@ struct review_options {
         const char *home_prefix;    /* its workspace-absolute prefix ("/home/agent"), or NULL */
         const char *const *exclude; /* repo-relative paths never taken (read-only mirrors),
                                        NULL-terminated or NULL */
-        bool in_memory; /* new objects go to an in-memory odb: the source stays untouched */
+        /* true: never write the source (diff, mbox); false: commits and their objects
+         * go into the source as one pack (export) */
+        bool in_memory;
         review_progress_fn progress;
         void *userdata;
 };
