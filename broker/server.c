@@ -51,6 +51,7 @@ struct broker {
         size_t n_conns;
         size_t conns_max; /* BROKER_CONNS_MAX, or less if file descriptors are fewer */
         int sigfd;
+        void (*log)(const char *line); /* the program's; the library does not print */
 };
 
 static void *wipe_malloc(size_t n)
@@ -502,6 +503,41 @@ static void shutdown_workspaces(broker *b)
         }
 }
 
+/*
+ * SIGHUP: re-read every policy. A policy that no longer parses is not
+ * applied (the old one stays in force) and the error goes to the log
+ * callback; tokens already issued keep their state either way.
+ */
+static void policies_reload(broker *b)
+{
+        for (size_t i = 0; i < b->n_ws; i++) {
+                struct ws *ws = b->ws[i];
+                struct broker_policy *p = NULL;
+                _cleanup_free_ char *error = NULL, *msg = NULL;
+
+                if (broker_policy_load(ws->cfg->broker.policy, &p, &error) < 0) {
+                        if (asprintf(&msg,
+                                     "workspace '%s': policy not reloaded, keeping the old "
+                                     "one: %s",
+                                     ws->name, error ? error : "error") < 0)
+                                msg = NULL;
+                } else {
+                        broker_policy_free(ws->policy);
+                        ws->policy = p;
+                        if (asprintf(&msg, "workspace '%s': policy reloaded from %s", ws->name,
+                                     ws->cfg->broker.policy) < 0)
+                                msg = NULL;
+                }
+                if (b->log && msg)
+                        b->log(msg);
+        }
+}
+
+void broker_set_log(broker *b, void (*log)(const char *line))
+{
+        b->log = log;
+}
+
 int broker_run(broker *b, char **ret_error)
 {
         _cleanup_free_ struct pollfd *pfd = NULL;
@@ -559,10 +595,13 @@ int broker_run(broker *b, char **ret_error)
                 }
                 if (pfd[0].revents) {
                         struct signalfd_siginfo si;
-                        if (read(b->sigfd, &si, sizeof(si)) == sizeof(si) &&
-                            si.ssi_signo != SIGHUP) {
-                                shutdown_workspaces(b);
-                                return 0;
+                        if (read(b->sigfd, &si, sizeof(si)) == sizeof(si)) {
+                                if (si.ssi_signo == SIGHUP) {
+                                        policies_reload(b);
+                                } else {
+                                        shutdown_workspaces(b);
+                                        return 0;
+                                }
                         }
                 }
                 /* Connections first (their indices are stable until we compact). */
