@@ -65,6 +65,7 @@ struct review_change {
 };
 int review_changes_load(review *r, struct review_change **ret, size_t *ret_n);
 void review_changes_free(struct review_change *c, size_t n);
+int review_home_path_add(review *r, const char *workspace_path);
 
 /* review-commits.c */
 void review_scratch_remove(review *r);
