@@ -445,6 +445,7 @@ static void conn_process(struct conn *c)
 
                 if (c->discarding) {
                         if (!nl) {
+                                sodium_memzero(c->in, c->in_len);
                                 c->in_len = 0;
                                 return;
                         }
@@ -468,9 +469,9 @@ static void conn_process(struct conn *c)
                 } else {
                         return;
                 }
-                sodium_memzero(c->in, used);
                 memmove(c->in, c->in + used, c->in_len - used);
                 c->in_len -= used;
+                sodium_memzero(c->in + c->in_len, used); /* no stale copy of a request */
                 if (!conn_flush(c))
                         return;
         }
