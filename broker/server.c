@@ -30,17 +30,25 @@
 #include "server-private.h"
 #include "util.h"
 
-#define WS_MAX 64
+#define WS_MAX     64
+#define OUT_INLINE (8 * 1024) /* responses up to this size need no allocation */
 
 struct conn {
         int fd;
         struct ws *ws;
         struct peer peer;
-        char *in; /* sodium_malloc'd BROKER_REQUEST_MAX + 1: requests carry tokens */
+        /*
+         * One sodium_malloc'd block per connection, made at accept: the request
+         * buffer (BROKER_REQUEST_MAX + 1) and then OUT_INLINE bytes for
+         * responses. Requests and responses carry tokens; allocating guarded
+         * memory per response would cost more than signing the token.
+         */
+        char *in;
+        char *out_inline;
         size_t in_len;
         bool discarding; /* dropping the rest of an oversized line */
         bool eof;
-        char *out; /* sodium_malloc'd response, or NULL */
+        char *out; /* pending response: out_inline or a larger sodium_malloc'd block; or NULL */
         size_t out_len, out_off;
 };
 
@@ -99,8 +107,9 @@ static void conn_free(struct conn *c)
         if (!c)
                 return;
         safe_close(c->fd);
-        sodium_free(c->in);
-        sodium_free(c->out);
+        if (c->out && c->out != c->out_inline)
+                sodium_free(c->out);
+        sodium_free(c->in); /* wipes the inline response buffer too */
         if (c->ws && !c->peer.admin)
                 c->ws->n_agent_conns--;
         free(c);
@@ -362,11 +371,12 @@ static int conn_accept(broker *b, struct ws *ws, bool admin)
         nc = c ? realloc(b->conns, (b->n_conns + 1) * sizeof(*nc)) : NULL;
         if (nc)
                 b->conns = nc;
-        if (!c || !nc || !(c->in = sodium_malloc(BROKER_REQUEST_MAX + 1))) {
+        if (!c || !nc || !(c->in = sodium_malloc(BROKER_REQUEST_MAX + 1 + OUT_INLINE))) {
                 free(c);
                 safe_close(fd);
                 return -ENOMEM;
         }
+        c->out_inline = c->in + BROKER_REQUEST_MAX + 1;
         c->fd = fd;
         c->ws = ws;
         c->peer = (struct peer){.admin = admin,
@@ -394,7 +404,7 @@ static void conn_respond(struct conn *c, json_t *resp)
                         return;
         }
         n = strlen(s);
-        c->out = sodium_malloc(n + 1);
+        c->out = n + 1 <= OUT_INLINE ? c->out_inline : sodium_malloc(n + 1);
         if (c->out) {
                 memcpy(c->out, s, n);
                 c->out[n] = '\n';
@@ -418,7 +428,10 @@ static bool conn_flush(struct conn *c)
                         return false;
                 c->out_off += (size_t)n;
         }
-        sodium_free(c->out);
+        if (c->out != c->out_inline)
+                sodium_free(c->out);
+        else
+                sodium_memzero(c->out, c->out_len);
         c->out = NULL;
         return true;
 }
@@ -432,6 +445,7 @@ static void conn_process(struct conn *c)
 
                 if (c->discarding) {
                         if (!nl) {
+                                sodium_memzero(c->in, c->in_len);
                                 c->in_len = 0;
                                 return;
                         }
@@ -455,9 +469,9 @@ static void conn_process(struct conn *c)
                 } else {
                         return;
                 }
-                sodium_memzero(c->in, used);
                 memmove(c->in, c->in + used, c->in_len - used);
                 c->in_len -= used;
+                sodium_memzero(c->in + c->in_len, used); /* no stale copy of a request */
                 if (!conn_flush(c))
                         return;
         }
@@ -615,6 +629,8 @@ int broker_run(broker *b, char **ret_error)
                         b->conns[keep++] = c;
                 }
                 b->n_conns = keep;
+                for (size_t i = 0; i < b->n_ws; i++)
+                        (void)broker_audit_sync_head(b->ws[i]->audit);
                 for (size_t i = 0; i < b->n_ws; i++) {
                         if (pfd[1 + 2 * i].revents & POLLIN)
                                 for (int k = 0; k < 64 && conn_accept(b, b->ws[i], false) > 0 &&
