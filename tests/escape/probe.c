@@ -36,6 +36,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -196,6 +197,180 @@ static int proc_find(const char *comm)
                 fclose(f);
         }
         printf("%s\n", found ? "found" : "none");
+        return 0;
+}
+
+/*
+ * The broker, as the agent sees it: $CLOISTER_BROKER, JSON lines. The
+ * replies are read with plain string search; the probe needs no JSON
+ * library and only ever looks at fields the protocol documents.
+ */
+static int broker_call(const char *request, char *resp, size_t n)
+{
+        struct sockaddr_un sa = {.sun_family = AF_UNIX};
+        const char *path = getenv("CLOISTER_BROKER");
+        size_t len = 0;
+        int fd;
+
+        if (!path || strlen(path) >= sizeof(sa.sun_path)) {
+                errno = ENOENT;
+                return -1;
+        }
+        strcpy(sa.sun_path, path);
+        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+                return -1;
+        if (write(fd, request, strlen(request)) < 0 || write(fd, "\n", 1) < 0) {
+                close(fd);
+                return -1;
+        }
+        while (len + 1 < n) {
+                ssize_t r = read(fd, resp + len, n - 1 - len);
+                if (r <= 0)
+                        break;
+                len += (size_t)r;
+                if (memchr(resp, '\n', len))
+                        break;
+        }
+        close(fd);
+        resp[len] = '\0';
+        resp[strcspn(resp, "\n")] = '\0';
+        return len ? 0 : (errno = EPROTO, -1);
+}
+
+/* The string value of "key" in a flat JSON reply, or "" */
+static void json_field(const char *json, const char *key, char *out, size_t n)
+{
+        char pat[64];
+        const char *p;
+        size_t l = 0;
+
+        snprintf(pat, sizeof(pat), "\"%s\":", key);
+        out[0] = '\0';
+        p = strstr(json, pat);
+        if (!p)
+                return;
+        p += strlen(pat);
+        if (*p == '"') {
+                for (p++; *p && *p != '"' && l + 1 < n; p++)
+                        out[l++] = *p;
+        } else {
+                for (; *p && !strchr(",}", *p) && l + 1 < n; p++)
+                        out[l++] = *p;
+        }
+        out[l] = '\0';
+}
+
+/* issue SCOPE: prints "TOKEN JTI", or the error code. */
+static int broker_issue(const char *scope)
+{
+        char req[256], resp[8192], tok[4096], jti[128];
+
+        snprintf(req, sizeof(req), "{\"op\":\"issue\",\"scope\":\"%s\"}", scope);
+        if (broker_call(req, resp, sizeof(resp)) < 0)
+                return report(-1);
+        json_field(resp, "token", tok, sizeof(tok));
+        json_field(resp, "jti", jti, sizeof(jti));
+        if (!*tok) {
+                json_field(resp, "error", tok, sizeof(tok));
+                printf("%s\n", tok);
+                return 0;
+        }
+        printf("%s %s\n", tok, jti);
+        return 0;
+}
+
+/* introspect/redeem/revoke: prints "active", "inactive", or the error code. */
+static int broker_op(const char *op, const char *field, const char *value)
+{
+        char req[8192], resp[8192], v[256];
+
+        snprintf(req, sizeof(req), "{\"op\":\"%s\",\"%s\":\"%s\"}", op, field, value);
+        if (broker_call(req, resp, sizeof(resp)) < 0)
+                return report(-1);
+        json_field(resp, "ok", v, sizeof(v));
+        if (strcmp(v, "true") != 0) {
+                json_field(resp, "error", v, sizeof(v));
+                printf("%s\n", v);
+                return 0;
+        }
+        if (strcmp(op, "introspect") == 0) {
+                json_field(resp, "active", v, sizeof(v));
+                printf("%s\n", strcmp(v, "true") == 0 ? "active" : "inactive");
+                return 0;
+        }
+        printf("ok\n");
+        return 0;
+}
+
+static const char b64url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static size_t b64_decode(const char *in, size_t n, unsigned char *out)
+{
+        uint32_t acc = 0;
+        int bits = 0;
+        size_t l = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                const char *c = strchr(b64url, in[i]);
+                if (!c || !in[i])
+                        break;
+                acc = (acc << 6) | (uint32_t)(c - b64url);
+                bits += 6;
+                if (bits >= 8) {
+                        bits -= 8;
+                        out[l++] = (unsigned char)(acc >> bits);
+                }
+        }
+        return l;
+}
+
+static void b64_encode(const unsigned char *in, size_t n, char *out)
+{
+        uint32_t acc = 0;
+        int bits = 0;
+        size_t l = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                acc = (acc << 8) | in[i];
+                bits += 8;
+                while (bits >= 6) {
+                        bits -= 6;
+                        out[l++] = b64url[(acc >> bits) & 63];
+                }
+        }
+        if (bits)
+                out[l++] = b64url[(acc << (6 - bits)) & 63];
+        out[l] = '\0';
+}
+
+/*
+ * tamper WHAT TOKEN: the token with its audience rewritten ("aud": the
+ * agent points it at another service) or one signature byte flipped
+ * ("sig": a forgery). Prints the new token.
+ */
+static int tamper(const char *what, const char *token)
+{
+        static unsigned char raw[8192];
+        static char enc[12288], out[16384];
+        const char *body = token + strlen("v4.public."), *dot = strchr(body, '.');
+        size_t blen = dot ? (size_t)(dot - body) : strlen(body);
+        size_t n = b64_decode(body, blen, raw);
+
+        if (strncmp(token, "v4.public.", 10) != 0 || n < 64)
+                return report((errno = EINVAL, -1));
+        if (strcmp(what, "aud") == 0) {
+                static const char pat[] = "\"aud\":\"https://";
+                char *aud = memmem(raw, n - 64, pat, sizeof(pat) - 1);
+                if (!aud || aud + sizeof(pat) - 1 + 4 > (char *)raw + n - 64)
+                        return report((errno = ENOENT, -1));
+                memcpy(aud + sizeof(pat) - 1, "evil", 4); /* https://git.e… -> https://evil… */
+        } else {
+                raw[n - 1] ^= 1;
+        }
+        b64_encode(raw, n, enc);
+        snprintf(out, sizeof(out), "v4.public.%s%s", enc, dot ? dot : "");
+        printf("%s\n", out);
         return 0;
 }
 
@@ -437,6 +612,16 @@ int main(int argc, char **argv)
                 return in_child(do_i386, argv + 2);
         if (!strcmp(a, "sys") && argc >= 3)
                 return in_child(sys_call, argv + 2);
+        if (!strcmp(a, "issue") && argc == 3)
+                return broker_issue(argv[2]);
+        if (!strcmp(a, "introspect") && argc == 3)
+                return broker_op("introspect", "token", argv[2]);
+        if (!strcmp(a, "redeem") && argc == 3)
+                return broker_op("redeem", "token", argv[2]);
+        if (!strcmp(a, "revoke") && argc == 3)
+                return broker_op("revoke", "jti", argv[2]);
+        if (!strcmp(a, "tamper") && argc == 4)
+                return tamper(argv[2], argv[3]);
         if (!strcmp(a, "caps"))
                 return caps();
         if (!strcmp(a, "fds"))
