@@ -54,6 +54,7 @@ struct ws {
 
 struct peer {
         bool admin; /* came through the admin socket */
+        bool owner; /* admin socket, and the broker's own uid or root (not just a redeemer) */
         pid_t pid;
         uid_t uid;
         gid_t gid;

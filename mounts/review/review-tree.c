@@ -226,7 +226,7 @@ void review_changes_free(struct review_change *c, size_t n)
         free(c);
 }
 
-static int home_path_add(review *r, const char *p)
+int review_home_path_add(review *r, const char *p)
 {
         if (r->n_home_paths == r->cap_home_paths) {
                 size_t nc = r->cap_home_paths ? 2 * r->cap_home_paths : 64;
@@ -291,7 +291,7 @@ int review_changes_load(review *r, struct review_change **ret, size_t *ret_n)
                 opaque = json_is_true(json_object_get(o, "opaque"));
                 if (r->o.home_prefix && (rest = startswith(p, r->o.home_prefix)) &&
                     (*rest == '/' || *rest == 0)) {
-                        if (home_path_add(r, p) < 0) {
+                        if (review_home_path_add(r, p) < 0) {
                                 k = review_fail(r, -ENOMEM, "out of memory");
                                 goto out;
                         }

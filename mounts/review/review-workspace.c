@@ -158,6 +158,7 @@ void review_workspace_options(const review_workspace *w, struct review_options *
                 .repo_prefix = w->c->repo.path,
                 .home_view = w->home_view,
                 .home_prefix = w->c->home.path,
+                .state = w->c->workspace.state,
                 .exclude = (const char *const *)w->exclude,
         };
 }

@@ -507,9 +507,9 @@ START_TEST(stat_and_name_status_agree_with_git)
         print_to(true, REVIEW_STAT, "stat");
         /* git's own view of the same change, from a commit of the view. */
         ck_assert_int_eq(fx_sh("cd view && git add -A && git commit -qm w"), 0);
-        theirs = fx_sh_out("cd view && git diff -M --name-status HEAD^ HEAD | cut -c1 | sort | "
-                           "uniq -c");
-        ours = fx_sh_out("cut -c1 ns | sort | uniq -c");
+        /* Byte for byte what git prints, quoting of the unicode name included. */
+        theirs = fx_sh_out("cd view && git diff -M --name-status HEAD^ HEAD");
+        ours = fx_sh_out("cat ns");
         ck_assert_str_eq(ours, theirs);
         free(ours);
         free(theirs);
@@ -573,6 +573,32 @@ START_TEST(discard_removes_agent_symlinks_without_following_them)
 }
 END_TEST
 
+START_TEST(export_of_an_unchanged_workspace_is_refused)
+{
+        review *r = review_new(false, false);
+        git_oid id;
+
+        ck_assert_int_eq(review_commit(r, NULL, &id), -ENODATA);
+        ck_assert_ptr_nonnull(strstr(review_error(r), "no changes"));
+        review_free(r);
+        ck_assert_int_eq(fx_sh("test -z \"$(git -C src for-each-ref refs/cloister)\""), 0);
+}
+END_TEST
+
+START_TEST(bad_author_is_a_clear_error)
+{
+        struct review_commit_options co = {.author = "no email here"};
+        review *r;
+        git_oid id;
+
+        fx_write_str("a.txt", "changed\n");
+        r = review_new(false, false);
+        ck_assert_int_eq(review_commit(r, &co, &id), -EINVAL);
+        ck_assert_str_eq(review_error(r), "author 'no email here': expected 'Name <email>'");
+        review_free(r);
+}
+END_TEST
+
 START_TEST(bad_base_revision_is_a_clear_error)
 {
         struct review_options o = {
@@ -611,6 +637,8 @@ int main(void)
         tcase_add_test(tc, discard_resets_corner_cases_to_the_base);
         tcase_add_loop_test(tc, discard_resets_randomized_edits_to_the_base, 0, 4);
         tcase_add_test(tc, discard_removes_agent_symlinks_without_following_them);
+        tcase_add_test(tc, export_of_an_unchanged_workspace_is_refused);
+        tcase_add_test(tc, bad_author_is_a_clear_error);
         tcase_add_test(tc, bad_base_revision_is_a_clear_error);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
