@@ -100,6 +100,8 @@ static int diff_run(int argc, char **argv)
         k = review_build(r);
         if (tty)
                 fputs("\r\033[K", stderr);
+        if (review_warning(r))
+                fprintf(stderr, "cloister diff: warning: %s\n", review_warning(r));
         if (k >= 0)
                 k = review_home_changes(r, &home, &n_home);
         if (k < 0) {

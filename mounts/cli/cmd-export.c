@@ -196,6 +196,8 @@ static int export_run(int argc, char **argv)
         default:
                 break;
         }
+        if (review_warning(r))
+                fprintf(stderr, "cloister export: warning: %s\n", review_warning(r));
         if (k < 0) {
                 command_fail(&command_export, 1, "%s", review_error(r));
                 goto out;

@@ -205,7 +205,8 @@ static int home_paths_from_journal(review *r)
         if (k < 0)
                 return k;
         /* Sorted and unique, so each path is listed once. */
-        qsort(r->home_paths, r->n_home_paths, sizeof(char *), str_cmp);
+        if (r->n_home_paths > 1)
+                qsort(r->home_paths, r->n_home_paths, sizeof(char *), str_cmp);
         for (size_t i = 0; i < r->n_home_paths; i++) {
                 if (w > 0 && streq(r->home_paths[w - 1], r->home_paths[i])) {
                         free(r->home_paths[i]);

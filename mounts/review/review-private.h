@@ -37,6 +37,7 @@ struct review {
         git_repository *scratch_repo;
 
         char err[1024];
+        char warning[1200]; /* something the user should know; "" if none */
 };
 
 /* Record a message for review_error() and return `code` (a negative errno). */

@@ -356,8 +356,19 @@ int review_build(review *r)
                 return review_git_fail(r, g, "in-memory index");
         if (r->o.changes) {
                 k = review_changes_load(r, &c, &n);
-                if (k < 0)
-                        goto out;
+                if (k < 0) {
+                        /*
+                         * The list is only a shortcut. If it cannot be had
+                         * (e.g. the fs cannot put a name in JSON), walking
+                         * everything gives the same tree, only slower.
+                         */
+                        snprintf(r->warning, sizeof(r->warning),
+                                 "the changes list could not be read (%s); read the whole "
+                                 "workspace instead",
+                                 review_error(r));
+                        k = 0;
+                        walk_all = true;
+                }
                 for (size_t i = 0; i < n; i++)
                         if (c[i].path[0] == 0)
                                 walk_all = true;

@@ -46,6 +46,11 @@ int review_git_fail(review *r, int gerr, const char *fmt, ...)
         }
 }
 
+const char *review_warning(const review *r)
+{
+        return r->warning[0] ? r->warning : NULL;
+}
+
 const char *review_error(const review *r)
 {
         return r->err[0] ? r->err : "unknown error";

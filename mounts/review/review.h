@@ -68,6 +68,8 @@ static inline void review_freep(review **r)
 
 /* The message of the last failure, never NULL. */
 const char *review_error(const review *r);
+/* A note worth printing (e.g. a slower fallback was taken), or NULL. */
+const char *review_warning(const review *r);
 
 /* Build the workspace's tree (once; later calls reuse it). */
 int review_build(review *r);

@@ -6,6 +6,7 @@
 . "$(dirname "$0")/lib.sh"
 
 make_workspace ws1
+rmdir "$T/ws1/state" # secret add before the broker ever ran: it makes the dirs
 SECRET="s3cr3t-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 echo "$SECRET" | "$CLOISTER" secret add deploy-key --config "$T/ws1.ini" 2>"$T/err"
 check "secret_add_reads_stdin" test "$?" = 0
@@ -15,6 +16,7 @@ check_rc "secret_add_refuses_a_bad_name" 2 sh -c "echo x | '$CLOISTER' secret ad
 check "sealed_file_is_a_v4_local_token" grep -q '^v4\.local\.' "$T/ws1/state/broker/secrets/deploy-key"
 check "plaintext_is_nowhere_in_the_broker_dir" sh -c "! grep -rq '$SECRET' '$T/ws1/state/broker'"
 check "secrets_key_mode_is_0600" test "$(stat -c %a "$T/ws1/state/broker/secrets.key")" = 600
+check "secret_add_makes_a_private_broker_dir" test "$(stat -c %a "$T/ws1/state/broker")" = 700
 echo other | "$CLOISTER" secret add zzz --config "$T/ws1.ini" 2>/dev/null
 check_rc "secret_list_names_the_secrets" 0 "$CLOISTER" secret list --config "$T/ws1.ini"
 check "secret_list_prints_names_only" test "$(cat "$T/out" | tr '\n' ' ')" = "deploy-key zzz "

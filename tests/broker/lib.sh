@@ -114,6 +114,7 @@ start_broker() {
                         kill -0 "$BROKER_PID" 2>/dev/null || return 1
                         sleep 0.05
                 done
+                [ -S "$(sock "$name")" ] || return 1
         done
 }
 

@@ -115,6 +115,37 @@ START_TEST(corner_cases_round_trip_through_git_apply_walking_the_view)
 }
 END_TEST
 
+START_TEST(unreadable_changes_list_falls_back_to_walking_the_view)
+{
+        review *r;
+
+        corner_edits();
+        /* What the fs gives when it cannot list a name: garbage or an error. */
+        ck_assert_int_eq(fx_sh("printf 'not json\\n' > changes"), 0);
+        print_to(true, REVIEW_PATCH, "patch");
+        ck_assert_int_eq(fx_apply_and_compare("patch", false), 0);
+        r = review_new(true, true);
+        ck_assert_int_eq(review_build(r), 0);
+        ck_assert_ptr_nonnull(review_warning(r));
+        ck_assert_ptr_nonnull(strstr(review_warning(r), "not a change record"));
+        review_free(r);
+}
+END_TEST
+
+START_TEST(odd_names_round_trip_through_git_apply)
+{
+        /* git quotes these in patches; the walk takes them as they are. */
+        fx_write_str("quote\"d", "q\n");
+        fx_write_str("back\\slash", "b\n");
+        fx_write_str("new\nline", "n\n");
+        fx_write_str("tab\there", "t\n");
+        fx_write_str("\xff\xfe not utf-8", "x\n");
+        fx_write_str("-leading-dash", "d\n");
+        print_to(false, REVIEW_PATCH, "patch");
+        ck_assert_int_eq(fx_apply_and_compare("patch", false), 0);
+}
+END_TEST
+
 START_TEST(corner_cases_round_trip_through_git_apply_from_the_changes_list)
 {
         review *r;
@@ -624,6 +655,8 @@ int main(void)
         tcase_set_timeout(tc, 300);
         tcase_add_test(tc, corner_cases_round_trip_through_git_apply_walking_the_view);
         tcase_add_test(tc, corner_cases_round_trip_through_git_apply_from_the_changes_list);
+        tcase_add_test(tc, odd_names_round_trip_through_git_apply);
+        tcase_add_test(tc, unreadable_changes_list_falls_back_to_walking_the_view);
         tcase_add_loop_test(tc, randomized_edits_round_trip_through_git_apply, 0, 6);
         tcase_add_test(tc, diff_writes_no_objects_into_the_source);
         tcase_add_test(tc, export_commit_changes_nothing_but_refs_cloister);
