@@ -137,6 +137,14 @@ if [ "$fs_mode" = fuse ]; then
         crun "$CFG" -- true
         is_fuse "$MNT" && not_ok next_run_cleans_up_after_a_killed_run "still mounted" ||
                 ok next_run_cleans_up_after_a_killed_run
+        # A daemon that died leaves a dead mount (ENOTCONN): the next run replaces it.
+        "$CLOISTER" mount "$CFG"
+        kill -KILL "$(cat "$STATE/mount.pid")"
+        for _ in $(seq 100); do kill -0 "$(cat "$STATE/mount.pid")" 2>/dev/null || break; sleep 0.1; done
+        out=$(crun "$CFG" -- cat /workspace/hello.txt 2>&1)
+        is run_replaces_a_dead_mount "$out" hello
+        is_fuse "$MNT" && not_ok run_unmounts_the_replacement "still mounted" ||
+                ok run_unmounts_the_replacement
 else
         skip_test run_unmounts_what_it_mounted "no FUSE fs in this build"
 fi
