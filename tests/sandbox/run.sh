@@ -91,6 +91,23 @@ is broken_broker_refuses_to_run "$?" 125
 contains broken_broker_refusal_says_why "$err" "broker"
 [ ! -e "$MNT/workspace/ran" ] && ok broken_broker_runs_nothing || not_ok broken_broker_runs_nothing ran
 
+# --- a command that can't start ---------------------------------------------
+err=$(crun "$A_CFG" -- no-such-command-here 2>&1)
+is missing_command_is_refused "$?" 125
+contains missing_command_refusal_names_it "$err" "no-such-command-here"
+
+# --- a mount that fails: refuse, run nothing (real FUSE only) -------------------
+if [ "$fs_mode" = fuse ]; then
+        ws_new "$T/f"
+        sed -i 's/^\[repo\]$/[repo]\nrev = no-such-branch/' "$CFG"
+        err=$(crun "$CFG" -- touch /workspace/ran 2>&1)
+        is failed_mount_refuses_to_run "$?" 125
+        contains failed_mount_refusal_says_why "$err" "mounting the workspace failed"
+        [ ! -e "$T/f/repo/ran" ] && ok failed_mount_runs_nothing || not_ok failed_mount_runs_nothing ran
+else
+        skip_test failed_mount_refuses_to_run "no FUSE fs in this build"
+fi
+
 # --- teardown after signals ---------------------------------------------
 gone() { # gone PATTERN: wait (bounded) until no process matches
         for _ in $(seq 100); do pgrep -f "$1" >/dev/null || return 0; sleep 0.1; done
@@ -115,6 +132,20 @@ gone "sleep 4343" && ok sigkill_to_run_kills_the_sandbox || not_ok sigkill_to_ru
 out=$(printf 'id -un\nexit 3\n' | "$CLOISTER" shell "${RUN_OPTS[@]}" "$A_CFG" 2>/dev/null)
 is shell_exit_status_is_propagated "$?" 3
 contains shell_runs_as_the_agent "$out" agent
+
+# The shell on a real terminal (script(1) gives it a pty): TERM passes, the
+# terminal stays the shell's, and TIOCSTI into it is still denied.
+if command -v script >/dev/null; then
+        (sleep 1; printf 'echo "T=$TERM"; tty >/dev/null && echo on-a-tty; exit 4\n') |
+                TERM=xterm-cloister script -qec "'$CLOISTER' shell ${RUN_OPTS[*]} '$A_CFG'" /dev/null \
+                >"$T/tty.out" 2>&1
+        is shell_on_a_terminal_exits_with_its_status "$?" 4
+        out=$(tr -d '\r' <"$T/tty.out")
+        contains shell_on_a_terminal_gets_term "$out" "T=xterm-cloister"
+        contains shell_keeps_the_terminal "$out" "on-a-tty"
+else
+        skip_test shell_on_a_terminal_gets_term "script(1) is not installed"
+fi
 
 # --- mount lifecycle (real FUSE only) ------------------------------------
 is_fuse() { [ "$(stat -f -c %T "$1" 2>/dev/null)" = fuseblk ] || [ "$(stat -f -c %t "$1" 2>/dev/null)" = 65735546 ]; }
