@@ -29,6 +29,7 @@ struct broker_audit {
         uint64_t seq;
         char prev[HEX_LEN + 1];
         off_t size;
+        bool head_dirty; /* appended since audit.head was last written */
 };
 
 static int reason_set(char **ret, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -283,7 +284,7 @@ int broker_audit_open(int dirfd, const char *dir, broker_audit_replay_fn replay,
 int broker_audit_append(broker_audit *a, json_t *entry, int64_t now)
 {
         _cleanup_free_ char *body = NULL, *line = NULL;
-        char hash[HEX_LEN + 1], head[HEAD_SIZE];
+        char hash[HEX_LEN + 1];
         size_t blen;
         int len, r = 0;
 
@@ -317,12 +318,23 @@ int broker_audit_append(broker_audit *a, json_t *entry, int64_t now)
         a->size += len;
         a->seq++;
         memcpy(a->prev, hash, sizeof(hash));
+        a->head_dirty = true;
+        return 0;
+}
+
+int broker_audit_sync_head(broker_audit *a)
+{
+        char head[HEAD_SIZE];
+
+        if (!a->head_dirty)
+                return 0;
         memset(head, ' ', sizeof(head));
-        snprintf(head, sizeof(head), "%llu %s", (unsigned long long)a->seq, hash);
+        snprintf(head, sizeof(head), "%llu %s", (unsigned long long)a->seq, a->prev);
         head[strlen(head)] = ' ';
         head[sizeof(head) - 1] = '\n';
         if (pwrite(a->head_fd, head, sizeof(head), 0) != (ssize_t)sizeof(head))
-                return -EIO; /* the line is written; the head lags and verify will say so */
+                return -EIO; /* the head lags: verify still accepts a head behind the log */
+        a->head_dirty = false;
         return 0;
 }
 
@@ -330,6 +342,7 @@ void broker_audit_free(broker_audit *a)
 {
         if (!a)
                 return;
+        (void)broker_audit_sync_head(a);
         safe_close(a->fd);
         safe_close(a->head_fd);
         free(a);

@@ -6,7 +6,8 @@
  * "seq" (1, 2, ...), "time", "prev" (the previous line's hash, 64 zeros for
  * the first) and ends with "hash": hex BLAKE2b-256 of the line's exact bytes
  * without the hash member. <dir>/audit.head records the last seq and hash,
- * so deleting lines at the end is caught too. Entries hold jti and claims,
+ * so deleting lines at the end is caught too (not cryptographically: one
+ * who can rewrite the log can rewrite the head). Entries hold jti and claims,
  * never a token or a secret (the callers' contract; request.c keeps it).
  */
 #pragma once
@@ -36,6 +37,12 @@ int broker_audit_open(int dirfd, const char *dir, broker_audit_replay_fn replay,
  */
 int broker_audit_append(broker_audit *a, json_t *entry, int64_t now)
         __attribute__((warn_unused_result));
+/*
+ * Record the chain's end in audit.head. Appends only mark it stale; the
+ * broker syncs once per batch of requests (and on free), which saves a
+ * write per token under load. A head that lags the log still verifies.
+ */
+int broker_audit_sync_head(broker_audit *a);
 void broker_audit_free(broker_audit *a);
 
 /*

@@ -28,7 +28,12 @@ int broker_new(broker **ret);
  * is a malloc'd one-line message.
  */
 int broker_add_workspace(broker *b, const struct config *cfg, char **ret_error);
-/* Serve until SIGTERM or SIGINT; then revoke every workspace's tokens. */
+/* Where one-line notices go while serving (SIGHUP policy reloads). */
+void broker_set_log(broker *b, void (*log)(const char *line));
+/*
+ * Serve until SIGTERM or SIGINT; then revoke every workspace's tokens.
+ * SIGHUP re-reads the policies (a broken one is not applied).
+ */
 int broker_run(broker *b, char **ret_error);
 void broker_free(broker *b);
 

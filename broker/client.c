@@ -16,6 +16,17 @@
 #include "client.h"
 #include "util.h"
 
+const char *broker_client_default_socket(void)
+{
+        const char *env = getenv("CLOISTER_BROKER");
+
+        if (env && *env)
+                return env;
+        if (access(BROKER_SANDBOX_SOCKET, F_OK) == 0)
+                return BROKER_SANDBOX_SOCKET;
+        return NULL;
+}
+
 int broker_client_connect(const char *path, int *ret_fd, char **ret_error)
 {
         struct sockaddr_un sa = {.sun_family = AF_UNIX};

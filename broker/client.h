@@ -9,6 +9,11 @@
 #include <jansson.h>
 
 #define BROKER_RESPONSE_MAX (256 * 1024)
+/* Where `cloister run` puts the agent socket inside the sandbox. */
+#define BROKER_SANDBOX_SOCKET "/run/cloister/broker.sock"
+
+/* $CLOISTER_BROKER, else BROKER_SANDBOX_SOCKET if it exists, else NULL. */
+const char *broker_client_default_socket(void);
 
 /* ret_error: malloc'd one line naming the socket. */
 int broker_client_connect(const char *path, int *ret_fd, char **ret_error);

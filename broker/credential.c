@@ -11,7 +11,8 @@
  * short-lived token) and password_expiry_utc, so git drops it when it
  * expires. When the broker refuses or cannot be reached it answers quit=1:
  * git must not fall back to other helpers that may hold real credentials.
- * `store` and `erase` have nothing to keep: tokens are never stored.
+ * `store` has nothing to keep: tokens are never stored. `erase` (git says
+ * the server rejected the password) revokes the token, if it is one of ours.
  */
 #include <errno.h>
 #include <sodium.h>
@@ -20,6 +21,7 @@
 
 #include "broker.h"
 #include "client.h"
+#include "paseto.h"
 #include "util.h"
 
 #define ATTR_MAX 4096
@@ -30,8 +32,33 @@ static void usage(void)
                         "get|store|erase\n");
 }
 
-/* Read git's key=value lines up to a blank line or EOF; keep host. */
-static int attrs_read(char **ret_host)
+/* The jti of a v4.public token, read without verifying: the broker checks. */
+static char *token_jti(const char *token)
+{
+        const char *body = startswith(token, BROKER_PASETO_PUBLIC_HEADER), *dot;
+        unsigned char *raw = NULL;
+        size_t len = 0;
+        json_t *claims, *jti;
+        char *ret = NULL;
+
+        if (!body)
+                return NULL;
+        dot = strchr(body, '.');
+        if (broker_b64_decode(body, dot ? (size_t)(dot - body) : strlen(body), &raw, &len) < 0)
+                return NULL;
+        if (len > 64) {
+                claims = json_loadb((char *)raw, len - 64, 0, NULL);
+                jti = json_object_get(claims, "jti");
+                if (json_is_string(jti))
+                        ret = strdup(json_string_value(jti));
+                json_decref(claims);
+        }
+        free(raw);
+        return ret;
+}
+
+/* Read git's key=value lines up to a blank line or EOF; keep host and password. */
+static int attrs_read(char **ret_host, char **ret_jti)
 {
         char line[ATTR_MAX];
         char *host = NULL;
@@ -46,6 +73,9 @@ static int attrs_read(char **ret_host)
                         host = strdup(v);
                         if (!host)
                                 return -ENOMEM;
+                } else if ((v = startswith(line, "password="))) {
+                        free(*ret_jti);
+                        *ret_jti = token_jti(v);
                 }
                 sodium_memzero(line, sizeof(line)); /* may have held a password */
         }
@@ -62,8 +92,8 @@ static int quit(const char *what, const char *why)
 
 int main(int argc, char **argv)
 {
-        const char *socket = getenv("CLOISTER_BROKER"), *scope = NULL, *op = NULL;
-        _cleanup_free_ char *host = NULL, *error = NULL;
+        const char *socket = broker_client_default_socket(), *scope = NULL, *op = NULL;
+        _cleanup_free_ char *host = NULL, *error = NULL, *jti = NULL;
         json_t *req, *resp = NULL;
         const char *token;
         int r;
@@ -88,12 +118,21 @@ int main(int argc, char **argv)
                 return 1;
         (void)broker_harden_process();
         broker_json_wipe_on_free();
-        if (attrs_read(&host) < 0)
+        if (attrs_read(&host, &jti) < 0)
                 return 1;
+        if (streq(op, "erase") && jti && socket) {
+                /* Best effort: the token expires soon anyway. */
+                req = json_pack("{s:s, s:s}", "op", "revoke", "jti", jti);
+                if (req && broker_client_request(socket, req, &resp, &error) == 0)
+                        json_decref(resp);
+                json_decref(req);
+                return 0;
+        }
         if (!streq(op, "get"))
-                return 0; /* store, erase, and any future verb: nothing to do */
+                return 0; /* store, and any future verb: nothing to do */
         if (!socket || !*socket)
-                return quit("no broker: ", "CLOISTER_BROKER is not set");
+                return quit("no broker: ",
+                            "CLOISTER_BROKER is not set and there is no " BROKER_SANDBOX_SOCKET);
         if (!scope && !host)
                 return quit("git gave no host", "");
         req = json_pack("{s:s, s:s}", "op", "issue", scope ? "scope" : "host",

@@ -164,9 +164,9 @@ static int secret_file_read(int fd, char **ret)
 static int keyring_parse_secret(broker_keyring *kr, char *text, const char *path, char **ret_error)
 {
         unsigned line = 0;
-        char *save = NULL;
+        char *next = text;
 
-        for (char *l = strtok_r(text, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+        for (char *l; (l = strsep(&next, "\n"));) {
                 unsigned char *sk = NULL;
                 size_t sk_len = 0, tl;
                 long long created, retired;

@@ -112,9 +112,18 @@ struct parts {
         size_t footer_len;
 };
 
+/* A token is a bearer credential: wipe every copy of it we made. */
+static void wipe_free(void *p, size_t len)
+{
+        if (p) {
+                sodium_memzero(p, len);
+                free(p);
+        }
+}
+
 static void parts_done(struct parts *p)
 {
-        free(p->body);
+        wipe_free(p->body, p->body_len);
         free(p->footer);
 }
 
@@ -180,7 +189,8 @@ static int footer_check(const struct parts *p, const char *expected)
 static int token_join(const char *header, const unsigned char *body, size_t body_len,
                       const char *footer, char **ret)
 {
-        _cleanup_free_ char *b = NULL, *f = NULL;
+        _cleanup_free_ char *f = NULL;
+        char *b = NULL;
         int r;
 
         r = broker_b64_encode(body, body_len, &b);
@@ -188,12 +198,14 @@ static int token_join(const char *header, const unsigned char *body, size_t body
                 return r;
         if (footer && *footer) {
                 r = broker_b64_encode(footer, strlen(footer), &f);
-                if (r < 0)
+                if (r < 0) {
+                        wipe_free(b, strlen(b));
                         return r;
+                }
         }
-        if (asprintf(ret, "%s%s%s%s", header, b, f ? "." : "", f ? f : "") < 0)
-                return -ENOMEM;
-        return 0;
+        r = asprintf(ret, "%s%s%s%s", header, b, f ? "." : "", f ? f : "") < 0 ? -ENOMEM : 0;
+        wipe_free(b, strlen(b));
+        return r;
 }
 
 int broker_paseto_sign(const unsigned char sk[64], const void *msg, size_t msg_len,
@@ -201,7 +213,8 @@ int broker_paseto_sign(const unsigned char sk[64], const void *msg, size_t msg_l
                        char **ret_token)
 {
         const char *h = BROKER_PASETO_PUBLIC_HEADER;
-        _cleanup_free_ unsigned char *m2 = NULL, *body = NULL;
+        _cleanup_free_ unsigned char *m2 = NULL;
+        unsigned char *body = NULL;
         size_t m2_len;
         int r;
 
@@ -219,8 +232,11 @@ int broker_paseto_sign(const unsigned char sk[64], const void *msg, size_t msg_l
         if (msg_len)
                 memcpy(body, msg, msg_len);
         if (crypto_sign_detached(body + msg_len, NULL, m2, m2_len, sk) != 0)
-                return -EIO;
-        return token_join(h, body, msg_len + PUBLIC_SIG, footer, ret_token);
+                r = -EIO;
+        else
+                r = token_join(h, body, msg_len + PUBLIC_SIG, footer, ret_token);
+        wipe_free(body, msg_len + PUBLIC_SIG);
+        return r;
 }
 
 int broker_paseto_verify(const unsigned char pk[32], const char *token, const char *expected_footer,

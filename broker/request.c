@@ -242,17 +242,17 @@ static json_t *do_issue(struct ws *ws, const struct peer *peer, json_t *req, int
  * introspect and redeem. Returns the record (or NULL) and the reason it is
  * not active, NULL if it is.
  */
-static const char *token_state(struct ws *ws, const char *token, int64_t now,
-                               struct broker_claims *c, struct token_rec **ret_rec)
+static const char *token_state(struct ws *ws, const char *token, int64_t now, char *reason,
+                               size_t reason_size, struct broker_claims *c,
+                               struct token_rec **ret_rec)
 {
-        struct broker_verify_opts o = {
-                .workspace = ws->name, .now = now, .skew = BROKER_SKEW_DEFAULT};
-        static char reason[200];
+        /* No skew: the broker judges its own tokens by the clock that stamped them. */
+        struct broker_verify_opts o = {.workspace = ws->name, .now = now, .skew = 0};
         struct token_rec *t;
         int r;
 
         *ret_rec = NULL;
-        r = broker_token_verify(ws->keys, token, &o, c, reason, sizeof(reason));
+        r = broker_token_verify(ws->keys, token, &o, c, reason, reason_size);
         if (r != BROKER_VERIFY_OK)
                 return r < 0 ? "internal error" : reason;
         t = broker_tokens_find(ws, c->jti);
@@ -272,6 +272,7 @@ static json_t *do_introspect(struct ws *ws, const struct peer *peer, json_t *req
         struct broker_claims c = {0};
         struct token_rec *t = NULL;
         const char *token, *why, *bad;
+        char reason[200];
         json_t *resp;
         int r;
 
@@ -279,7 +280,7 @@ static json_t *do_introspect(struct ws *ws, const struct peer *peer, json_t *req
                 return broker_response_error("malformed", "introspect: unknown field '%.64s'", bad);
         if (field_string(req, "token", BROKER_PASETO_MAX_TOKEN, &token) <= 0)
                 return broker_response_error("malformed", "introspect: 'token' must be a token");
-        why = token_state(ws, token, now, &c, &t);
+        why = token_state(ws, token, now, reason, sizeof(reason), &c, &t);
         /* A resource server (admin socket) asking is one use of the token. */
         bool used = peer->admin && !why;
         r = broker_audit_event(ws,
@@ -372,6 +373,7 @@ static json_t *do_redeem(struct ws *ws, const struct peer *peer, json_t *req, in
         struct token_rec *t = NULL;
         unsigned char *secret = NULL;
         const char *token, *why, *bad;
+        char reason[200];
         size_t len = 0;
         json_t *resp;
         int r;
@@ -383,7 +385,7 @@ static json_t *do_redeem(struct ws *ws, const struct peer *peer, json_t *req, in
         if (!broker_policy_is_redeemer(ws->policy, peer->uid))
                 return refuse(ws, peer, now, "redeem", "denied",
                               "this uid is not a redeemer ([broker] redeemers)");
-        why = token_state(ws, token, now, &c, &t);
+        why = token_state(ws, token, now, reason, sizeof(reason), &c, &t);
         if (why) {
                 json_t *e = refuse(ws, peer, now, "redeem", "inactive", why);
                 broker_claims_done(&c);
@@ -465,7 +467,12 @@ json_t *broker_request_handle(struct ws *ws, const struct peer *peer, const char
                 goto out;
         }
         op = json_string_value(json_object_get(req, "op"));
-        if (streq(op, "issue"))
+        if (peer->admin && !peer->owner && !streq(op, "redeem") && !streq(op, "introspect") &&
+            !streq(op, "pubkey"))
+                /* Another uid listed in redeemers: it redeems, it does not administer. */
+                resp = refuse(ws, peer, now, op, "denied",
+                              "a redeemer may only redeem, introspect and ask for pubkey");
+        else if (streq(op, "issue"))
                 resp = do_issue(ws, peer, req, now);
         else if (streq(op, "introspect"))
                 resp = do_introspect(ws, peer, req, now);

@@ -30,17 +30,25 @@
 #include "server-private.h"
 #include "util.h"
 
-#define WS_MAX 64
+#define WS_MAX     64
+#define OUT_INLINE (8 * 1024) /* responses up to this size need no allocation */
 
 struct conn {
         int fd;
         struct ws *ws;
         struct peer peer;
-        char *in; /* sodium_malloc'd BROKER_REQUEST_MAX + 1: requests carry tokens */
+        /*
+         * One sodium_malloc'd block per connection, made at accept: the request
+         * buffer (BROKER_REQUEST_MAX + 1) and then OUT_INLINE bytes for
+         * responses. Requests and responses carry tokens; allocating guarded
+         * memory per response would cost more than signing the token.
+         */
+        char *in;
+        char *out_inline;
         size_t in_len;
         bool discarding; /* dropping the rest of an oversized line */
         bool eof;
-        char *out; /* sodium_malloc'd response, or NULL */
+        char *out; /* pending response: out_inline or a larger sodium_malloc'd block; or NULL */
         size_t out_len, out_off;
 };
 
@@ -49,7 +57,9 @@ struct broker {
         size_t n_ws;
         struct conn **conns;
         size_t n_conns;
+        size_t conns_max; /* BROKER_CONNS_MAX, or less if file descriptors are fewer */
         int sigfd;
+        void (*log)(const char *line); /* the program's; the library does not print */
 };
 
 static void *wipe_malloc(size_t n)
@@ -97,8 +107,9 @@ static void conn_free(struct conn *c)
         if (!c)
                 return;
         safe_close(c->fd);
-        sodium_free(c->in);
-        sodium_free(c->out);
+        if (c->out && c->out != c->out_inline)
+                sodium_free(c->out);
+        sodium_free(c->in); /* wipes the inline response buffer too */
         if (c->ws && !c->peer.admin)
                 c->ws->n_agent_conns--;
         free(c);
@@ -212,7 +223,8 @@ static int mkdir_parents(const char *path)
         return 0;
 }
 
-static int mkdir_private(const char *dir, char **ret_error)
+/* dir exists, is ours, and has exactly mode. */
+static int mkdir_private(const char *dir, mode_t mode, char **ret_error)
 {
         struct stat sb;
 
@@ -223,8 +235,9 @@ static int mkdir_private(const char *dir, char **ret_error)
         if (sb.st_uid != geteuid())
                 return errorf(ret_error, -EPERM, "%s: owned by uid %u, not by the broker's %u", dir,
                               (unsigned)sb.st_uid, (unsigned)geteuid());
-        if ((sb.st_mode & 077) && chmod(dir, 0700) < 0)
-                return errorf(ret_error, negative_errno(), "%s: cannot make it private: %m", dir);
+        if ((sb.st_mode & 07777) != mode && chmod(dir, mode) < 0)
+                return errorf(ret_error, negative_errno(), "%s: cannot set mode %04o: %m", dir,
+                              (unsigned)mode);
         return 0;
 }
 
@@ -265,7 +278,15 @@ int broker_add_workspace(broker *b, const struct config *cfg, char **ret_error)
         r = broker_policy_load(cfg->broker.policy, &ws->policy, ret_error);
         if (r < 0)
                 goto fail;
-        r = mkdir_private(ws->dir, ret_error);
+        /*
+         * Redeemers running as other users must reach the admin socket: then
+         * the dir is 0711 (no listing; every file in it stays 0600) and the
+         * socket 0666, and SO_PEERCRED is the gate (conn_accept).
+         */
+        bool foreign = false;
+        for (size_t i = 0; i < ws->policy->n_redeemers; i++)
+                foreign |= ws->policy->redeemers[i] != geteuid() && ws->policy->redeemers[i] != 0;
+        r = mkdir_private(ws->dir, foreign ? 0711 : 0700, ret_error);
         if (r < 0)
                 goto fail;
         ws->dirfd = open(ws->dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -291,7 +312,7 @@ int broker_add_workspace(broker *b, const struct config *cfg, char **ret_error)
                 r = -ENOMEM;
                 goto fail;
         }
-        r = socket_listen(ws->admin_path, 0600, &ws->admin_fd, ret_error);
+        r = socket_listen(ws->admin_path, foreign ? 0666 : 0600, &ws->admin_fd, ret_error);
         if (r < 0) {
                 free(ws->admin_path);
                 ws->admin_path = NULL; /* not ours: never unlink it */
@@ -327,7 +348,10 @@ static int conn_accept(broker *b, struct ws *ws, bool admin)
 
         fd = accept4(admin ? ws->admin_fd : ws->agent_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0)
-                return errno == EAGAIN ? 0 : errno == ECONNABORTED ? 1 : negative_errno();
+                /* EMFILE: leave it queued; the loop stops polling listeners when full. */
+                return errno == EAGAIN || errno == EMFILE || errno == ENFILE ? 0
+                       : errno == ECONNABORTED                               ? 1
+                                                                             : negative_errno();
         /* Identity comes from the kernel, never from the request. */
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
             (admin && cred.uid != geteuid() && cred.uid != 0 &&
@@ -335,7 +359,7 @@ static int conn_accept(broker *b, struct ws *ws, bool admin)
                 safe_close(fd);
                 return 1;
         }
-        if (b->n_conns >= BROKER_CONNS_MAX ||
+        if (b->n_conns >= b->conns_max ||
             (!admin && ws->n_agent_conns >= ws->policy->connections)) {
                 static const char busy[] = "{\"ok\":false,\"error\":\"busy\",\"message\":"
                                            "\"too many connections (connections)\"}\n";
@@ -347,14 +371,19 @@ static int conn_accept(broker *b, struct ws *ws, bool admin)
         nc = c ? realloc(b->conns, (b->n_conns + 1) * sizeof(*nc)) : NULL;
         if (nc)
                 b->conns = nc;
-        if (!c || !nc || !(c->in = sodium_malloc(BROKER_REQUEST_MAX + 1))) {
+        if (!c || !nc || !(c->in = sodium_malloc(BROKER_REQUEST_MAX + 1 + OUT_INLINE))) {
                 free(c);
                 safe_close(fd);
                 return -ENOMEM;
         }
+        c->out_inline = c->in + BROKER_REQUEST_MAX + 1;
         c->fd = fd;
         c->ws = ws;
-        c->peer = (struct peer){.admin = admin, .pid = cred.pid, .uid = cred.uid, .gid = cred.gid};
+        c->peer = (struct peer){.admin = admin,
+                                .pid = cred.pid,
+                                .uid = cred.uid,
+                                .gid = cred.gid,
+                                .owner = admin && (cred.uid == geteuid() || cred.uid == 0)};
         if (!admin)
                 ws->n_agent_conns++;
         b->conns[b->n_conns++] = c;
@@ -375,7 +404,7 @@ static void conn_respond(struct conn *c, json_t *resp)
                         return;
         }
         n = strlen(s);
-        c->out = sodium_malloc(n + 1);
+        c->out = n + 1 <= OUT_INLINE ? c->out_inline : sodium_malloc(n + 1);
         if (c->out) {
                 memcpy(c->out, s, n);
                 c->out[n] = '\n';
@@ -399,7 +428,10 @@ static bool conn_flush(struct conn *c)
                         return false;
                 c->out_off += (size_t)n;
         }
-        sodium_free(c->out);
+        if (c->out != c->out_inline)
+                sodium_free(c->out);
+        else
+                sodium_memzero(c->out, c->out_len);
         c->out = NULL;
         return true;
 }
@@ -413,6 +445,7 @@ static void conn_process(struct conn *c)
 
                 if (c->discarding) {
                         if (!nl) {
+                                sodium_memzero(c->in, c->in_len);
                                 c->in_len = 0;
                                 return;
                         }
@@ -436,9 +469,9 @@ static void conn_process(struct conn *c)
                 } else {
                         return;
                 }
-                sodium_memzero(c->in, used);
                 memmove(c->in, c->in + used, c->in_len - used);
                 c->in_len -= used;
+                sodium_memzero(c->in + c->in_len, used); /* no stale copy of a request */
                 if (!conn_flush(c))
                         return;
         }
@@ -484,6 +517,41 @@ static void shutdown_workspaces(broker *b)
         }
 }
 
+/*
+ * SIGHUP: re-read every policy. A policy that no longer parses is not
+ * applied (the old one stays in force) and the error goes to the log
+ * callback; tokens already issued keep their state either way.
+ */
+static void policies_reload(broker *b)
+{
+        for (size_t i = 0; i < b->n_ws; i++) {
+                struct ws *ws = b->ws[i];
+                struct broker_policy *p = NULL;
+                _cleanup_free_ char *error = NULL, *msg = NULL;
+
+                if (broker_policy_load(ws->cfg->broker.policy, &p, &error) < 0) {
+                        if (asprintf(&msg,
+                                     "workspace '%s': policy not reloaded, keeping the old "
+                                     "one: %s",
+                                     ws->name, error ? error : "error") < 0)
+                                msg = NULL;
+                } else {
+                        broker_policy_free(ws->policy);
+                        ws->policy = p;
+                        if (asprintf(&msg, "workspace '%s': policy reloaded from %s", ws->name,
+                                     ws->cfg->broker.policy) < 0)
+                                msg = NULL;
+                }
+                if (b->log && msg)
+                        b->log(msg);
+        }
+}
+
+void broker_set_log(broker *b, void (*log)(const char *line))
+{
+        b->log = log;
+}
+
 int broker_run(broker *b, char **ret_error)
 {
         _cleanup_free_ struct pollfd *pfd = NULL;
@@ -502,6 +570,20 @@ int broker_run(broker *b, char **ret_error)
         /* A full disk or a file size limit must fail a write, not kill us. */
         signal(SIGPIPE, SIG_IGN);
         signal(SIGXFSZ, SIG_IGN);
+        /* Room for every connection we allow, or allow only as many as we have room for. */
+        {
+                struct rlimit rl;
+                b->conns_max = BROKER_CONNS_MAX;
+                if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+                        if (rl.rlim_cur < BROKER_CONNS_MAX + 64 && rl.rlim_max > rl.rlim_cur) {
+                                rl.rlim_cur = MIN(rl.rlim_max, (rlim_t)BROKER_CONNS_MAX + 64);
+                                (void)setrlimit(RLIMIT_NOFILE, &rl);
+                                (void)getrlimit(RLIMIT_NOFILE, &rl);
+                        }
+                        if (rl.rlim_cur < BROKER_CONNS_MAX + 64)
+                                b->conns_max = rl.rlim_cur > 128 ? rl.rlim_cur - 64 : 64;
+                }
+        }
 
         for (;;) {
                 size_t n = 0, nl = 1 + 2 * b->n_ws;
@@ -511,9 +593,11 @@ int broker_run(broker *b, char **ret_error)
                         return errorf(ret_error, -ENOMEM, "out of memory");
                 pfd = np;
                 pfd[n++] = (struct pollfd){.fd = b->sigfd, .events = POLLIN};
+                /* When full, leave new connections queued in the kernel: no busy loop. */
+                short lev = b->n_conns < b->conns_max ? POLLIN : 0;
                 for (size_t i = 0; i < b->n_ws; i++) {
-                        pfd[n++] = (struct pollfd){.fd = b->ws[i]->agent_fd, .events = POLLIN};
-                        pfd[n++] = (struct pollfd){.fd = b->ws[i]->admin_fd, .events = POLLIN};
+                        pfd[n++] = (struct pollfd){.fd = b->ws[i]->agent_fd, .events = lev};
+                        pfd[n++] = (struct pollfd){.fd = b->ws[i]->admin_fd, .events = lev};
                 }
                 for (size_t i = 0; i < b->n_conns; i++)
                         pfd[n++] = (struct pollfd){.fd = b->conns[i]->fd,
@@ -525,10 +609,13 @@ int broker_run(broker *b, char **ret_error)
                 }
                 if (pfd[0].revents) {
                         struct signalfd_siginfo si;
-                        if (read(b->sigfd, &si, sizeof(si)) == sizeof(si) &&
-                            si.ssi_signo != SIGHUP) {
-                                shutdown_workspaces(b);
-                                return 0;
+                        if (read(b->sigfd, &si, sizeof(si)) == sizeof(si)) {
+                                if (si.ssi_signo == SIGHUP) {
+                                        policies_reload(b);
+                                } else {
+                                        shutdown_workspaces(b);
+                                        return 0;
+                                }
                         }
                 }
                 /* Connections first (their indices are stable until we compact). */
@@ -542,10 +629,12 @@ int broker_run(broker *b, char **ret_error)
                         b->conns[keep++] = c;
                 }
                 b->n_conns = keep;
+                for (size_t i = 0; i < b->n_ws; i++)
+                        (void)broker_audit_sync_head(b->ws[i]->audit);
                 for (size_t i = 0; i < b->n_ws; i++) {
                         if (pfd[1 + 2 * i].revents & POLLIN)
                                 for (int k = 0; k < 64 && conn_accept(b, b->ws[i], false) > 0 &&
-                                                b->n_conns < BROKER_CONNS_MAX;
+                                                b->n_conns < b->conns_max;
                                      k++)
                                         ;
                         if (pfd[2 + 2 * i].revents & POLLIN)

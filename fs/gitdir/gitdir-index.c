@@ -25,6 +25,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -36,6 +37,7 @@ struct walk {
         git_odb *odb;
         const struct gitdir_params *p;
         char path[PATH_MAX];
+        size_t skipped; /* paths git itself refuses to track */
         int r;
         char **err;
 };
@@ -50,6 +52,14 @@ static int walk_cb(const char *root, const git_tree_entry *te, void *userdata)
         git_object_t type;
         size_t size = 0;
         int n, gr;
+
+        /* Git never tracks ".git" (in any case), "." or "..": a tree that holds
+         * one was made by hand, and git would refuse to check it out. Leave
+         * it out of the index (1 also skips a subtree) rather than fail. */
+        if (strcasecmp(name, ".git") == 0 || streq(name, ".") || streq(name, "..")) {
+                w->skipped++;
+                return 1;
+        }
 
         switch (mode) {
         case GIT_FILEMODE_TREE:
@@ -88,6 +98,13 @@ static int walk_cb(const char *root, const git_tree_entry *te, void *userdata)
         e.path = w->path;
         gr = git_index_add(w->index, &e);
         if (gr < 0) {
+                const git_error *ge = git_error_last();
+                if (ge && ge->klass == GIT_ERROR_INDEX) {
+                        /* A path libgit2 rejects (e.g. an NTFS alias of .git). */
+                        git_error_clear();
+                        w->skipped++;
+                        return 0;
+                }
                 w->r = gitdir_git_error(w->err, gr, w->path);
                 return -1;
         }
@@ -207,11 +224,15 @@ int gitdir_write_index(git_repository *repo, git_tree *tree, const struct gitdir
                 goto out;
         }
 
-        /* Rebuild from the tree for the cache-tree extension; stat data is kept. */
-        gr = git_index_read_tree(index, tree);
-        if (gr < 0) {
-                r = gitdir_git_error(err, gr, "build the index's tree cache");
-                goto out;
+        /* Rebuild from the tree for the cache-tree extension; stat data is kept.
+         * Not when paths were left out: read_tree would refuse them, and a
+         * cache-tree must describe exactly the index's entries. */
+        if (w->skipped == 0) {
+                gr = git_index_read_tree(index, tree);
+                if (gr < 0) {
+                        r = gitdir_git_error(err, gr, "build the index's tree cache");
+                        goto out;
+                }
         }
         gr = git_index_write(index);
         if (gr < 0) {

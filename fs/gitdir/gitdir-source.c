@@ -41,8 +41,7 @@ static bool branch_name_ok(const char *branch)
  * (directly, or through HEAD), so `git status` says what the agent expects;
  * otherwise (a tag, an id, an expression) cloister/<name>.
  */
-static int pick_branch(git_repository *repo, const char *rev, git_reference *ref,
-                       const git_oid *commit_id, const char *name, char **ret)
+static int pick_branch(git_reference *ref, const git_oid *commit_id, const char *name, char **ret)
 {
         _cleanup_reference_ git_reference *resolved = NULL;
         _cleanup_object_ git_object *peeled = NULL;
@@ -98,7 +97,7 @@ int gitdir_source_resolve(git_repository *repo, const char *rev, const char *nam
                 return gitdir_git_error(err, gr == GIT_EINVALIDSPEC ? GIT_ENOTFOUND : gr, what);
         }
         if (ret_branch) {
-                r = pick_branch(repo, rev, ref, git_object_id(commit), name, &branch);
+                r = pick_branch(ref, git_object_id(commit), name, &branch);
                 if (r < 0)
                         return r;
                 *ret_branch = TAKE_PTR(branch);

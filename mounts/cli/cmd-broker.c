@@ -79,6 +79,11 @@ static int rotate_key(int argc, char **argv)
         return 0;
 }
 
+static void log_line(const char *line)
+{
+        fprintf(stderr, "cloister broker: %s\n", line);
+}
+
 static int broker_cmd_run(int argc, char **argv)
 {
         struct config **cfgs = NULL;
@@ -125,6 +130,7 @@ static int broker_cmd_run(int argc, char **argv)
                         cfgs[n - 1]->workspace.name, cfgs[n - 1]->broker.socket,
                         cfgs[n - 1]->broker.dir, BROKER_ADMIN_SOCKET);
         }
+        broker_set_log(b, log_line);
         r = broker_run(b, &error);
         if (r < 0) {
                 ret = command_fail(&command_broker, 1, "%s", error ? error : strerror(-r));
@@ -152,7 +158,8 @@ const struct command command_broker = {
                  "Serves short-lived PASETO v4.public tokens on each workspace's [broker]\n"
                  "socket, per the [broker] policy, until SIGTERM or SIGINT; then revokes\n"
                  "every token it issued. Keys, sealed secrets and the audit log live in\n"
-                 "[broker] dir, with an admin socket there for redeemers.\n"
+                 "[broker] dir, with an admin socket there for redeemers. SIGHUP re-reads\n"
+                 "the policies.\n"
                  "rotate-key makes a new signing key; old public keys keep verifying until\n"
                  "the tokens they signed expire.\n",
         .run = broker_cmd_run,

@@ -67,7 +67,7 @@ static void record_print(const struct journal_record *rec)
         if ((v = json_object_get(o, "size")) && json_is_integer(v))
                 printf(" size %" JSON_INTEGER_FORMAT, json_integer_value(v));
         if ((v = json_object_get(o, "mode")) && json_is_integer(v))
-                printf(" mode %04" JSON_INTEGER_FORMAT "o", json_integer_value(v) & 07777);
+                printf(" mode %04llo", (unsigned long long)json_integer_value(v) & 07777);
         if ((v = json_object_get(o, "name")) && json_is_string(v))
                 printf(" %s", json_string_value(v));
         printf("  (%s[%" PRId64 "] uid %" PRId64 ")", rec->comm ? rec->comm : "?", rec->pid,

@@ -29,8 +29,16 @@ static int dir_open(const char *cfgfile, int *ret_fd)
 
         if (config_load(cfgfile, &c, &error) < 0)
                 return FAIL(EXIT_USAGE, "%s", error);
-        if (mkdir(c->broker.dir, 0700) < 0 && errno != EEXIST)
-                return FAIL(1, "%s: cannot create: %m", c->broker.dir);
+        /* mkdir -p, private: the broker may not have run yet. */
+        for (char *p = strchr(c->broker.dir + 1, '/');; p = strchr(p + 1, '/')) {
+                if (p)
+                        *p = '\0';
+                if (mkdir(c->broker.dir, 0700) < 0 && errno != EEXIST)
+                        return FAIL(1, "%s: cannot create: %m", c->broker.dir);
+                if (!p)
+                        break;
+                *p = '/';
+        }
         fd = open(c->broker.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return FAIL(1, "%s: cannot open: %m", c->broker.dir);

@@ -1,18 +1,24 @@
 /* SPDX-License-Identifier: MIT */
-/* cmd-shell.c: placeholder until its module lands; it refuses to run. */
+/*
+ * cmd-shell.c: `cloister shell CONFIG`, a person's interactive shell in the
+ * same sandbox `cloister run` builds. It keeps the terminal (no new
+ * session; TIOCSTI is denied by the seccomp filter instead) and passes TERM.
+ */
 #include "command.h"
+#include "run-common.h"
 
 static int shell_run(int argc, char **argv)
 {
-        (void)argc;
-        (void)argv;
-        return command_fail(&command_shell, 1, "not available in this build");
+        return run_common(&command_shell, argc, argv, true);
 }
 
 const struct command command_shell = {
         .name = "shell",
-        .summary = "(not available in this build)",
-        .usage = "usage: cloister shell ...\n",
+        .summary = "open an interactive shell inside the sandbox",
+        .usage = "usage: cloister shell [--allow-host-network] [--no-mount] CONFIG\n"
+                 "\n"
+                 "Like 'cloister run CONFIG -- bash -l', with the terminal attached.\n"
+                 "Exit status: the shell's; 2 usage or config error; 125 the sandbox\n"
+                 "could not be set up.\n",
         .run = shell_run,
 };
-

@@ -143,7 +143,7 @@ static int socket_pick(const struct args *a, bool admin, char **ret)
 {
         _cleanup_config_ struct config *c = NULL;
         _cleanup_free_ char *error = NULL;
-        const char *env = getenv("CLOISTER_BROKER");
+        const char *env = broker_client_default_socket();
 
         if (a->socket)
                 return (*ret = strdup(a->socket)) ? 0 : FAIL(1, "out of memory");
@@ -155,9 +155,10 @@ static int socket_pick(const struct args *a, bool admin, char **ret)
                         return FAIL(1, "out of memory");
                 return 0;
         }
-        if (env && *env)
+        if (env)
                 return (*ret = strdup(env)) ? 0 : FAIL(1, "out of memory");
-        return FAIL(EXIT_USAGE, "no broker: set CLOISTER_BROKER or give --socket or --config");
+        return FAIL(EXIT_USAGE, "no broker: set CLOISTER_BROKER or give --socket or --config "
+                                "(inside the sandbox it is " BROKER_SANDBOX_SOCKET ")");
 }
 
 /* Send req; print the broker's error and return 1 if it refused. */
@@ -398,6 +399,7 @@ static int token_run(int argc, char **argv)
         }
         if (sodium_init() < 0)
                 return FAIL(1, "libsodium failed to initialize");
+        broker_json_wipe_on_free(); /* responses carry tokens */
         r = args_parse(argc - 1, argv + 1, &a);
         if (r)
                 return r;
@@ -428,7 +430,8 @@ const struct command command_token = {
                  "       cloister token introspect TOKEN|- [--config CONFIG | --socket PATH]\n"
                  "\n"
                  "The socket is --socket, else the workspace's from --config (the admin\n"
-                 "socket for revoke and introspect), else $CLOISTER_BROKER.\n"
+                 "socket for revoke and introspect), else $CLOISTER_BROKER, else\n"
+                 "/run/cloister/broker.sock.\n"
                  "verify exit codes: 0 valid, 3 malformed, 4 unknown key, 5 bad signature or\n"
                  "other workspace, 6 bad claims, 7 expired, 8 not yet valid, 9 wrong audience,\n"
                  "10 wrong scope; 1 other errors, 2 usage.\n",

@@ -10,6 +10,7 @@
  */
 #include <fcntl.h>
 
+#include "journal.h"
 #include "review-private.h"
 
 int review_diff(review *r, git_diff **ret)
@@ -58,6 +59,62 @@ static int line_print(const git_diff_delta *delta, const git_diff_hunk *hunk,
         return 0;
 }
 
+/* A path as git prints it with core.quotePath on: C-quoted if it holds odd bytes. */
+static void path_print(FILE *out, const char *p)
+{
+        bool plain = true;
+
+        for (const unsigned char *c = (const unsigned char *)p; *c && plain; c++)
+                plain = *c >= 0x20 && *c < 0x7f && *c != '"' && *c != '\\';
+        if (plain) {
+                fputs(p, out);
+                return;
+        }
+        fputc('"', out);
+        for (const unsigned char *c = (const unsigned char *)p; *c; c++) {
+                const char *esc = *c == '"'    ? "\\\""
+                                  : *c == '\\' ? "\\\\"
+                                  : *c == '\n' ? "\\n"
+                                  : *c == '\t' ? "\\t"
+                                               : NULL;
+                if (esc)
+                        fputs(esc, out);
+                else if (*c < 0x20 || *c >= 0x7f)
+                        fprintf(out, "\\%03o", *c);
+                else
+                        fputc(*c, out);
+        }
+        fputc('"', out);
+}
+
+/*
+ * git diff --name-status: libgit2's NAME_STATUS format differs from git's
+ * (it appends mode markers and has no similarity score), so the lines are
+ * put together here from libgit2's deltas: "M\tpath", "R087\told\tnew".
+ */
+static int name_status_print(git_diff *diff, FILE *out)
+{
+        size_t n = git_diff_num_deltas(diff);
+
+        for (size_t i = 0; i < n; i++) {
+                const git_diff_delta *d = git_diff_get_delta(diff, i);
+                char c = git_diff_status_char(d->status);
+                if (d->status == GIT_DELTA_RENAMED || d->status == GIT_DELTA_COPIED) {
+                        fprintf(out, "%c%03u\t", c, (unsigned)d->similarity);
+                        path_print(out, d->old_file.path);
+                        fputc('\t', out);
+                        path_print(out, d->new_file.path);
+                } else {
+                        fprintf(out, "%c\t", c);
+                        path_print(out, d->status == GIT_DELTA_DELETED ? d->old_file.path
+                                                                       : d->new_file.path);
+                }
+                if (fputc('\n', out) == EOF)
+                        return -1;
+        }
+        return 0;
+}
+
 int review_print(review *r, enum review_format fmt, FILE *out)
 {
         git_diff *diff = NULL;
@@ -71,7 +128,7 @@ int review_print(review *r, enum review_format fmt, FILE *out)
                 g = git_diff_print(diff, GIT_DIFF_FORMAT_PATCH, line_print, out);
                 break;
         case REVIEW_NAME_STATUS:
-                g = git_diff_print(diff, GIT_DIFF_FORMAT_NAME_STATUS, line_print, out);
+                g = name_status_print(diff, out);
                 break;
         case REVIEW_STAT: {
                 git_diff_stats *stats = NULL;
@@ -92,7 +149,7 @@ int review_print(review *r, enum review_format fmt, FILE *out)
         }
         git_diff_free(diff);
         if (g < 0 && ferror(out))
-                return review_fail(r, -EIO, "writing the diff: %m");
+                return review_fail(r, errno == EPIPE ? -EPIPE : -EIO, "writing the diff: %m");
         if (g < 0)
                 return review_git_fail(r, g, "formatting the diff");
         return 0;
@@ -105,6 +162,62 @@ void review_home_changes_free(struct review_home_change *c, size_t n)
         free(c);
 }
 
+static int str_cmp(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/*
+ * The fs's changes file may list the repo only. Then the journal, which
+ * records every mutating operation on every writable layer, names the home
+ * paths the agent touched (both sides of a rename); each is looked at now.
+ */
+static int home_paths_from_journal(review *r)
+{
+        _cleanup_close_ int dfd = -1;
+        journal_reader *jr = NULL;
+        struct journal_record rec;
+        size_t w = 0;
+        int k;
+
+        dfd = open(r->o.state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return review_fail(r, negative_errno(), "state directory '%s': %m", r->o.state);
+        k = journal_reader_open(dfd, "journal.jsonl", &jr);
+        if (k == -ENOENT)
+                return 0;
+        if (k < 0)
+                return review_fail(r, k, "%s/journal.jsonl: %s", r->o.state, strerror(-k));
+        while ((k = journal_reader_next(jr, &rec)) > 0) {
+                const char *ps[2] = {rec.path, rec.path2};
+                for (int i = 0; i < 2 && k >= 0; i++) {
+                        const char *rest = ps[i] ? startswith(ps[i], r->o.home_prefix) : NULL;
+                        if (!rest || *rest != '/' || rec.result < 0)
+                                continue;
+                        if (r->n_home_paths >= REVIEW_MAX_FILES)
+                                k = review_fail(r, -EMFILE, "more than %u home changes",
+                                                REVIEW_MAX_FILES);
+                        else if (review_home_path_add(r, ps[i]) < 0)
+                                k = review_fail(r, -ENOMEM, "out of memory");
+                }
+        }
+        journal_reader_free(jr);
+        if (k < 0)
+                return k;
+        /* Sorted and unique, so each path is listed once. */
+        if (r->n_home_paths > 1)
+                qsort(r->home_paths, r->n_home_paths, sizeof(char *), str_cmp);
+        for (size_t i = 0; i < r->n_home_paths; i++) {
+                if (w > 0 && streq(r->home_paths[w - 1], r->home_paths[i])) {
+                        free(r->home_paths[i]);
+                        continue;
+                }
+                r->home_paths[w++] = r->home_paths[i];
+        }
+        r->n_home_paths = w;
+        return 0;
+}
+
 int review_home_changes(review *r, struct review_home_change **ret, size_t *ret_n)
 {
         struct review_home_change *c = NULL;
@@ -115,6 +228,11 @@ int review_home_changes(review *r, struct review_home_change **ret, size_t *ret_
         k = review_build(r);
         if (k < 0)
                 return k;
+        if (r->n_home_paths == 0 && r->o.state && r->o.home_prefix) {
+                k = home_paths_from_journal(r);
+                if (k < 0)
+                        return k;
+        }
         if (r->n_home_paths) {
                 c = calloc(r->n_home_paths, sizeof(*c));
                 if (!c)

@@ -55,6 +55,12 @@ int review_commit(review *r, const struct review_commit_options *o, git_oid *ret
         k = review_build(r);
         if (k < 0)
                 return k;
+        /* git would not make an empty commit either, and git am cannot apply one. */
+        if (git_oid_equal(&r->tree, git_tree_id(r->base_tree)))
+                return review_fail(r, -ENODATA,
+                                   "the workspace has no changes against the base revision %s; "
+                                   "nothing to export",
+                                   r->o.rev);
         k = signature_default(r, &committer);
         if (k < 0)
                 goto out;
@@ -84,6 +90,8 @@ int review_commit(review *r, const struct review_commit_options *o, git_oid *ret
                                       parents);
         if (g < 0)
                 k = review_git_fail(r, g, "creating the commit");
+        else if (!r->o.in_memory)
+                k = review_persist(r);
 out:
         git_tree_free(tree);
         git_signature_free(author);

@@ -19,7 +19,7 @@ struct review {
         struct review_options o; /* the caller's strings, valid for r's lifetime */
         git_repository *repo;
         git_odb *odb;
-        git_odb_backend *mempack; /* owned by odb once added; NULL unless in_memory */
+        git_odb_backend *mempack; /* new objects; owned by odb once added */
         git_commit *base;
         git_tree *base_tree;
         git_oid tree;
@@ -37,6 +37,7 @@ struct review {
         git_repository *scratch_repo;
 
         char err[1024];
+        char warning[1200]; /* something the user should know; "" if none */
 };
 
 /* Record a message for review_error() and return `code` (a negative errno). */
@@ -44,6 +45,9 @@ int review_fail(review *r, int code, const char *fmt, ...) __attribute__((format
 /* The same, with libgit2's last message appended; maps libgit2's code to an errno. */
 int review_git_fail(review *r, int gerr, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
+
+/* Write the objects made so far into the source's odb as one pack. */
+int review_persist(review *r);
 
 /* review-view.c: agent-controlled files, read without following symlinks. */
 /* A repo-relative path that git can hold and we may take: no "..", ".", "", ".git". */
@@ -62,6 +66,7 @@ struct review_change {
 };
 int review_changes_load(review *r, struct review_change **ret, size_t *ret_n);
 void review_changes_free(struct review_change *c, size_t n);
+int review_home_path_add(review *r, const char *workspace_path);
 
 /* review-commits.c */
 void review_scratch_remove(review *r);

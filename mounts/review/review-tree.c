@@ -226,7 +226,7 @@ void review_changes_free(struct review_change *c, size_t n)
         free(c);
 }
 
-static int home_path_add(review *r, const char *p)
+int review_home_path_add(review *r, const char *p)
 {
         if (r->n_home_paths == r->cap_home_paths) {
                 size_t nc = r->cap_home_paths ? 2 * r->cap_home_paths : 64;
@@ -291,7 +291,7 @@ int review_changes_load(review *r, struct review_change **ret, size_t *ret_n)
                 opaque = json_is_true(json_object_get(o, "opaque"));
                 if (r->o.home_prefix && (rest = startswith(p, r->o.home_prefix)) &&
                     (*rest == '/' || *rest == 0)) {
-                        if (home_path_add(r, p) < 0) {
+                        if (review_home_path_add(r, p) < 0) {
                                 k = review_fail(r, -ENOMEM, "out of memory");
                                 goto out;
                         }
@@ -356,8 +356,19 @@ int review_build(review *r)
                 return review_git_fail(r, g, "in-memory index");
         if (r->o.changes) {
                 k = review_changes_load(r, &c, &n);
-                if (k < 0)
-                        goto out;
+                if (k < 0) {
+                        /*
+                         * The list is only a shortcut. If it cannot be had
+                         * (e.g. the fs cannot put a name in JSON), walking
+                         * everything gives the same tree, only slower.
+                         */
+                        snprintf(r->warning, sizeof(r->warning),
+                                 "the changes list could not be read (%s); read the whole "
+                                 "workspace instead",
+                                 review_error(r));
+                        k = 0;
+                        walk_all = true;
+                }
                 for (size_t i = 0; i < n; i++)
                         if (c[i].path[0] == 0)
                                 walk_all = true;

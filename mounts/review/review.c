@@ -46,6 +46,11 @@ int review_git_fail(review *r, int gerr, const char *fmt, ...)
         }
 }
 
+const char *review_warning(const review *r)
+{
+        return r->warning[0] ? r->warning : NULL;
+}
+
 const char *review_error(const review *r)
 {
         return r->err[0] ? r->err : "unknown error";
@@ -86,18 +91,21 @@ int review_open(const struct review_options *o, review **ret, char **ret_error)
                 k = review_git_fail(r, g, "object database of '%s'", o->source);
                 goto out;
         }
-        if (o->in_memory) {
-                /* Highest priority: every write lands here, none on disk. */
-                g = git_mempack_new(&r->mempack);
-                if (g == 0)
-                        g = git_odb_add_backend(r->odb, r->mempack, 999);
-                if (g < 0) {
-                        if (r->mempack && r->mempack->free)
-                                r->mempack->free(r->mempack);
-                        r->mempack = NULL;
-                        k = review_git_fail(r, g, "in-memory object database");
-                        goto out;
-                }
+        /*
+         * Highest priority: every new object lands in memory, none on disk.
+         * An export then writes them into the source as one pack
+         * (review_persist), which is much faster than thousands of loose
+         * objects; `cloister diff` just drops them.
+         */
+        g = git_mempack_new(&r->mempack);
+        if (g == 0)
+                g = git_odb_add_backend(r->odb, r->mempack, 999);
+        if (g < 0) {
+                if (r->mempack && r->mempack->free)
+                        r->mempack->free(r->mempack);
+                r->mempack = NULL;
+                k = review_git_fail(r, g, "in-memory object database");
+                goto out;
         }
         r->viewfd = open(o->view, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (r->viewfd < 0) {
@@ -142,6 +150,32 @@ void review_free(review *r)
         safe_close(r->homefd);
         free(r);
         git_libgit2_shutdown();
+}
+
+int review_persist(review *r)
+{
+        git_buf pack = GIT_BUF_INIT;
+        git_odb_writepack *wp = NULL;
+        git_indexer_progress stats = {0};
+        int g;
+
+        if (r->o.in_memory)
+                return review_fail(r, -EPERM, "this review keeps the source untouched");
+        g = git_mempack_dump(&pack, r->repo, r->mempack);
+        /* The pack backend takes it (mempack has no writepack): objects/pack/. */
+        if (g == 0)
+                g = git_odb_write_pack(&wp, r->odb, NULL, NULL);
+        if (g == 0)
+                g = wp->append(wp, pack.ptr, pack.size, &stats);
+        if (g == 0)
+                g = wp->commit(wp, &stats);
+        if (wp)
+                wp->free(wp);
+        git_buf_dispose(&pack);
+        if (g < 0)
+                return review_git_fail(r, g, "writing the new objects into the source");
+        git_odb_refresh(r->odb);
+        return 0;
 }
 
 const git_oid *review_base_commit(const review *r)

@@ -44,10 +44,14 @@ struct review_options {
         const char
                 *repo_prefix;  /* workspace-absolute prefix of the repo in changes ("/workspace") */
         const char *home_view; /* host path of the hidden home in the view, or NULL */
-        const char *home_prefix;    /* its workspace-absolute prefix ("/home/agent"), or NULL */
+        const char *home_prefix; /* its workspace-absolute prefix ("/home/agent"), or NULL */
+        const char *state; /* state dir: its journal names home changes the changes file lacks; or
+                              NULL */
         const char *const *exclude; /* repo-relative paths never taken (read-only mirrors),
                                        NULL-terminated or NULL */
-        bool in_memory; /* new objects go to an in-memory odb: the source stays untouched */
+        /* true: never write the source (diff, mbox); false: commits and their objects
+         * go into the source as one pack (export) */
+        bool in_memory;
         review_progress_fn progress;
         void *userdata;
 };
@@ -64,6 +68,8 @@ static inline void review_freep(review **r)
 
 /* The message of the last failure, never NULL. */
 const char *review_error(const review *r);
+/* A note worth printing (e.g. a slower fallback was taken), or NULL. */
+const char *review_warning(const review *r);
 
 /* Build the workspace's tree (once; later calls reuse it). */
 int review_build(review *r);

@@ -137,12 +137,16 @@ static int read_line(int fd, char **buf, size_t *cap)
         }
 }
 
-/* Returns the reply object if it holds `field` and no "error"; else NULL. */
+/*
+ * Returns the reply object if it holds `field`, not false or null, and no
+ * "error" (an introspection that says "active": false is not a success).
+ */
 static json_t *reply_ok(const char *line, const char *field)
 {
-        json_t *j = json_loads(line, 0, NULL);
+        json_t *j = json_loads(line, 0, NULL), *v = j ? json_object_get(j, field) : NULL;
 
-        if (!j || !json_is_object(j) || json_object_get(j, "error") || !json_object_get(j, field)) {
+        if (!j || !json_is_object(j) || json_object_get(j, "error") || !v || json_is_false(v) ||
+            json_is_null(v)) {
                 json_decref(j);
                 return NULL;
         }

@@ -44,4 +44,9 @@ printf 'protocol=https\nhost=git.example.com\nusername=u\npassword=p\n\n' | "$CR
 check "store_succeeds_and_keeps_nothing" test ! -s "$T/helper.out"
 printf 'protocol=https\nhost=git.example.com\n\n' | "$CRED_HELPER" --scope deploy get >"$T/helper.out"
 check "helper_scope_option_overrides_the_host" sh -c "sed -n 's/^password=//p' '$T/helper.out' | xargs -I{} '$CLOISTER' token verify {} --config '$T/ws1.ini' --scope deploy >/dev/null"
+# git rejected the token: erase revokes it at the broker.
+printf 'protocol=https\nhost=git.example.com\nusername=x-access-token\npassword=%s\n\n' "$tok" |
+        git -c credential.helper= -c "credential.helper=$CRED_HELPER" credential reject
+check_rc "git_credential_reject_revokes_the_token" 1 "$CLOISTER" token introspect "$tok"
+check "rejected_token_reads_as_revoked" grep -q '"reason": "revoked"' "$T/out"
 done_testing

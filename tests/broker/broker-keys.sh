@@ -11,6 +11,7 @@ start_broker "$T/ws1.ini" || { echo "Bail out! broker did not start"; exit 1; }
 export CLOISTER_BROKER=$(sock ws1)
 
 check "key_file_is_made_on_first_start" test -s "$keys"
+check "broker_cannot_dump_core" grep -Eq '^Max core file size +0 +0 ' "/proc/$BROKER_PID/limits"
 check "key_file_mode_is_0600" test "$(stat -c %a "$keys")" = 600
 check "broker_dir_mode_is_0700" test "$(stat -c %a "$T/ws1/state/broker")" = 700
 check "admin_socket_mode_is_0600" test "$(stat -c %a "$(admin_sock ws1)")" = 600

@@ -31,6 +31,13 @@ check_rc "second_use_is_active" 0 "$CLOISTER" token introspect "$d" --config "$T
 check_rc "third_use_is_refused_as_used_up" 1 "$CLOISTER" token introspect "$d" --config "$T/ws1.ini"
 check "used_up_reason_is_given" grep -q 'used up' "$T/out"
 
+# Online, the broker judges expiry by its own clock, without skew: one short wait.
+short=$("$CLOISTER" token issue git --ttl 2)
+check_rc "token_is_active_before_its_exp" 0 "$CLOISTER" token introspect "$short"
+sleep 3
+check_rc "token_is_inactive_once_expired" 1 "$CLOISTER" token introspect "$short"
+check "expired_token_reason_says_expired" grep -q '"reason": "expired' "$T/out"
+
 t3=$("$CLOISTER" token issue git)
 check_rc "admin_revokes_a_whole_workspace" 0 "$CLOISTER" token revoke --workspace ws1 --config "$T/ws1.ini"
 check "revoke_all_counts_the_tokens" grep -q "revoked [1-9]" "$T/out"

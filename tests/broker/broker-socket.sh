@@ -114,4 +114,17 @@ for _ in 1 2 3 4 5 6; do "$CLOISTER" token issue git >/dev/null 2>>"$T/rate.err"
 check "issue_rate_caps_tokens_per_minute" test "$n" = 5
 check "rate_refusal_says_why" grep -q "rate_limited" "$T/rate.err"
 check "rate_refusals_are_audited" grep -q '"error":"rate_limited"' "$T/lim/state/broker/audit.jsonl"
+
+make_workspace cap "[limits]
+issue_total = 3
+
+[scope \"git\"]
+audience = https://git.example.com
+workspaces = cap"
+start_broker "$T/cap.ini" || { echo "Bail out! broker did not start"; exit 1; }
+n=0
+for _ in 1 2 3 4 5; do "$CLOISTER" token issue git --socket "$(sock cap)" >/dev/null 2>>"$T/cap.err" && n=$((n + 1)); done
+check "issue_total_caps_tokens_per_run" test "$n" = 3
+check "quota_refusal_says_why" grep -q "quota_exceeded" "$T/cap.err"
+check "other_requests_still_work_after_the_quota" test "$(raw "$(sock cap)" '{"op":"pubkey"}' | json_get ok)" = true
 done_testing

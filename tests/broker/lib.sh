@@ -17,7 +17,7 @@ cleanup() {
         for p in "${BROKER_PIDS[@]}"; do
                 kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
         done
-        rm -rf "$T"
+        [ -n "${KEEP:-}" ] || rm -rf "$T"
 }
 trap cleanup EXIT
 
@@ -114,6 +114,7 @@ start_broker() {
                         kill -0 "$BROKER_PID" 2>/dev/null || return 1
                         sleep 0.05
                 done
+                [ -S "$(sock "$name")" ] || return 1
         done
 }
 
@@ -123,8 +124,7 @@ stop_broker() {
 }
 
 # raw SOCKET LINE...: send lines over a real socket, print the responses.
-raw() {
-        python3 - "$@" <<'EOP'
+cat >"$T/raw.py" <<'EOP'
 import socket, sys
 s = socket.socket(socket.AF_UNIX)
 s.settimeout(20)
@@ -140,7 +140,8 @@ while True:
     data += b
 sys.stdout.write(data.decode())
 EOP
-}
+chmod 0644 "$T/raw.py"
+raw() { python3 "$T/raw.py" "$@"; }
 
 # json_get KEY: read one JSON object on stdin, print .KEY
 json_get() {

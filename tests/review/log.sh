@@ -18,11 +18,12 @@ INI
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
-check() { if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
+# st: the exit status of the command just before the check.
+check() { st=$?; if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
 echo "1..8"
 
 out=$("$CLOISTER" log "$t/ws.ini" 2>&1)
-check "missing_journal_prints_nothing_and_succeeds" '[ $? -eq 0 ] && [ -z "$out" ]'
+check "missing_journal_prints_nothing_and_succeeds" '[ $st -eq 0 ] && [ -z "$out" ]'
 
 cat >"$t/state/journal.jsonl" <<'J'
 {"time":"2026-01-01T10:00:00.000000Z","op":"create","path":"/workspace/a.c","mode":33188,"result":0,"pid":7,"uid":1000,"gid":1000,"comm":"vim"}
@@ -47,6 +48,6 @@ check "cut_short_last_line_is_reported_not_fatal" \
         '[ $rc -eq 0 ] && [ $(wc -l <<<"$out") -eq 4 ] && grep -q "1 damaged line(s) skipped, the first at line 5; the last entry was cut short" "$t/err"'
 
 "$CLOISTER" log "$t/ws.ini" --since yesterday-ish >/dev/null 2>"$t/err"
-check "bad_since_is_a_usage_error" '[ $? -eq 2 ] && grep -q -- "--since" "$t/err"'
+check "bad_since_is_a_usage_error" '[ $st -eq 2 ] && grep -q -- "--since" "$t/err"'
 "$CLOISTER" log "$t/nope.ini" >/dev/null 2>"$t/err"
-check "missing_config_is_a_usage_error" '[ $? -eq 2 ] && [ $(wc -l <"$t/err") -eq 1 ]'
+check "missing_config_is_a_usage_error" '[ $st -eq 2 ] && [ $(wc -l <"$t/err") -eq 1 ]'

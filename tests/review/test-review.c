@@ -115,6 +115,37 @@ START_TEST(corner_cases_round_trip_through_git_apply_walking_the_view)
 }
 END_TEST
 
+START_TEST(unreadable_changes_list_falls_back_to_walking_the_view)
+{
+        review *r;
+
+        corner_edits();
+        /* What the fs gives when it cannot list a name: garbage or an error. */
+        ck_assert_int_eq(fx_sh("printf 'not json\\n' > changes"), 0);
+        print_to(true, REVIEW_PATCH, "patch");
+        ck_assert_int_eq(fx_apply_and_compare("patch", false), 0);
+        r = review_new(true, true);
+        ck_assert_int_eq(review_build(r), 0);
+        ck_assert_ptr_nonnull(review_warning(r));
+        ck_assert_ptr_nonnull(strstr(review_warning(r), "not a change record"));
+        review_free(r);
+}
+END_TEST
+
+START_TEST(odd_names_round_trip_through_git_apply)
+{
+        /* git quotes these in patches; the walk takes them as they are. */
+        fx_write_str("quote\"d", "q\n");
+        fx_write_str("back\\slash", "b\n");
+        fx_write_str("new\nline", "n\n");
+        fx_write_str("tab\there", "t\n");
+        fx_write_str("\xff\xfe not utf-8", "x\n");
+        fx_write_str("-leading-dash", "d\n");
+        print_to(false, REVIEW_PATCH, "patch");
+        ck_assert_int_eq(fx_apply_and_compare("patch", false), 0);
+}
+END_TEST
+
 START_TEST(corner_cases_round_trip_through_git_apply_from_the_changes_list)
 {
         review *r;
@@ -432,6 +463,28 @@ START_TEST(agent_gitdir_symlinks_and_alternates_are_not_followed)
 }
 END_TEST
 
+START_TEST(agent_commit_planting_a_dot_git_path_is_refused)
+{
+        review *r;
+        git_oid *ids = NULL;
+        size_t n = 0;
+
+        /* git refuses to add such a path; plumbing makes the tree anyway. */
+        ck_assert_int_eq(fx_sh("cd view && blob=$(printf 'evil' | git hash-object -w --stdin) && "
+                               "sub=$(printf '100644 blob %%s\\thooks-post-checkout\\n' $blob "
+                               "| git mktree --missing) && "
+                               "top=$( (git ls-tree HEAD; printf '040000 tree %%s\\t.GIT\\n' "
+                               "$sub) | git mktree) && c=$(git commit-tree $top -p HEAD -m evil) "
+                               "&& git update-ref refs/heads/main $c"),
+                         0);
+        r = review_new(false, false);
+        ck_assert_int_eq(review_agent_commits(r, &ids, &n), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(review_error(r), ".GIT"));
+        review_free(r);
+        ck_assert_int_eq(fx_sh("test -z \"$(git -C src for-each-ref refs/cloister)\""), 0);
+}
+END_TEST
+
 START_TEST(no_agent_commits_is_reported)
 {
         review *r = review_new(false, true);
@@ -507,9 +560,9 @@ START_TEST(stat_and_name_status_agree_with_git)
         print_to(true, REVIEW_STAT, "stat");
         /* git's own view of the same change, from a commit of the view. */
         ck_assert_int_eq(fx_sh("cd view && git add -A && git commit -qm w"), 0);
-        theirs = fx_sh_out("cd view && git diff -M --name-status HEAD^ HEAD | cut -c1 | sort | "
-                           "uniq -c");
-        ours = fx_sh_out("cut -c1 ns | sort | uniq -c");
+        /* Byte for byte what git prints, quoting of the unicode name included. */
+        theirs = fx_sh_out("cd view && git diff -M --name-status HEAD^ HEAD");
+        ours = fx_sh_out("cat ns");
         ck_assert_str_eq(ours, theirs);
         free(ours);
         free(theirs);
@@ -573,6 +626,32 @@ START_TEST(discard_removes_agent_symlinks_without_following_them)
 }
 END_TEST
 
+START_TEST(export_of_an_unchanged_workspace_is_refused)
+{
+        review *r = review_new(false, false);
+        git_oid id;
+
+        ck_assert_int_eq(review_commit(r, NULL, &id), -ENODATA);
+        ck_assert_ptr_nonnull(strstr(review_error(r), "no changes"));
+        review_free(r);
+        ck_assert_int_eq(fx_sh("test -z \"$(git -C src for-each-ref refs/cloister)\""), 0);
+}
+END_TEST
+
+START_TEST(bad_author_is_a_clear_error)
+{
+        struct review_commit_options co = {.author = "no email here"};
+        review *r;
+        git_oid id;
+
+        fx_write_str("a.txt", "changed\n");
+        r = review_new(false, false);
+        ck_assert_int_eq(review_commit(r, &co, &id), -EINVAL);
+        ck_assert_str_eq(review_error(r), "author 'no email here': expected 'Name <email>'");
+        review_free(r);
+}
+END_TEST
+
 START_TEST(bad_base_revision_is_a_clear_error)
 {
         struct review_options o = {
@@ -598,6 +677,8 @@ int main(void)
         tcase_set_timeout(tc, 300);
         tcase_add_test(tc, corner_cases_round_trip_through_git_apply_walking_the_view);
         tcase_add_test(tc, corner_cases_round_trip_through_git_apply_from_the_changes_list);
+        tcase_add_test(tc, odd_names_round_trip_through_git_apply);
+        tcase_add_test(tc, unreadable_changes_list_falls_back_to_walking_the_view);
         tcase_add_loop_test(tc, randomized_edits_round_trip_through_git_apply, 0, 6);
         tcase_add_test(tc, diff_writes_no_objects_into_the_source);
         tcase_add_test(tc, export_commit_changes_nothing_but_refs_cloister);
@@ -605,12 +686,15 @@ int main(void)
         tcase_add_test(tc, agent_commits_are_exported_with_authors_and_messages);
         tcase_add_test(tc, agent_gitdir_symlinks_and_alternates_are_not_followed);
         tcase_add_test(tc, no_agent_commits_is_reported);
+        tcase_add_test(tc, agent_commit_planting_a_dot_git_path_is_refused);
         tcase_add_test(tc, symlinked_directory_in_the_changes_list_is_not_followed);
         tcase_add_test(tc, home_changes_are_listed_with_sizes_and_kept_out_of_the_patch);
         tcase_add_test(tc, stat_and_name_status_agree_with_git);
         tcase_add_test(tc, discard_resets_corner_cases_to_the_base);
         tcase_add_loop_test(tc, discard_resets_randomized_edits_to_the_base, 0, 4);
         tcase_add_test(tc, discard_removes_agent_symlinks_without_following_them);
+        tcase_add_test(tc, export_of_an_unchanged_workspace_is_refused);
+        tcase_add_test(tc, bad_author_is_a_clear_error);
         tcase_add_test(tc, bad_base_revision_is_a_clear_error);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);

@@ -87,6 +87,16 @@ check shared_clone_status_is_clean clean "$tmp/m4/workspace"
 expect_eq shared_clone_history_spans_the_chain "in the shared clone|second|first" \
         "$(git -C "$tmp/m4/workspace" log --format=%s | paste -sd'|')"
 
+# --- a linked worktree (`git worktree add`): objects live in the common dir ----
+git -C "$R" branch -q wt-branch "$first"
+git -C "$R" worktree add -q "$tmp/linked" wt-branch
+expect_eq linked_worktree_objects_are_the_common_dirs "$R/.git/objects" \
+        "$("$tool" objects "$tmp/linked")"
+check linked_worktree_source_prepares mount_like "$tmp/linked" HEAD "$tmp/m6" /workspace
+expect_eq linked_worktree_head_keeps_its_branch "refs/heads/wt-branch" \
+        "$(git -C "$tmp/m6/workspace" symbolic-ref HEAD)"
+check linked_worktree_status_is_clean clean "$tmp/m6/workspace"
+
 # --- a base commit dated in the future: the index must still be newer ---------
 F=$tmp/future
 git init -q -b main "$F"
@@ -98,6 +108,20 @@ check future_commit_prepares mount_like "$F" HEAD "$tmp/m5" /workspace
 check future_commit_index_is_dated_after_its_entries \
         test "$(stat -c %Y "$tmp/m5/workspace/.git/index")" -gt "$future"
 check future_commit_status_is_clean clean "$tmp/m5/workspace"
+
+# --- a hand-made tree with paths git refuses to track (".GIT", an NTFS alias)
+E=$tmp/evil
+git init -q -b main "$E"
+blob=$(printf 'x\n' | git -C "$E" hash-object -w --stdin)
+sub=$(printf '100644 blob %s\tconfig\n' "$blob" | git -C "$E" mktree)
+tree=$(printf '100644 blob %s\tok.txt\n040000 tree %s\t.GIT\n100644 blob %s\tgit~1\n' \
+        "$blob" "$sub" "$blob" | git -C "$E" mktree)
+git -C "$E" update-ref refs/heads/main "$(git -C "$E" commit-tree -m evil "$tree")"
+mkdir -p "$tmp/e0"
+check untrackable_paths_do_not_fail_the_prepare \
+        "$tool" prepare --source "$E" --rev main --dest "$tmp/e0"
+expect_eq untrackable_paths_are_left_out_of_the_index "ok.txt" \
+        "$(git --git-dir="$tmp/e0" ls-files 2>&1)"
 
 # --- helpers ------------------------------------------------------------------
 expect_eq commit_time_is_the_committer_time "$(git -C "$R" log -1 --format=%ct HEAD)" \

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sandbox-env.c: the environment the agent's command starts with.
+ *
+ * It is built from nothing: PATH, HOME, USER, LOGNAME, SHELL, LANG, TMPDIR,
+ * CLOISTER_WORKSPACE and, with a broker, CLOISTER_BROKER. A host variable
+ * passes only if [run] env names it, and even then not if its name or value
+ * looks like a credential: the broker is the one way credentials reach the
+ * agent, so a token in the environment is always a mistake. Names that the
+ * sandbox sets itself, and the dynamic loader's LD_* family, can't be
+ * overridden from the host either.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <strings.h>
+
+#include "config.h"
+#include "sandbox-private.h"
+#include "util.h"
+
+#define SANDBOX_PATH "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+
+static const char *const secret_name_words[] = {
+        "TOKEN", "SECRET", "PASSWORD", "PASSWD",  "PASS", "KEY",       "CREDENTIAL",
+        "AUTH",  "COOKIE", "SESSION",  "PRIVATE", "CERT", "SIGNATURE", "SALT",
+};
+
+/* Prefixes of well-known credential formats. */
+static const char *const secret_value_prefixes[] = {
+        "ghp_",  "gho_",      "ghu_",       "ghs_",       "ghr_", "github_pat_", "glpat-",
+        "xoxb-", "xoxp-",     "xoxa-",      "sk-",        "AKIA", "ASIA",        "AIza",
+        "ya29.", "v4.local.", "v4.public.", "-----BEGIN", "eyJ",
+};
+
+/* Names the sandbox owns. */
+static const char *const reserved_names[] = {
+        "PATH",   "HOME", "USER", "LOGNAME",  "SHELL", "TMPDIR",         "PWD",
+        "OLDPWD", "IFS",  "ENV",  "BASH_ENV", "PS4",   "PROMPT_COMMAND", "MAIL",
+};
+
+bool sandbox_env_is_secret(const char *name, const char *value)
+{
+        _cleanup_free_ char *upper = strdup(name);
+
+        if (!upper)
+                return true; /* fail closed */
+        for (char *p = upper; *p; p++)
+                *p = (char)toupper((unsigned char)*p);
+        for (size_t i = 0; i < ELEMENTSOF(secret_name_words); i++)
+                if (strstr(upper, secret_name_words[i]))
+                        return true;
+        if (value)
+                for (size_t i = 0; i < ELEMENTSOF(secret_value_prefixes); i++)
+                        if (startswith(value, secret_value_prefixes[i]))
+                                return true;
+        return false;
+}
+
+static bool env_is_reserved(const char *name)
+{
+        if (startswith(name, "LD_") || startswith(name, "CLOISTER_") ||
+            startswith(name, "BASH_FUNC_"))
+                return true;
+        for (size_t i = 0; i < ELEMENTSOF(reserved_names); i++)
+                if (streq(name, reserved_names[i]))
+                        return true;
+        return false;
+}
+
+static const char *env_lookup(char *const *env, const char *name)
+{
+        size_t l = strlen(name);
+
+        for (char *const *e = env; e && *e; e++)
+                if (strncmp(*e, name, l) == 0 && (*e)[l] == '=')
+                        return *e + l + 1;
+        return NULL;
+}
+
+int sandbox_env_build(const struct sandbox_options *o, char *const *host_env, char ***ret_env,
+                      char ***ret_refused)
+{
+        const struct config *c = o->config;
+        struct strv_builder env = {0}, refused = {0};
+        const char *term;
+        int r;
+
+        sandbox_strv_add(&env, "PATH=" SANDBOX_PATH);
+        sandbox_strv_addf(&env, "HOME=%s", c->home.path);
+        sandbox_strv_addf(&env, "USER=%s", c->run.user);
+        sandbox_strv_addf(&env, "LOGNAME=%s", c->run.user);
+        sandbox_strv_add(&env,
+                         access("/usr/bin/bash", X_OK) == 0 ? "SHELL=/bin/bash" : "SHELL=/bin/sh");
+        sandbox_strv_add(&env, "TMPDIR=/tmp");
+        sandbox_strv_addf(&env, "CLOISTER_WORKSPACE=%s", c->workspace.name);
+        if (o->broker_socket)
+                sandbox_strv_add(&env, "CLOISTER_BROKER=" SANDBOX_BROKER_SOCKET);
+        /* A terminal needs to know what it is talking to; TERM is no secret. */
+        term = env_lookup(host_env, "TERM");
+        if (o->interactive && term && !sandbox_env_is_secret("TERM", term))
+                sandbox_strv_addf(&env, "TERM=%s", term);
+
+        bool have_lang = false;
+        for (char **n = c->run.env; *n; n++) {
+                const char *v = env_lookup(host_env, *n);
+
+                if (!v)
+                        continue;
+                if (o->interactive && streq(*n, "TERM"))
+                        continue; /* set above */
+                if (env_is_reserved(*n) || sandbox_env_is_secret(*n, v)) {
+                        sandbox_strv_add(&refused, *n);
+                        continue;
+                }
+                if (streq(*n, "LANG"))
+                        have_lang = true;
+                sandbox_strv_addf(&env, "%s=%s", *n, v);
+        }
+        if (!have_lang)
+                sandbox_strv_add(&env, "LANG=C.UTF-8");
+
+        r = sandbox_strv_finish(&env, ret_env);
+        if (r < 0) {
+                sandbox_strv_clear(&refused);
+                return r;
+        }
+        r = sandbox_strv_finish(&refused, ret_refused);
+        if (r < 0)
+                strv_free(TAKE_PTR(*ret_env));
+        return r;
+}

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sandbox-limits.c: [limits] memory, processes and cpu for the sandbox.
+ *
+ * The limits are set with prlimit(2) on the sandbox's first process while it
+ * waits for its seccomp filter (see sandbox.c): after bubblewrap created the user namespace,
+ * before the command runs. The order matters for RLIMIT_NPROC, which the
+ * kernel counts per (user namespace, uid): set on the sandbox's first
+ * process, it counts the sandbox's own processes only, not every process of
+ * the invoking user on the host (the host-level check uses the limit that
+ * was in force when the namespace was created, i.e. the user's own).
+ *
+ * The kernel never enforces RLIMIT_NPROC on the host's root (uid 0 is
+ * exempt in copy_process(), inside a user namespace too). So when cloister
+ * runs as root the process limit comes from a pids cgroup instead (cgroup v2
+ * where pids is delegated to ours, else the v1 pids hierarchy); if neither
+ * can be made, running as root is refused rather than run unlimited.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "config.h"
+#include "sandbox-private.h"
+#include "util.h"
+
+struct sandbox_cgroup {
+        char *path;
+};
+
+static int file_write(const char *dir, const char *name, const char *value)
+{
+        _cleanup_free_ char *p = NULL;
+        _cleanup_close_ int fd = -1;
+        size_t l = strlen(value);
+
+        if (asprintf(&p, "%s/%s", dir, name) < 0)
+                return -ENOMEM;
+        fd = open(p, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return negative_errno();
+        if (write(fd, value, l) != (ssize_t)l)
+                return negative_errno();
+        return 0;
+}
+
+/* Our own cgroup path in the hierarchy that has `controller` (v1) or in v2 (""). */
+static int own_cgroup(const char *controller, char **ret)
+{
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
+        _cleanup_free_ char *line = NULL;
+        size_t n = 0;
+
+        if (!f)
+                return negative_errno();
+        while (getline(&line, &n, f) > 0) {
+                char *ctl = strchr(line, ':'), *path;
+
+                if (!ctl)
+                        continue;
+                ctl++;
+                path = strchr(ctl, ':');
+                if (!path)
+                        continue;
+                *path++ = '\0';
+                path[strcspn(path, "\n")] = '\0';
+                bool match = *controller ? false : *ctl == '\0';
+                for (char *tok = ctl, *save = NULL;
+                     *controller && (tok = strtok_r(tok, ",", &save)); tok = NULL)
+                        if (streq(tok, controller))
+                                match = true;
+                if (match) {
+                        char *p = strdup(streq(path, "/") ? "" : path);
+                        if (!p)
+                                return -ENOMEM;
+                        *ret = p;
+                        return 0;
+                }
+        }
+        return -ENOENT;
+}
+
+static bool file_has_word(const char *path, const char *word)
+{
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        char buf[512];
+
+        if (!f || !fgets(buf, sizeof(buf), f))
+                return false;
+        for (char *tok = buf, *save = NULL; (tok = strtok_r(tok, " \n", &save)); tok = NULL)
+                if (streq(tok, word))
+                        return true;
+        return false;
+}
+
+/* A fresh pids cgroup under ours, or -EOPNOTSUPP if none can be made. */
+static int cgroup_make(pid_t pid, uint64_t max, struct sandbox_cgroup **ret)
+{
+        static const struct {
+                const char *root, *controller, *check;
+        } where[] = {
+                {"/sys/fs/cgroup", "", "/sys/fs/cgroup/cgroup.controllers"},
+                {"/sys/fs/cgroup/unified", "", "/sys/fs/cgroup/unified/cgroup.controllers"},
+                {"/sys/fs/cgroup/pids", "pids", "/sys/fs/cgroup/pids/cgroup.procs"},
+        };
+        char value[32];
+        int r = -EOPNOTSUPP;
+
+        snprintf(value, sizeof(value), "%" PRIu64, max);
+        for (size_t i = 0; i < ELEMENTSOF(where); i++) {
+                _cleanup_free_ char *own = NULL, *parent = NULL, *ctl = NULL, *dir = NULL;
+                struct sandbox_cgroup *cg;
+
+                if (access(where[i].check, F_OK) < 0 || own_cgroup(where[i].controller, &own) < 0)
+                        continue;
+                if (asprintf(&parent, "%s%s", where[i].root, own) < 0 ||
+                    asprintf(&ctl, "%s/cgroup.subtree_control", parent) < 0 ||
+                    asprintf(&dir, "%s/cloister-%d", parent, (int)pid) < 0)
+                        return -ENOMEM;
+                if (!*where[i].controller && !file_has_word(ctl, "pids"))
+                        continue; /* v2 without pids delegated to us */
+                if (mkdir(dir, 0755) < 0) {
+                        r = negative_errno();
+                        continue;
+                }
+                r = file_write(dir, "pids.max", value);
+                if (r >= 0) {
+                        snprintf(value, sizeof(value), "%d", (int)pid);
+                        r = file_write(dir, "cgroup.procs", value);
+                }
+                if (r < 0) {
+                        (void)rmdir(dir);
+                        snprintf(value, sizeof(value), "%" PRIu64, max);
+                        continue;
+                }
+                cg = calloc(1, sizeof(*cg));
+                if (!cg) {
+                        (void)rmdir(dir);
+                        return -ENOMEM;
+                }
+                cg->path = TAKE_PTR(dir);
+                *ret = cg;
+                return 0;
+        }
+        return r;
+}
+
+void sandbox_cgroup_free(struct sandbox_cgroup *cg)
+{
+        if (!cg)
+                return;
+        /* The processes are gone, but the kernel may release the cgroup a moment later. */
+        for (int i = 0; i < 100 && rmdir(cg->path) < 0 && errno == EBUSY; i++)
+                nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+        free(cg->path);
+        free(cg);
+}
+
+static int limit_set(pid_t pid, int resource, uint64_t value, uint64_t hard)
+{
+        struct rlimit rl = {.rlim_cur = value, .rlim_max = hard};
+
+        if (prlimit(pid, resource, &rl, NULL) < 0)
+                return negative_errno();
+        return 0;
+}
+
+int sandbox_limits_apply(const struct config *c, pid_t pid, struct sandbox_cgroup **ret_cg,
+                         char **ret_error)
+{
+        int r;
+
+        r = limit_set(pid, RLIMIT_AS, c->limits.memory, c->limits.memory);
+        if (r < 0)
+                return sandbox_errorf(ret_error, r, "cannot limit memory (RLIMIT_AS): %s",
+                                      strerror(-r));
+        /* SIGXCPU at the limit, so a tool may stop cleanly; SIGKILL a grace later. */
+        r = limit_set(pid, RLIMIT_CPU, c->limits.cpu, c->limits.cpu + SANDBOX_GRACE_SECONDS);
+        if (r < 0)
+                return sandbox_errorf(ret_error, r, "cannot limit cpu (RLIMIT_CPU): %s",
+                                      strerror(-r));
+        /* Core dumps of the agent's processes would land in the workspace. */
+        r = limit_set(pid, RLIMIT_CORE, 0, 0);
+        if (r < 0)
+                return sandbox_errorf(ret_error, r, "cannot disable core dumps: %s", strerror(-r));
+        r = limit_set(pid, RLIMIT_NPROC, c->limits.processes, c->limits.processes);
+        if (r < 0)
+                return sandbox_errorf(ret_error, r, "cannot limit processes (RLIMIT_NPROC): %s",
+                                      strerror(-r));
+        *ret_cg = NULL;
+        if (geteuid() == 0) {
+                r = cgroup_make(pid, c->limits.processes, ret_cg);
+                if (r < 0)
+                        return sandbox_errorf(ret_error, r,
+                                              "running as root, [limits] processes needs a pids "
+                                              "cgroup (RLIMIT_NPROC does not bind root), and "
+                                              "none could be made: %s",
+                                              strerror(-r));
+        }
+        return 0;
+}
+
+/* The sandbox's PID namespace is the one its first process lives in. */
+void sandbox_kill_all(pid_t pid1, int sig)
+{
+        _cleanup_closedir_ DIR *d = NULL;
+        char p[64];
+        struct stat ns, st;
+        struct dirent *de;
+
+        if (sig == SIGKILL) {
+                /* Killing a PID namespace's init kills everything in it. */
+                (void)kill(pid1, SIGKILL);
+                return;
+        }
+        snprintf(p, sizeof(p), "/proc/%d/ns/pid", (int)pid1);
+        if (stat(p, &ns) < 0)
+                return;
+        d = opendir("/proc");
+        if (!d)
+                return;
+        while ((de = readdir(d))) {
+                char *end;
+                long pid = strtol(de->d_name, &end, 10);
+
+                if (*end || pid <= 0 || pid == pid1)
+                        continue;
+                snprintf(p, sizeof(p), "/proc/%ld/ns/pid", pid);
+                if (stat(p, &st) == 0 && st.st_ino == ns.st_ino && st.st_dev == ns.st_dev)
+                        (void)kill((pid_t)pid, sig);
+        }
+}

@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sandbox.c: one sandboxed command from start to teardown.
+ *
+ * bwrap is started with two extra pipes: a status pipe (--json-status-fd)
+ * on which it reports the sandbox's first process and, at the end, the
+ * command's exit code, and the seccomp pipe (--seccomp). bwrap's sandbox
+ * process reads the filter only once its namespaces and mounts are set up,
+ * right before the command, so the filter is the gate: we write it only
+ * after the resource limits are applied (sandbox-limits.c). If we die
+ * before that, bwrap reads an empty filter, fails, and nothing runs: a
+ * `cloister run` killed during setup can't leave an unlimited command
+ * behind. The filter is smaller than PIPE_BUF, so the write is atomic.
+ *
+ * While the command runs we hold SIGINT, SIGTERM and SIGHUP in a signalfd
+ * and watch bwrap through a pidfd, so that a signal or the wall-clock
+ * timeout becomes SIGTERM to every process of the sandbox and, after
+ * SANDBOX_GRACE_SECONDS, SIGKILL to its PID namespace. bwrap runs with
+ * --die-with-parent: if we are killed outright, so is the sandbox.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <limits.h>
+#include <linux/close_range.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "cloister-config.h"
+#include "config.h"
+#include "sandbox-private.h"
+#include "util.h"
+
+#define STATUS_MAX 4096 /* bwrap's status documents are a few dozen bytes each */
+
+struct status_reader {
+        char buf[STATUS_MAX + 1];
+        size_t len;
+        pid_t child_pid;
+        int exit_code; /* -1 until bwrap reports it */
+};
+
+static void fds_close(struct sandbox_fds *fds)
+{
+        fds->seccomp = safe_close(fds->seccomp);
+        fds->status_w = safe_close(fds->status_w);
+        for (size_t i = 0; i < fds->n_etc; i++)
+                safe_close(fds->etc[i]);
+        fds->n_etc = 0;
+}
+
+/* Consume whole lines; each is one JSON document from bwrap. */
+static void status_parse(struct status_reader *s)
+{
+        char *nl;
+
+        while ((nl = memchr(s->buf, '\n', s->len))) {
+                json_t *j;
+
+                *nl = '\0';
+                j = json_loads(s->buf, 0, NULL);
+                if (j) {
+                        json_t *v = json_object_get(j, "child-pid");
+                        if (json_is_integer(v) && json_integer_value(v) > 0)
+                                s->child_pid = (pid_t)json_integer_value(v);
+                        v = json_object_get(j, "exit-code");
+                        if (json_is_integer(v))
+                                s->exit_code = (int)json_integer_value(v);
+                        json_decref(j);
+                }
+                s->len -= (size_t)(nl + 1 - s->buf);
+                memmove(s->buf, nl + 1, s->len);
+        }
+        if (s->len == STATUS_MAX)
+                s->len = 0; /* an overlong line is not bwrap's: drop it */
+}
+
+/* Returns 1 on data, 0 on EOF. */
+static int status_read(int fd, struct status_reader *s)
+{
+        ssize_t n = read(fd, s->buf + s->len, STATUS_MAX - s->len);
+
+        if (n < 0)
+                return errno == EINTR || errno == EAGAIN ? 1 : negative_errno();
+        if (n == 0)
+                return 0;
+        s->len += (size_t)n;
+        status_parse(s);
+        return 1;
+}
+
+static int64_t now_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static _noreturn_ void child_exec(const struct sandbox_options *o, char **argv,
+                                  const struct sandbox_fds *fds, const sigset_t *mask)
+{
+        int keep[2 + ELEMENTSOF(fds->etc)];
+        size_t n = 0;
+
+        /* bwrap and the sandbox start with default signal dispositions */
+        signal(SIGINT, SIG_DFL);
+        signal(SIGQUIT, SIG_DFL);
+        sigprocmask(SIG_UNBLOCK, mask, NULL);
+        /* Keep a terminal's ^C away from bwrap itself unless a person drives it. */
+        if (!o->interactive)
+                (void)setpgid(0, 0);
+        /* Nothing of ours or our caller's leaks in: only stdio and bwrap's fds. */
+        if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+                _exit(127);
+        keep[n++] = fds->seccomp;
+        keep[n++] = fds->status_w;
+        for (size_t i = 0; i < fds->n_etc; i++)
+                keep[n++] = fds->etc[i];
+        for (size_t i = 0; i < n; i++)
+                if (fcntl(keep[i], F_SETFD, 0) < 0)
+                        _exit(127);
+        execve(argv[0], argv, o->env);
+        _exit(127);
+}
+
+/* The filter's BPF in memory, to be written in one atomic write later. */
+static int filter_load(void **ret, size_t *ret_len)
+{
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = malloc(PIPE_BUF);
+        size_t len = 0;
+        int r;
+
+        if (!buf)
+                return -ENOMEM;
+        r = sandbox_seccomp_export(&fd);
+        if (r < 0)
+                return r;
+        for (;;) {
+                ssize_t n = read(fd, buf + len, PIPE_BUF - len);
+                if (n < 0)
+                        return negative_errno();
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+                if (len == PIPE_BUF)
+                        return -E2BIG; /* would not be written atomically */
+        }
+        if (len == 0 || len % 8 != 0)
+                return -EINVAL;
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+/* Wait for bwrap's report of the sandbox's first process, or its end. */
+static int wait_child_pid(int status_r, int sfd, struct status_reader *s)
+{
+        struct pollfd p[2] = {{.fd = status_r, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+
+        while (s->child_pid <= 0) {
+                int r;
+
+                if (poll(p, 2, -1) < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                if (p[1].revents & POLLIN)
+                        return -EINTR; /* asked to stop before anything ran */
+                if (p[0].revents) {
+                        r = status_read(status_r, s);
+                        if (r <= 0)
+                                return r < 0 ? r : -ECHILD;
+                }
+        }
+        return 0;
+}
+
+int sandbox_check_userns(char **ret_error)
+{
+        _cleanup_fclose_ FILE *f = NULL;
+        long v;
+
+        f = fopen("/proc/sys/user/max_user_namespaces", "re");
+        if (f && fscanf(f, "%ld", &v) == 1 && v == 0)
+                return sandbox_errorf(
+                        ret_error, -EPERM,
+                        "user namespaces are disabled (user.max_user_namespaces = 0)");
+        if (f)
+                fclose(TAKE_PTR(f));
+        if (geteuid() != 0) {
+                f = fopen("/proc/sys/kernel/unprivileged_userns_clone", "re");
+                if (f && fscanf(f, "%ld", &v) == 1 && v == 0)
+                        return sandbox_errorf(ret_error, -EPERM,
+                                              "unprivileged user namespaces are disabled "
+                                              "(kernel.unprivileged_userns_clone = 0)");
+        }
+        return 0;
+}
+
+int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, char **ret_error)
+{
+        struct sandbox_fds fds = {.seccomp = -1, .status_w = -1};
+        _cleanup_close_ int status_r = -1, seccomp_w = -1, sfd = -1, pidfd = -1;
+        _cleanup_free_ void *filter = NULL;
+        size_t filter_len = 0;
+        _cleanup_strv_free_ char **argv = NULL;
+        struct sandbox_cgroup *cg = NULL;
+        struct status_reader *st = NULL;
+        struct sandbox_result res = {0};
+        sigset_t mask, old;
+        struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
+        int64_t deadline, kill_at = -1;
+        pid_t bwrap = -1;
+        int pipefd[2], wstatus = 0, r;
+        bool stopping = false;
+
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGHUP);
+        if (!o->interactive)
+                sigaddset(&mask, SIGINT);
+        sigprocmask(SIG_BLOCK, &mask, &old);
+        sigaction(SIGINT, o->interactive ? &ign : NULL, &old_int);
+        sigaction(SIGQUIT, o->interactive ? &ign : NULL, &old_quit);
+
+        st = calloc(1, sizeof(*st));
+        if (!st) {
+                r = sandbox_errorf(ret_error, -ENOMEM, "out of memory");
+                goto out;
+        }
+        st->exit_code = -1;
+        sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+        if (sfd < 0) {
+                r = sandbox_errorf(ret_error, negative_errno(), "signalfd: %m");
+                goto out;
+        }
+        r = filter_load(&filter, &filter_len);
+        if (r < 0) {
+                sandbox_errorf(ret_error, r, "cannot build the seccomp filter: %s", strerror(-r));
+                goto out;
+        }
+        if (pipe2(pipefd, O_CLOEXEC) < 0) {
+                r = sandbox_errorf(ret_error, negative_errno(), "pipe: %m");
+                goto out;
+        }
+        fds.seccomp = pipefd[0];
+        seccomp_w = pipefd[1];
+        if (pipe2(pipefd, O_CLOEXEC) < 0) {
+                r = sandbox_errorf(ret_error, negative_errno(), "pipe: %m");
+                goto out;
+        }
+        status_r = pipefd[0];
+        fds.status_w = pipefd[1];
+        r = sandbox_bwrap_argv(o, &fds, &argv, ret_error);
+        if (r < 0)
+                goto out;
+
+        bwrap = fork();
+        if (bwrap < 0) {
+                r = sandbox_errorf(ret_error, negative_errno(), "fork: %m");
+                goto out;
+        }
+        if (bwrap == 0)
+                child_exec(o, argv, &fds, &mask);
+        fds_close(&fds);
+        pidfd = (int)syscall(SYS_pidfd_open, bwrap, 0);
+        if (pidfd < 0) {
+                r = sandbox_errorf(ret_error, negative_errno(), "pidfd_open: %m");
+                goto out;
+        }
+
+        r = wait_child_pid(status_r, sfd, st);
+        if (r < 0) {
+                if (r == -EINTR)
+                        sandbox_errorf(ret_error, r, "interrupted while setting up the sandbox");
+                else
+                        sandbox_errorf(ret_error, r,
+                                       "bubblewrap could not set up the sandbox (see its "
+                                       "message above)");
+                goto out;
+        }
+        r = sandbox_limits_apply(o->config, st->child_pid, &cg, ret_error);
+        if (r < 0)
+                goto out;
+        /* Limits are in place: hand over the filter, which lets the command run. */
+        if (write(seccomp_w, filter, filter_len) != (ssize_t)filter_len) {
+                r = sandbox_errorf(ret_error, negative_errno(),
+                                   "cannot pass the seccomp filter: %m");
+                goto out;
+        }
+        seccomp_w = safe_close(seccomp_w);
+
+        deadline = now_ms() + (int64_t)o->config->limits.timeout * 1000;
+        for (;;) {
+                struct pollfd p[3] = {
+                        {.fd = pidfd, .events = POLLIN},
+                        {.fd = sfd, .events = POLLIN},
+                        {.fd = status_r, .events = POLLIN},
+                };
+                int64_t now = now_ms(), until = kill_at >= 0 ? kill_at : deadline;
+                int timeout = until <= now ? 0 : (int)MIN(until - now, (int64_t)60000);
+
+                if (poll(p, status_r >= 0 ? 3 : 2, timeout) < 0 && errno != EINTR) {
+                        r = sandbox_errorf(ret_error, negative_errno(), "poll: %m");
+                        goto out;
+                }
+                if (p[0].revents & POLLIN)
+                        break;
+                if (status_r >= 0 && p[2].revents && status_read(status_r, st) <= 0)
+                        status_r = safe_close(status_r);
+                if (p[1].revents & POLLIN) {
+                        struct signalfd_siginfo si;
+                        if (read(sfd, &si, sizeof(si)) == sizeof(si) && !res.signal)
+                                res.signal = (int)si.ssi_signo;
+                }
+                now = now_ms();
+                if (!stopping && (res.signal || now >= deadline)) {
+                        res.timed_out = !res.signal;
+                        stopping = true;
+                        sandbox_kill_all(st->child_pid, SIGTERM);
+                        kill_at = now + SANDBOX_GRACE_SECONDS * 1000;
+                } else if (stopping && kill_at >= 0 && now >= kill_at) {
+                        sandbox_kill_all(st->child_pid, SIGKILL);
+                        kill_at = -1;
+                        deadline = INT64_MAX;
+                }
+        }
+        while (waitpid(bwrap, &wstatus, 0) < 0 && errno == EINTR)
+                ;
+        bwrap = -1;
+        while (status_r >= 0 && status_read(status_r, st) > 0)
+                ;
+        if (st->exit_code >= 0)
+                res.status = st->exit_code;
+        else if (WIFSIGNALED(wstatus))
+                res.status = 128 + WTERMSIG(wstatus);
+        else if (stopping)
+                res.status = 128 + SIGKILL; /* bwrap's monitor died with the namespace */
+        else {
+                r = sandbox_errorf(ret_error, -EPROTO,
+                                   "bubblewrap could not start the command (exit %d; see its "
+                                   "message above)",
+                                   WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
+                goto out;
+        }
+        *ret = res;
+        r = 0;
+out:
+        if (bwrap > 0) {
+                /* Failed after the fork: nothing may run. */
+                if (st && st->child_pid > 0)
+                        (void)kill(st->child_pid, SIGKILL);
+                (void)kill(bwrap, SIGKILL);
+                while (waitpid(bwrap, &wstatus, 0) < 0 && errno == EINTR)
+                        ;
+        }
+        sandbox_cgroup_free(cg);
+        fds_close(&fds);
+        free(st);
+        sigaction(SIGINT, &old_int, NULL);
+        sigaction(SIGQUIT, &old_quit, NULL);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+        return r;
+}

@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sandbox.h: start one command inside a bubblewrap sandbox built from a
+ * workspace config, hold it to its limits, and tear it down.
+ *
+ * Trust boundary: everything in this module runs with the invoking user's
+ * privileges (possibly root) on the host side. It never enters the sandbox
+ * itself: bubblewrap builds the namespaces, a libseccomp filter and resource
+ * limits are applied before the agent's first instruction, and afterwards
+ * the only channels in are the FUSE mount, the broker socket and stdio.
+ *
+ * Library code does not print: failures come back as a negative errno and a
+ * malloc'd one-line message (ret_error) that the CLI prints.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct config;
+
+/* Fixed identity of the agent inside the sandbox; the name comes from [run] user. */
+#define SANDBOX_AGENT_UID 1000
+#define SANDBOX_AGENT_GID 1000
+/* Where the broker socket appears inside, and the variable that says so. */
+#define SANDBOX_BROKER_SOCKET "/run/cloister/broker.sock"
+/* Seconds between SIGTERM and SIGKILL when the sandbox is stopped. */
+#define SANDBOX_GRACE_SECONDS 5
+/* Largest host file copied into the synthesized /etc (resolv.conf). */
+#define SANDBOX_ETC_FILE_MAX (64 * 1024)
+
+struct sandbox_options {
+        const struct config *config;
+        char *const *argv;         /* the command; argv[0] is looked up in the sandbox's PATH */
+        const char *root;          /* host directory holding the layout (the FUSE mountpoint) */
+        const char *broker_socket; /* host path of the broker socket, or NULL */
+        bool host_network;         /* share the host's network namespace (explicitly allowed) */
+        bool interactive;          /* a shell: keep the terminal, pass TERM, ignore SIGINT */
+        char *const *env;          /* for sandbox_run: from sandbox_env_build() */
+};
+
+/*
+ * The seccomp filter, as classic BPF in a sealed memfd positioned at 0,
+ * ready for `bwrap --seccomp FD`. Never returns a filter it could not build
+ * completely.
+ */
+int sandbox_seccomp_export(int *ret_fd);
+
+/*
+ * The sandbox's environment: a clean one plus what [run] env allows.
+ * *ret_refused lists (NULL-terminated, maybe empty) the allowed names that
+ * were refused because they or their values look like secrets.
+ */
+int sandbox_env_build(const struct sandbox_options *o, char *const *host_env, char ***ret_env,
+                      char ***ret_refused);
+/* True if a variable name or value looks like it carries a secret. */
+bool sandbox_env_is_secret(const char *name, const char *value);
+
+/*
+ * Run the command and wait for it. Blocks SIGINT/SIGTERM/SIGHUP while it
+ * runs; on one of them (or when [limits] timeout expires) the sandbox gets
+ * SIGTERM, then SIGKILL after SANDBOX_GRACE_SECONDS. *ret_status is the
+ * command's exit status or 128+signal. *ret_signal is the signal that asked
+ * us to stop (0 if none), *ret_timed_out whether the timeout fired.
+ * Returns < 0 (and ret_error) if the sandbox could not be set up; then the
+ * command has not run.
+ */
+struct sandbox_result {
+        int status;
+        int signal;
+        bool timed_out;
+};
+int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, char **ret_error);
+
+/* Does the kernel let this user create a user namespace? "" if yes, else why not. */
+int sandbox_check_userns(char **ret_error);
+
+/*
+ * A whole `cloister run`: mount the workspace unless it is mounted, start
+ * the broker if [broker] policy is set, run the command, and tear down what
+ * this run started (the broker; the mount, once no other run of the same
+ * workspace is left). The state directory is left as it is. warn() gets
+ * one-line warnings (refused variables, failed teardown) for the CLI to
+ * print.
+ */
+struct sandbox_session_options {
+        const char *config_path;
+        const struct config *config;
+        char *const *argv;
+        char *const *host_env;
+        bool interactive;
+        bool allow_host_network;
+        bool no_mount; /* use the mountpoint as it is (a prepared layout); for tests */
+        void (*warn)(const char *msg);
+};
+/* Seconds to wait for the broker's socket and for the broker to exit. */
+#define SANDBOX_BROKER_WAIT_SECONDS 10
+int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_result *ret,
+                        char **ret_error);

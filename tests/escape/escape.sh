@@ -1,0 +1,279 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# escape.sh: hostile probes inside a real sandbox. Every probe must fail in
+# exactly the expected way (an errno name, a signal, or a measured value);
+# docs/security.md lists each one next to the threat it covers.
+
+. "$CLOISTER_SRC/tests/sandbox/lib.sh"
+: "${CLOISTER_PROBE:?CLOISTER_PROBE must name the probe binary}"
+
+T=$(mktemp -d /tmp/cloister-escape.XXXXXX)
+chmod 755 "$T"
+at_exit "rm -rf '$T'"
+echo "# workspace served by: $fs_mode"
+
+# Host-side bait the agent must never reach.
+mkdir -p "$T/hosthome/.ssh" "$T/state/broker"
+echo "host-secret" >"$T/hosthome/.ssh/id_ed25519"
+echo "broker-key" >"$T/state/broker/key"
+echo "sealed" >"$T/state/broker/secrets"
+
+ws_new "$T" "[run]
+env = ESCAPE_TEST_OK, GITHUB_TOKEN, ESCAPE_TEST_VALUE"
+ws_mount || { not_ok workspace_mounts "cloister mount failed"; done_testing; exit; }
+
+# The probe travels in through the workspace, like any file of the agent's.
+mkdir -p "$MNT/workspace/.probe"
+cp "$CLOISTER_PROBE" "$MNT/workspace/.probe/probe"
+P=/workspace/.probe/probe
+
+# A listener on the host's loopback; the sandbox must not reach it.
+"$CLOISTER_PROBE" serve "$T/listener" &
+at_exit "kill $! 2>/dev/null"
+for _ in $(seq 100); do [ -s "$T/listener.port" ] && break; sleep 0.1; done
+PORT=$(cat "$T/listener.port" 2>/dev/null || echo 9)
+HOSTIP=$("$CLOISTER_PROBE" host-ip)
+case "$HOSTIP" in [0-9]*) ;; *) HOSTIP="" ;; esac
+
+sysrq=EROFS
+[ -e /proc/sysrq-trigger ] || sysrq=ENOENT # a kernel without magic SysRq
+
+# name | expected | probe arguments (run inside, in this order)
+probes=(
+"read_host_home_fails|ENOENT|read $T/hosthome/.ssh/id_ed25519"
+"read_root_home_fails|ENOENT|read /root"
+"read_etc_shadow_fails|ENOENT|read /etc/shadow"
+"read_broker_key_fails|ENOENT|read $T/state/broker/key"
+"read_broker_secrets_fails|ENOENT|read $T/state/broker/secrets"
+"read_state_dir_fails|ENOENT|read $STATE"
+"read_fuse_control_dir_fails|ENOENT|read /.cloister/workspace"
+"read_docker_socket_fails|ENOENT|read /var/run/docker.sock"
+"read_dbus_socket_fails|ENOENT|read /run/dbus/system_bus_socket"
+"read_sys_fails|ENOENT|read /sys/kernel"
+"read_mnt_fails|ENOENT|read /mnt"
+"open_dev_fuse_fails|ENOENT|read /dev/fuse"
+"open_dev_mem_fails|ENOENT|read /dev/mem"
+"write_usr_fails|EROFS|write /usr/cloister-escape"
+"write_root_dir_fails|EROFS|write /cloister-escape"
+"write_etc_passwd_fails|EROFS|write /etc/passwd"
+"mkdir_in_etc_fails|EROFS|mkdir /etc/cloister-escape"
+"write_mirror_fails|EROFS|write /opt/mirror/cloister-escape"
+"overwrite_mirror_file_fails|EROFS|write /opt/mirror/sub/readme"
+"write_proc_sys_fails|EROFS|write /proc/sys/kernel/hostname"
+"write_global_sysctl_fails|EROFS|write /proc/sys/kernel/core_pattern"
+"write_sysrq_trigger_fails|$sysrq|write /proc/sysrq-trigger"
+"symlink_to_shadow_is_made|ok|symlink /etc/shadow /workspace/evil-shadow"
+"symlink_to_shadow_reads_nothing|ENOENT|read /workspace/evil-shadow"
+"symlink_to_host_home_is_made|ok|symlink $T/hosthome/.ssh/id_ed25519 /home/agent/evil-key"
+"symlink_to_host_home_reads_nothing|ENOENT|read /home/agent/evil-key"
+"symlink_via_proc1_root_reads_nothing|ok|symlink /proc/1/root/etc/shadow /workspace/evil-proc"
+"symlink_via_proc1_root_fails|ENOENT|read /workspace/evil-proc"
+"hardlink_usr_into_workspace_fails|EXDEV|link /usr/bin/env /workspace/evil-link"
+"hardlink_etc_into_home_fails|EXDEV|link /etc/passwd /home/agent/evil-link"
+"dotdot_from_workspace_stays_in_root|root|dotdot /workspace"
+"dotdot_from_home_stays_in_root|root|dotdot /home/agent"
+"dotdot_from_mirror_stays_in_root|root|dotdot /opt/mirror/sub"
+"dotdot_from_tmp_stays_in_root|root|dotdot /tmp"
+"dotdot_from_usr_stays_in_root|root|dotdot /usr/bin"
+"dotdot_from_proc_cwd_stays_in_root|root|dotdot /proc/self/cwd"
+"proc1_root_shows_the_sandbox|ENOENT|read /proc/1/root/etc/shadow"
+"host_processes_are_invisible|none|proc-find cloister"
+"daemon_fd_dir_is_invisible|ENOENT|read /proc/$$/fd"
+"mount_is_denied|EPERM|sys mount"
+"umount_is_denied|EPERM|sys umount /workspace"
+"pivot_root_is_denied|EPERM|sys pivot_root"
+"chroot_is_denied|EPERM|sys chroot"
+"open_tree_is_denied|EPERM|sys open_tree"
+"fsopen_is_denied|EPERM|sys fsopen"
+"unshare_user_is_denied|EPERM|sys unshare-user"
+"unshare_mount_is_denied|EPERM|sys unshare-mount"
+"unshare_net_is_denied|EPERM|sys unshare-net"
+"clone_newuser_is_denied|EPERM|sys clone-newuser"
+"clone3_is_unavailable|ENOSYS|sys clone3"
+"setns_is_denied|EPERM|sys setns"
+"ptrace_is_denied|EPERM|ptrace"
+"bpf_is_denied|EPERM|sys bpf"
+"perf_event_open_is_denied|EPERM|sys perf_event_open"
+"userfaultfd_is_denied|EPERM|sys userfaultfd"
+"add_key_is_denied|EPERM|sys add_key"
+"keyctl_is_denied|EPERM|sys keyctl"
+"io_uring_setup_is_denied|EPERM|sys io_uring_setup"
+"open_by_handle_at_is_denied|EPERM|sys open_by_handle_at"
+"name_to_handle_at_is_denied|EPERM|sys name_to_handle_at"
+"kexec_load_is_denied|EPERM|sys kexec_load"
+"init_module_is_denied|EPERM|sys init_module"
+"personality_change_is_denied|EPERM|sys personality"
+"tiocsti_is_denied|EPERM|sys tiocsti"
+"setuid_root_is_impossible|EINVAL|sys setuid0"
+"mknod_is_denied|EPERM|sys mknod"
+"sethostname_is_denied|EPERM|sys sethostname"
+"x32_abi_kills|SIGSYS|x32"
+"i386_abi_kills|SIGSYS|i386"
+"no_capabilities|0000000000000000|caps"
+"no_inherited_descriptors|0|fds"
+"tcp_to_host_loopback_listener_fails|ECONNREFUSED|net tcp 127.0.0.1 $PORT"
+"udp_to_loopback_stays_inside|ok|net udp 127.0.0.1 $PORT"
+"host_env_var_is_not_passed|unset|env ESCAPE_HOST_ONLY"
+"allowed_secret_named_var_is_not_passed|unset|env GITHUB_TOKEN"
+"allowed_var_with_token_value_is_not_passed|unset|env ESCAPE_TEST_VALUE"
+"allowed_plain_var_is_passed|set|env ESCAPE_TEST_OK"
+)
+if [ -n "$HOSTIP" ] && [ "$HOSTIP" != 127.0.0.1 ]; then
+        probes+=("tcp_to_host_address_fails|ENETUNREACH|net tcp $HOSTIP $PORT"
+                 "udp_to_host_address_fails|ENETUNREACH|net udp $HOSTIP $PORT")
+fi
+
+script="cd /"
+for p in "${probes[@]}"; do
+        script+=$'\n'"$P ${p##*|} 2>&1 | head -n 1"
+done
+# One fd more than stdio is open here; it must not reach the sandbox.
+exec 7</dev/null
+out=$(ESCAPE_HOST_ONLY=1 ESCAPE_TEST_OK=1 GITHUB_TOKEN=ghp_x ESCAPE_TEST_VALUE=ghp_abc \
+        crun "$CFG" -- sh -c "$script" 2>"$T/stderr")
+rc=$?
+exec 7<&-
+is sandbox_ran_the_probes "$rc" 0
+[ "$rc" = 0 ] || sed 's/^/# /' "$T/stderr"
+mapfile -t got <<<"$out"
+i=0
+for p in "${probes[@]}"; do
+        name=${p%%|*}
+        rest=${p#*|}
+        want=${rest%%|*}
+        is "$name" "${got[$i]:-<missing>}" "$want"
+        i=$((i + 1))
+done
+contains secret_looking_allowed_vars_are_reported "$(cat "$T/stderr")" "not passing GITHUB_TOKEN"
+is host_listener_got_nothing "$(cat "$T/listener" 2>/dev/null)" ""
+
+# Host files the symlink probes aimed at are untouched.
+is host_secret_unchanged "$(cat "$T/hosthome/.ssh/id_ed25519")" "host-secret"
+
+# --- limits: each must hold, and the host must stay well -----------------
+limit_ws() { # limit_ws NAME INI: a second workspace with other limits
+        local d=$T/$1
+        mkdir -p "$d"
+        ws_new "$d" "$2"
+        ws_mount || return 1
+        mkdir -p "$MNT/workspace/.probe"
+        cp "$CLOISTER_PROBE" "$MNT/workspace/.probe/probe"
+}
+
+limit_ws mem "[limits]
+memory = 64M"
+out=$(crun "$CFG" -- $P alloc 256 2>&1)
+is memory_limit_refuses_allocation "$out" ENOMEM
+out=$(crun "$CFG" -- $P alloc 8 2>&1)
+is memory_below_limit_is_usable "$out" ok
+
+limit_ws procs "[limits]
+processes = 16"
+out=$(crun "$CFG" -- $P fork-bomb 200 2>&1)
+is process_limit_stops_fork_bomb "$out" EAGAIN
+
+limit_ws time "[limits]
+timeout = 2s"
+crun "$CFG" -- sleep 600 2>"$T/time.err"
+is timeout_stops_command_with_sigterm "$?" 143
+contains timeout_is_reported "$(cat "$T/time.err")" "timeout of 2s reached"
+crun "$CFG" -- sh -c 'trap "" TERM; sleep 600' 2>/dev/null
+is timeout_kills_command_ignoring_sigterm "$?" 137
+
+limit_ws cpu "[limits]
+cpu = 1s"
+crun "$CFG" -- $P spin 2>/dev/null
+is cpu_limit_kills_with_sigxcpu "$?" $((128 + 24))
+
+out=$(crun "$CFG" -- sh -c 'echo alive' 2>&1)
+is host_runs_sandboxes_after_the_limits "$out" alive
+
+if [ "$fs_mode" = fuse ]; then
+        limit_ws quota "[limits]
+bytes = 1M"
+        out=$(crun "$CFG" -- sh -c 'head -c 4194304 /dev/zero > /workspace/big 2>/dev/null; echo $?; 
+                                    if [ -e /workspace/big ]; then stat -c %s /workspace/big; fi' 2>&1)
+        first=$(echo "$out" | head -n 1)
+        size=$(echo "$out" | sed -n 2p)
+        is quota_write_beyond_bytes_fails "$first" 1
+        if [ "${size:-0}" -le 1048576 ]; then ok quota_file_stays_within_bytes; else
+                not_ok quota_file_stays_within_bytes "size $size"; fi
+else
+        skip_test quota_write_beyond_bytes_fails "the quota lives in the FUSE fs, not in this build"
+fi
+
+# --- broker tokens ----------------------------------------------------------
+if "$CLOISTER" help broker 2>&1 | grep -q 'not available'; then
+        for t in forged_token_is_refused expired_token_replay_is_refused \
+                 token_with_changed_audience_is_refused revoked_token_is_refused; do
+                skip_test "$t" "the broker is not in this build"
+        done
+        done_testing
+        exit
+fi
+cat >"$T/policy.ini" <<INI
+[scope "git"]
+audience = https://git.example.com
+ttl = 5m
+workspaces = wbrk
+
+[scope "deploy"]
+audience = https://deploy.example.com
+workspaces = someone-else
+INI
+limit_ws brk "[broker]
+policy = $T/policy.ini"
+B_CFG=$CFG B_MNT=$MNT
+out=$(crun "$B_CFG" -- sh -c '
+        P=/workspace/.probe/probe
+        set -- $($P issue git)
+        tok=$1 jti=$2
+        echo "$tok" > /workspace/.probe/token
+        echo "$CLOISTER_BROKER"
+        $P introspect "$tok"
+        $P introspect "$($P tamper aud "$tok")"
+        $P introspect "$($P tamper sig "$tok")"
+        $P introspect "v4.public.AAAA"
+        $P issue deploy
+        $P redeem "$tok"
+        $P revoke "$jti"
+        $P introspect "$tok"
+        $P read '"$STATE"'/broker/admin.sock
+        $P read '"$T/brk/state/broker"'/signing.keys
+' 2>"$T/broker.err")
+rc=$?
+is broker_sandbox_ran "$rc" 0
+[ "$rc" = 0 ] || sed 's/^/# /' "$T/broker.err"
+mapfile -t got <<<"$out"
+is broker_socket_is_announced "${got[0]:-}" /run/cloister/broker.sock
+is issued_token_is_active "${got[1]:-}" active
+is token_with_changed_audience_is_refused "${got[2]:-}" inactive
+is forged_token_is_refused "${got[3]:-}" inactive
+is garbage_token_is_refused "${got[4]:-}" inactive
+is scope_not_granted_is_denied "${got[5]:-}" denied
+is agent_socket_refuses_redeem "${got[6]:-}" denied
+is agent_can_revoke_its_token "${got[7]:-}" ok
+is revoked_token_is_refused "${got[8]:-}" inactive
+is broker_admin_socket_is_invisible "${got[9]:-}" ENOENT
+is broker_signing_keys_are_invisible "${got[10]:-}" ENOENT
+
+# The same tokens, checked offline on the host the way a service would.
+tok=$(cat "$B_MNT/workspace/.probe/token" 2>/dev/null)
+"$CLOISTER" token verify "$tok" --config "$B_CFG" --aud https://git.example.com >/dev/null 2>&1
+is issued_token_verifies_offline "$?" 0
+"$CLOISTER" token verify "$tok" --config "$B_CFG" --aud https://evil.example.com >/dev/null 2>&1
+is token_for_another_audience_fails_offline "$?" 9
+bad=$("$CLOISTER_PROBE" tamper aud "$tok")
+case "$bad" in v4.public.*) [ "$bad" != "$tok" ] && ok audience_tamper_makes_a_token ;;
+*) not_ok audience_tamper_makes_a_token "$bad" ;; esac
+"$CLOISTER" token verify "$bad" --config "$B_CFG" >/dev/null 2>&1
+is token_with_rewritten_audience_fails_offline "$?" 5
+"$CLOISTER" token verify "$("$CLOISTER_PROBE" tamper sig "$tok")" --config "$B_CFG" >/dev/null 2>&1
+is forged_signature_fails_offline "$?" 5
+"$CLOISTER" token verify "$tok" --config "$B_CFG" --now 2099-01-01T00:00:00Z >/dev/null 2>&1
+is expired_token_replay_is_refused "$?" 7
+pgrep -f "cloister broker $B_CFG" >/dev/null && not_ok run_stops_the_broker_it_started "still running" ||
+        ok run_stops_the_broker_it_started
+
+done_testing

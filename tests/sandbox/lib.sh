@@ -1,0 +1,114 @@
+# SPDX-License-Identifier: MIT
+#
+# lib.sh: what the sandbox and escape TAP suites share: TAP helpers, skips
+# with a reason, and a throwaway workspace (a git repo, a config, a mount).
+#
+# The workspace is served by the real `cloister mount` when this build has
+# it; a build without the fs module gets a plain directory with the same
+# layout (<mnt>/workspace, <mnt>/home/agent, a mirror) and `--no-mount`, and
+# says so in a TAP comment. Everything started here is stopped on EXIT.
+
+set -u
+
+n_test=0
+n_fail=0
+ok() { # ok NAME: pass
+        n_test=$((n_test + 1))
+        echo "ok $n_test - $1"
+}
+not_ok() { # not_ok NAME WHY
+        n_test=$((n_test + 1))
+        n_fail=$((n_fail + 1))
+        echo "not ok $n_test - $1"
+        echo "# $2"
+}
+skip_test() { # skip_test NAME REASON
+        n_test=$((n_test + 1))
+        echo "ok $n_test - $1 # SKIP $2"
+}
+is() { # is NAME GOT WANT
+        if [ "$2" = "$3" ]; then ok "$1"; else not_ok "$1" "got '$2', want '$3'"; fi
+}
+contains() { # contains NAME HAYSTACK NEEDLE
+        case "$2" in
+        *"$3"*) ok "$1" ;;
+        *) not_ok "$1" "'$3' not in: $(printf %s "$2" | head -c 400)" ;;
+        esac
+}
+skip_all() {
+        echo "1..0 # SKIP $1"
+        exit 77
+}
+done_testing() {
+        echo "1..$n_test"
+        [ "$n_fail" -eq 0 ]
+}
+
+: "${CLOISTER:?CLOISTER must name the cloister binary}"
+[ -x /usr/bin/bwrap ] || [ -x "$(command -v bwrap 2>/dev/null)" ] ||
+        skip_all "bubblewrap is not installed"
+bwrap --unshare-user --ro-bind / / true 2>/dev/null ||
+        skip_all "this kernel or container does not allow user namespaces"
+
+cleanup_cmds=()
+at_exit() { cleanup_cmds+=("$1"); }
+run_cleanup() {
+        local i
+        for ((i = ${#cleanup_cmds[@]} - 1; i >= 0; i--)); do eval "${cleanup_cmds[$i]}" || true; done
+}
+trap run_cleanup EXIT
+
+# fs_mode: "fuse" when this build's `cloister mount` works, else "stub".
+fs_mode=stub
+if ! "$CLOISTER" help mount 2>&1 | grep -q 'not available'; then
+        fs_mode=fuse
+        [ -e /dev/fuse ] || skip_all "FUSE is not available (/dev/fuse missing)"
+fi
+RUN_OPTS=()
+[ "$fs_mode" = stub ] && RUN_OPTS=(--no-mount)
+
+# ws_new DIR [EXTRA_INI]: a workspace under DIR; sets CFG, MNT, STATE, REPO.
+# Extra config lines (e.g. a [limits] section) come from $2.
+ws_new() {
+        local dir=$1 extra=${2:-}
+        REPO=$dir/repo
+        STATE=$dir/state
+        MNT=$dir/mnt
+        CFG=$dir/ws.ini
+        mkdir -p "$REPO" "$dir/mirror-src/sub"
+        echo "mirror file" >"$dir/mirror-src/sub/readme"
+        git -C "$REPO" init -q -b main
+        echo "hello" >"$REPO/hello.txt"
+        git -C "$REPO" add hello.txt
+        git -C "$REPO" -c user.name=t -c user.email=t@t commit -q -m init
+        cat >"$CFG" <<INI
+[workspace]
+name = w$(basename "$dir" | tr -cd 'A-Za-z0-9')
+state = $STATE
+mountpoint = $MNT
+
+[repo]
+source = $REPO
+
+[mirror "m"]
+source = $dir/mirror-src
+path = /opt/mirror
+
+$extra
+INI
+        if [ "$fs_mode" = stub ]; then
+                mkdir -p "$MNT/workspace" "$MNT/home/agent" "$MNT/opt/mirror" "$STATE"
+                cp -a "$REPO/." "$MNT/workspace/"
+                cp -a "$dir/mirror-src/." "$MNT/opt/mirror/"
+        else
+                at_exit "'$CLOISTER' unmount '$CFG' >/dev/null 2>&1"
+        fi
+}
+
+# ws_mount: mount now (fuse mode), so that several runs share one mount.
+ws_mount() {
+        [ "$fs_mode" = fuse ] || return 0
+        "$CLOISTER" mount "$CFG"
+}
+
+crun() { "$CLOISTER" run "${RUN_OPTS[@]}" "$@"; }

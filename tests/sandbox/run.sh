@@ -1,0 +1,224 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# run.sh: whole-program behaviour of `cloister run` and `cloister shell`:
+# exit status, identity and environment, the filesystem view, fail-closed
+# refusals, teardown after signals, and the unprivileged case.
+
+. "$CLOISTER_SRC/tests/sandbox/lib.sh"
+
+T=$(mktemp -d /tmp/cloister-run.XXXXXX)
+chmod 755 "$T"
+at_exit "rm -rf '$T'"
+# Nothing a failed test leaves behind may hold meson's pipes open.
+at_exit "pkill -KILL -f 'sleep 4[2-5][4-5][2-5]'"
+echo "# workspace served by: $fs_mode"
+ws_new "$T/a" "[home]
+persist = true
+
+[run]
+env = RUN_TEST_PLAIN
+
+[limits]
+tmp = 1M"
+A_CFG=$CFG A_MNT=$MNT
+
+# --- exit status --------------------------------------------------------
+crun "$A_CFG" -- sh -c 'exit 7'
+is exit_status_is_propagated "$?" 7
+crun "$A_CFG" -- sh -c 'kill -USR1 $$'
+is death_by_signal_is_128_plus_signal "$?" $((128 + 10))
+crun "$A_CFG" -- true
+is success_is_zero "$?" 0
+
+# --- usage and config errors (nothing runs) -----------------------------
+err=$("$CLOISTER" run "$A_CFG" true 2>&1)
+is missing_double_dash_is_a_usage_error "$?" 2
+contains missing_double_dash_says_why "$err" "expected '--'"
+"$CLOISTER" run 2>/dev/null
+is missing_config_is_a_usage_error "$?" 2
+printf '[workspace]\nname = x\nbogus = 1\n' >"$T/bad.ini"
+err=$("$CLOISTER" run "$T/bad.ini" -- touch "$T/ran" 2>&1)
+is bad_config_is_a_usage_error "$?" 2
+contains bad_config_error_names_file_and_line "$err" "$T/bad.ini:"
+[ ! -e "$T/ran" ] && ok bad_config_runs_nothing || not_ok bad_config_runs_nothing "ran"
+
+# --- identity, environment, view ----------------------------------------
+out=$(crun "$A_CFG" -- sh -c 'echo "$(id -un) $(id -u) $HOME $USER $(pwd)"')
+is agent_identity_and_home "$out" "agent 1000 /home/agent agent /workspace"
+out=$(crun "$A_CFG" -- cat /etc/passwd)
+is passwd_lists_only_the_agent "$out" "agent:x:1000:1000:cloister agent:/home/agent:/bin/bash"
+out=$(crun "$A_CFG" -- cat /etc/group)
+is group_lists_only_the_agent "$out" "agent:x:1000:"
+out=$(crun "$A_CFG" -- hostname)
+is hostname_is_the_workspace_name "$out" "$(sed -n 's/^name = //p' "$A_CFG")"
+out=$(RUN_TEST_PLAIN=yes RUN_TEST_HIDDEN=no crun "$A_CFG" -- env | cut -d= -f1 | sort | tr '\n' ' ')
+is environment_is_clean "$out" "CLOISTER_WORKSPACE HOME LANG LOGNAME PATH PWD RUN_TEST_PLAIN SHELL TMPDIR USER "
+out=$(crun "$A_CFG" -- sh -c 'ls /; ls /etc' | tr '\n' ' ')
+contains root_holds_only_the_sandbox_layout "$out" "bin dev etc home lib"
+case "$out" in *root*|*sys\ *|*mnt*|*srv*|*boot*) not_ok root_has_no_host_dirs "$out" ;; *) ok root_has_no_host_dirs ;; esac
+out=$(crun "$A_CFG" -- cat /workspace/hello.txt)
+is workspace_shows_the_repo "$out" hello
+out=$(crun "$A_CFG" -- cat /opt/mirror/sub/readme)
+is mirror_is_readable "$out" "mirror file"
+crun "$A_CFG" -- sh -c 'echo made > /workspace/made.txt && echo home > /home/agent/h.txt'
+is workspace_and_home_are_writable "$?" 0
+out=$(crun "$A_CFG" -- cat /workspace/made.txt /home/agent/h.txt | tr '\n' ' ')
+is workspace_write_persists_to_the_next_run "$out" "made home "
+crun "$A_CFG" -- sh -c 'head -c 2097152 /dev/zero > /tmp/big' 2>/dev/null
+is tmp_is_size_limited "$?" 1
+out=$(crun "$A_CFG" -- sh -c 'cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d " "')
+is network_has_only_loopback "$out" lo
+
+# --- network mode host ----------------------------------------------------
+ws_new "$T/h" "[network]
+mode = host"
+err=$(crun "$CFG" -- touch /workspace/ran 2>&1)
+is host_network_is_refused_without_flag "$?" 125
+contains host_network_refusal_says_why "$err" "--allow-host-network"
+[ ! -e "$MNT/workspace/ran" ] && ok host_network_refusal_runs_nothing ||
+        not_ok host_network_refusal_runs_nothing ran
+err=$(crun --allow-host-network "$CFG" -- true 2>&1)
+is host_network_with_flag_runs "$?" 0
+contains host_network_with_flag_warns "$err" "warning: the sandbox shares the host's network"
+
+# --- broker that cannot start: refuse, run nothing -------------------------
+echo "this is not a policy" >"$T/policy.ini"
+ws_new "$T/b" "[broker]
+policy = $T/policy.ini"
+err=$(crun "$CFG" -- touch /workspace/ran 2>&1)
+is broken_broker_refuses_to_run "$?" 125
+contains broken_broker_refusal_says_why "$err" "broker"
+[ ! -e "$MNT/workspace/ran" ] && ok broken_broker_runs_nothing || not_ok broken_broker_runs_nothing ran
+
+# --- a command that can't start ---------------------------------------------
+err=$(crun "$A_CFG" -- no-such-command-here 2>&1)
+is missing_command_is_refused "$?" 125
+contains missing_command_refusal_names_it "$err" "no-such-command-here"
+
+# --- a mount that fails: refuse, run nothing (real FUSE only) -------------------
+if [ "$fs_mode" = fuse ]; then
+        ws_new "$T/f"
+        sed -i 's/^\[repo\]$/[repo]\nrev = no-such-branch/' "$CFG"
+        err=$(crun "$CFG" -- touch /workspace/ran 2>&1)
+        is failed_mount_refuses_to_run "$?" 125
+        contains failed_mount_refusal_says_why "$err" "mounting the workspace failed"
+        [ ! -e "$T/f/repo/ran" ] && ok failed_mount_runs_nothing || not_ok failed_mount_runs_nothing ran
+else
+        skip_test failed_mount_refuses_to_run "no FUSE fs in this build"
+fi
+
+# --- teardown after signals ---------------------------------------------
+gone() { # gone PATTERN: wait (bounded) until no process matches
+        for _ in $(seq 100); do pgrep -f "$1" >/dev/null || return 0; sleep 0.1; done
+        return 1
+}
+"$CLOISTER" run "${RUN_OPTS[@]}" "$A_CFG" -- sleep 4242 &
+pid=$!
+for _ in $(seq 100); do pgrep -f '^sleep 4242$' >/dev/null && break; sleep 0.1; done
+kill -TERM "$pid"
+wait "$pid"
+is sigterm_to_run_exits_143 "$?" 143
+gone 'sleep 4242' && ok sigterm_to_run_stops_the_sandbox || not_ok sigterm_to_run_stops_the_sandbox "still running"
+
+"$CLOISTER" run "${RUN_OPTS[@]}" "$A_CFG" -- sleep 4343 &
+pid=$!
+for _ in $(seq 100); do pgrep -f '^sleep 4343$' >/dev/null && break; sleep 0.1; done
+kill -KILL "$pid"
+wait "$pid" 2>/dev/null
+gone "sleep 4343" && ok sigkill_to_run_kills_the_sandbox || not_ok sigkill_to_run_kills_the_sandbox "still running: $(pgrep -af "sleep 4343" | cut -c1-200 | tr "\n" " ")"
+
+# --- shell ------------------------------------------------------------------
+out=$(printf 'id -un\nexit 3\n' | "$CLOISTER" shell "${RUN_OPTS[@]}" "$A_CFG" 2>/dev/null)
+is shell_exit_status_is_propagated "$?" 3
+contains shell_runs_as_the_agent "$out" agent
+
+# The shell on a real terminal (script(1) gives it a pty): TERM passes, the
+# terminal stays the shell's, and TIOCSTI into it is still denied.
+if command -v script >/dev/null; then
+        (sleep 1; printf 'echo "T=$TERM"; tty >/dev/null && echo on-a-tty; exit 4\n') |
+                TERM=xterm-cloister script -qec "'$CLOISTER' shell ${RUN_OPTS[*]} '$A_CFG'" /dev/null \
+                >"$T/tty.out" 2>&1
+        is shell_on_a_terminal_exits_with_its_status "$?" 4
+        out=$(tr -d '\r' <"$T/tty.out")
+        contains shell_on_a_terminal_gets_term "$out" "T=xterm-cloister"
+        contains shell_keeps_the_terminal "$out" "on-a-tty"
+else
+        skip_test shell_on_a_terminal_gets_term "script(1) is not installed"
+fi
+
+# --- mount lifecycle (real FUSE only) ------------------------------------
+is_fuse() { [ "$(stat -f -c %T "$1" 2>/dev/null)" = fuseblk ] || [ "$(stat -f -c %t "$1" 2>/dev/null)" = 65735546 ]; }
+if [ "$fs_mode" = fuse ]; then
+        ws_new "$T/m"
+        crun "$CFG" -- true
+        is_fuse "$MNT" && not_ok run_unmounts_what_it_mounted "still mounted" ||
+                ok run_unmounts_what_it_mounted
+        "$CLOISTER" mount "$CFG"
+        crun "$CFG" -- true
+        is_fuse "$MNT" && ok run_keeps_a_mount_it_did_not_make ||
+                not_ok run_keeps_a_mount_it_did_not_make "unmounted"
+        "$CLOISTER" unmount "$CFG"
+        "$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" -- sleep 4444 &
+        pid=$!
+        for _ in $(seq 100); do pgrep -f '^sleep 4444$' >/dev/null && break; sleep 0.1; done
+        kill -KILL "$pid"
+        wait "$pid" 2>/dev/null
+        gone 'sleep 4444'
+        crun "$CFG" -- true
+        is_fuse "$MNT" && not_ok next_run_cleans_up_after_a_killed_run "still mounted" ||
+                ok next_run_cleans_up_after_a_killed_run
+        # A daemon that died leaves a dead mount (ENOTCONN): the next run replaces it.
+        "$CLOISTER" mount "$CFG"
+        kill -KILL "$(cat "$STATE/mount.pid")"
+        for _ in $(seq 100); do kill -0 "$(cat "$STATE/mount.pid")" 2>/dev/null || break; sleep 0.1; done
+        out=$(crun "$CFG" -- cat /workspace/hello.txt 2>&1)
+        is run_replaces_a_dead_mount "$out" hello
+        is_fuse "$MNT" && not_ok run_unmounts_the_replacement "still mounted" ||
+                ok run_unmounts_the_replacement
+else
+        skip_test run_unmounts_what_it_mounted "no FUSE fs in this build"
+fi
+
+# --- unprivileged ---------------------------------------------------------
+# The sandbox as an ordinary user. If FUSE is closed to that user here (e.g.
+# /dev/fuse mode 0600 without fusermount3 working), the sandbox is still
+# tested on a prepared layout with --no-mount, and a comment says so.
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null && id nobody >/dev/null 2>&1; then
+        asnobody() { setpriv --reuid=nobody --regid="$(id -g nobody)" --clear-groups "$@"; }
+        U=$T/u
+        mkdir -p "$U"
+        chown nobody "$U"
+        prep() { # prep MODE: a workspace for nobody, served by MODE
+                rm -rf "$U/w"
+                asnobody bash -c "$(declare -f ws_new at_exit); fs_mode=$1; ws_new '$U/w' '[limits]
+processes = 8'" >/dev/null 2>&1
+                CFG=$U/w/ws.ini
+                U_OPTS=()
+                [ "$1" = stub ] && U_OPTS=(--no-mount)
+        }
+        prep "$fs_mode"
+        out=$(asnobody "$CLOISTER" run "${U_OPTS[@]}" "$CFG" -- sh -c 'id -un' 2>&1)
+        rc=$?
+        if [ "$rc" = 125 ] && [ "$fs_mode" = fuse ]; then
+                echo "# FUSE is closed to unprivileged users here ($out); using a prepared layout"
+                at_exit "setpriv --reuid=nobody --regid=$(id -g nobody) --clear-groups '$CLOISTER' unmount '$CFG' >/dev/null 2>&1"
+                prep stub
+                out=$(asnobody "$CLOISTER" run "${U_OPTS[@]}" "$CFG" -- sh -c 'id -un' 2>&1)
+                rc=$?
+        fi
+        is unprivileged_run_works "$rc $out" "0 agent"
+        out=$(asnobody "$CLOISTER" run "${U_OPTS[@]}" "$CFG" -- sh -c 'echo x > /workspace/u.txt && cat /workspace/u.txt' 2>&1)
+        is unprivileged_workspace_is_writable "$out" x
+        # The user's other processes do not count against the sandbox's limit.
+        for _ in $(seq 12); do asnobody sleep 4545 & done
+        out=$(asnobody "$CLOISTER" run "${U_OPTS[@]}" "$CFG" -- sh -c 'sleep 0 & sleep 0 & wait; echo forked' 2>&1)
+        is unprivileged_process_limit_counts_only_the_sandbox "$out" forked
+        out=$(asnobody "$CLOISTER" run "${U_OPTS[@]}" "$CFG" -- sh -c 'for i in 1 2 3 4 5 6 7 8 9 10; do sleep 5 & done; wait' 2>&1)
+        contains unprivileged_process_limit_holds "$out" "fork"
+        pkill -f '^sleep 4545$'
+else
+        skip_test unprivileged_run_works "needs root (to become nobody) and setpriv"
+fi
+
+done_testing
