@@ -144,9 +144,12 @@ int main(int argc, char **argv)
                 ssize_t k;
                 for (size_t i = 0; i < len; i++)
                         buf[i] = (char)('a' + i % 26);
-                if (fd < 0)
+                if (fd < 0) {
+                        free(buf);
                         return result(-1);
+                }
                 k = pwrite(fd, buf, len, atoll(argv[3]));
+                free(buf);
                 if (k < 0)
                         return result(-1);
                 printf("%zd\n", k);
@@ -157,8 +160,10 @@ int main(int argc, char **argv)
                 char *buf = calloc(1, chunk);
                 long long total = 0;
                 int fd = open(argv[2], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644), e = 0;
-                if (fd < 0 || !buf)
+                if (fd < 0 || !buf) {
+                        free(buf);
                         return result(-1);
+                }
                 memset(buf, 'q', chunk);
                 for (;;) {
                         ssize_t k = write(fd, buf, chunk);
@@ -169,6 +174,7 @@ int main(int argc, char **argv)
                         total += k;
                 }
                 close(fd);
+                free(buf);
                 printf("%lld %s\n", total, strerrorname_np(e) ? strerrorname_np(e) : "E?");
                 return 0;
         }
