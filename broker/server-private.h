@@ -18,8 +18,9 @@
 #include "keys.h"
 #include "policy.h"
 
-#define TOKEN_BUCKETS 1024
-#define JTI_MAX       48 /* 32 hex digits + NUL; hex, so a jti never looks like an option */
+#define TOKEN_BUCKETS     4096
+#define TOKEN_SWEEP_EVERY 4096
+#define JTI_MAX           48 /* 32 hex digits + NUL; hex, so a jti never looks like an option */
 
 struct token_rec {
         char jti[JTI_MAX];
@@ -47,6 +48,7 @@ struct ws {
         char *agent_path, *admin_path;
         struct token_rec *tokens[TOKEN_BUCKETS];
         size_t n_tokens;
+        size_t adds_since_sweep;
         uint64_t issued; /* this run, for issue_total */
         size_t n_agent_conns;
         struct bucket requests, issues;

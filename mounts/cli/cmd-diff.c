@@ -8,6 +8,7 @@
  * mounted, it is mounted for the command and unmounted after.
  */
 #include <getopt.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <unistd.h>
 
@@ -59,8 +60,13 @@ static int diff_run(int argc, char **argv)
         size_t n_home = 0;
         enum review_format fmt = REVIEW_PATCH;
         bool home_only = false, tty = isatty(STDERR_FILENO);
+        sigset_t stop_signals, old_mask;
         int opt, k, ret = 1;
 
+        sigemptyset(&stop_signals);
+        sigaddset(&stop_signals, SIGINT);
+        sigaddset(&stop_signals, SIGTERM);
+        sigaddset(&stop_signals, SIGHUP);
         while ((opt = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
                 switch (opt) {
                 case 's':
@@ -85,9 +91,18 @@ static int diff_run(int argc, char **argv)
         k = config_load(argv[optind], &c, &err);
         if (k < 0)
                 return command_fail(&command_diff, EXIT_USAGE, "%s", err ? err : strerror(-k));
+        /*
+         * A mount we make must be undone whatever happens: a closed pipe
+         * becomes EPIPE (`cloister diff | head`), and Ctrl-C or SIGTERM wait
+         * until the unmount (they are delivered when we unblock them).
+         */
+        signal(SIGPIPE, SIG_IGN);
+        sigprocmask(SIG_BLOCK, &stop_signals, &old_mask);
         k = review_workspace_open(c, argv[optind], true, &w, &err);
-        if (k < 0)
+        if (k < 0) {
+                sigprocmask(SIG_SETMASK, &old_mask, NULL);
                 return command_fail(&command_diff, 1, "%s", err ? err : strerror(-k));
+        }
         review_workspace_options(w, &o);
         o.in_memory = true;
         if (tty)
@@ -112,6 +127,8 @@ static int diff_run(int argc, char **argv)
                 home_print(stdout, home, n_home);
         } else {
                 k = review_print(r, fmt, stdout);
+                if (k == -EPIPE)
+                        goto out; /* the reader went away: nothing to say */
                 if (k < 0) {
                         command_fail(&command_diff, 1, "%s", review_error(r));
                         goto out;
@@ -138,6 +155,7 @@ out:
                 command_fail(&command_diff, 1, "unmounting the workspace failed");
                 ret = 1;
         }
+        sigprocmask(SIG_SETMASK, &old_mask, NULL);
         return ret;
 }
 

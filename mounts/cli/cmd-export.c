@@ -15,6 +15,7 @@
  * not HEAD, the index, the working tree or another ref.
  */
 #include <getopt.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "command.h"
@@ -69,6 +70,7 @@ static int export_run(int argc, char **argv)
         size_t n = 0;
         git_oid id;
         char hex[GIT_OID_HEXSZ + 1];
+        sigset_t stop_signals, old_mask;
         int opt, k, ret = 1;
 
         bool f_commit = false, f_mbox = false, f_discard = false;
@@ -136,9 +138,18 @@ static int export_run(int argc, char **argv)
                 if (!outf)
                         return command_fail(&command_export, 1, "'%s': %m", output);
         }
+        /* As in cmd-diff.c: a mount we make is undone whatever happens. */
+        sigemptyset(&stop_signals);
+        sigaddset(&stop_signals, SIGINT);
+        sigaddset(&stop_signals, SIGTERM);
+        sigaddset(&stop_signals, SIGHUP);
+        signal(SIGPIPE, SIG_IGN);
+        sigprocmask(SIG_BLOCK, &stop_signals, &old_mask);
         k = review_workspace_open(c, argv[optind], true, &w, &err);
-        if (k < 0)
+        if (k < 0) {
+                sigprocmask(SIG_SETMASK, &old_mask, NULL);
                 return command_fail(&command_export, 1, "%s", err ? err : strerror(-k));
+        }
         review_workspace_options(w, &o);
         o.in_memory = mode == MODE_MBOX || mode == MODE_DISCARD;
         if (tty)
@@ -213,6 +224,7 @@ out:
                 command_fail(&command_export, 1, "unmounting the workspace failed");
                 ret = 1;
         }
+        sigprocmask(SIG_SETMASK, &old_mask, NULL);
         return ret;
 }
 

@@ -188,6 +188,50 @@ static int scratch_create(review *r)
         return 0;
 }
 
+/*
+ * The agent wrote these trees itself, not through our tree builder: refuse
+ * a path git itself would refuse to check out (a ".git" component in any
+ * case, ".", ".."), which could plant hooks or config in a reviewer's clone.
+ */
+static int commit_paths_check(review *r, git_commit *c)
+{
+        git_diff_options dopts = GIT_DIFF_OPTIONS_INIT;
+        git_commit *parent = NULL;
+        git_tree *t = NULL, *pt = NULL;
+        git_diff *diff = NULL;
+        char hex[GIT_OID_HEXSZ + 1];
+        int g, k = 0;
+
+        git_oid_tostr(hex, sizeof(hex), git_commit_id(c));
+        g = git_commit_parent(&parent, c, 0);
+        if (g == 0)
+                g = git_commit_tree(&t, c);
+        if (g == 0)
+                g = git_commit_tree(&pt, parent);
+        if (g == 0)
+                g = git_diff_tree_to_tree(&diff, r->scratch_repo, pt, t, &dopts);
+        if (g < 0) {
+                k = review_git_fail(r, g, "reading the agent's commit %s", hex);
+                goto out;
+        }
+        for (size_t i = 0; i < git_diff_num_deltas(diff); i++) {
+                const git_diff_delta *d = git_diff_get_delta(diff, i);
+                if (d->status != GIT_DELTA_DELETED && !review_path_ok(d->new_file.path)) {
+                        k = review_fail(r, -EINVAL,
+                                        "the agent's commit %s adds the path '%s', which git "
+                                        "refuses to check out; not exported",
+                                        hex, d->new_file.path);
+                        goto out;
+                }
+        }
+out:
+        git_diff_free(diff);
+        git_tree_free(t);
+        git_tree_free(pt);
+        git_commit_free(parent);
+        return k;
+}
+
 int review_agent_commits(review *r, git_oid **ret, size_t *ret_n)
 {
         git_revwalk *walk = NULL;
@@ -246,7 +290,10 @@ int review_agent_commits(review *r, git_oid **ret, size_t *ret_n)
                         goto out;
                 }
                 parents = git_commit_parentcount(c);
+                k = parents == 1 ? commit_paths_check(r, c) : 0;
                 git_commit_free(c);
+                if (k < 0)
+                        goto out;
                 if (parents != 1) {
                         char s[GIT_OID_HEXSZ + 1];
                         k = review_fail(r, -EINVAL,

@@ -149,7 +149,7 @@ int review_print(review *r, enum review_format fmt, FILE *out)
         }
         git_diff_free(diff);
         if (g < 0 && ferror(out))
-                return review_fail(r, -EIO, "writing the diff: %m");
+                return review_fail(r, errno == EPIPE ? -EPIPE : -EIO, "writing the diff: %m");
         if (g < 0)
                 return review_git_fail(r, g, "formatting the diff");
         return 0;

@@ -7,6 +7,7 @@
  * /proc/self/exe so that the same build serves it).
  */
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
 #include <sys/stat.h>
@@ -30,13 +31,27 @@ static int self_run(const char *verb, const char *config_path, int *ret_status)
 {
         char *argv[] = {(char *)"cloister", (char *)verb, (char *)config_path, NULL};
         posix_spawn_file_actions_t fa;
+        posix_spawnattr_t attr;
+        sigset_t none, dflt;
         pid_t pid;
         int st, k;
 
         /* The daemon must not hold our stdout: a pipe reader would never see EOF. */
         posix_spawn_file_actions_init(&fa);
         posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-        k = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ);
+        /* Nor inherit what the CLI blocked or ignored for its own cleanup. */
+        sigemptyset(&none);
+        sigemptyset(&dflt);
+        sigaddset(&dflt, SIGPIPE);
+        sigaddset(&dflt, SIGINT);
+        sigaddset(&dflt, SIGTERM);
+        sigaddset(&dflt, SIGHUP);
+        posix_spawnattr_init(&attr);
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+        posix_spawnattr_setsigmask(&attr, &none);
+        posix_spawnattr_setsigdefault(&attr, &dflt);
+        k = posix_spawn(&pid, "/proc/self/exe", &fa, &attr, argv, environ);
+        posix_spawnattr_destroy(&attr);
         posix_spawn_file_actions_destroy(&fa);
         if (k != 0)
                 return -k;

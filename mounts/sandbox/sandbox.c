@@ -345,8 +345,8 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                 res.status = 128 + SIGKILL; /* bwrap's monitor died with the namespace */
         else {
                 r = sandbox_errorf(ret_error, -EPROTO,
-                                   "bubblewrap exited with %d without reporting the command's "
-                                   "status",
+                                   "bubblewrap could not start the command (exit %d; see its "
+                                   "message above)",
                                    WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
                 goto out;
         }

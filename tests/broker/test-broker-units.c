@@ -12,12 +12,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "audit.h"
 #include "keys.h"
 #include "paseto.h"
 #include "policy.h"
+#include "server-private.h"
 #include "util.h"
 #include "verify.h"
 
@@ -367,6 +369,46 @@ START_TEST(audit_chain_detects_an_edit)
 }
 END_TEST
 
+/* ---- token table ---- */
+
+START_TEST(token_table_forgets_long_expired_tokens_and_keeps_live_ones)
+{
+        struct ws *ws = calloc(1, sizeof(*ws));
+        int64_t now = time(NULL);
+        char jti[JTI_MAX];
+
+        ck_assert_ptr_nonnull(ws);
+        for (int i = 0; i < TOKEN_SWEEP_EVERY; i++) {
+                snprintf(jti, sizeof(jti), "old%d", i);
+                ck_assert_int_eq(broker_tokens_add(ws, jti, "git", now - 3600, 0), 0);
+        }
+        ck_assert_int_eq(broker_tokens_add(ws, "live", "git", now + 300, 2), 0);
+        /* The sweep ran before the last old token went in: it and the live one are left. */
+        ck_assert_uint_eq(ws->n_tokens, 2);
+        ck_assert_ptr_null(broker_tokens_find(ws, "old7"));
+        ck_assert_ptr_nonnull(broker_tokens_find(ws, "live"));
+        ck_assert_uint_eq(broker_tokens_find(ws, "live")->max_uses, 2);
+        ck_assert_uint_eq(broker_tokens_revoke_all(ws, now), 1);
+        ck_assert(broker_tokens_find(ws, "live")->revoked);
+        broker_tokens_free(ws);
+        free(ws);
+}
+END_TEST
+
+START_TEST(rate_bucket_allows_a_burst_then_refills_with_time)
+{
+        struct bucket b = {0};
+        int n = 0;
+
+        for (int i = 0; i < 100; i++)
+                n += broker_bucket_take(&b, 10.0, 20.0, 1000);
+        ck_assert_int_eq(n, 20);
+        ck_assert(!broker_bucket_take(&b, 10.0, 20.0, 1000));
+        ck_assert(broker_bucket_take(&b, 10.0, 20.0, 1100)); /* 100 ms later: one more */
+        ck_assert(!broker_bucket_take(&b, 10.0, 20.0, 1100));
+}
+END_TEST
+
 int main(void)
 {
         char *err = NULL;
@@ -397,6 +439,8 @@ int main(void)
         tcase_add_test(tc, policy_errors_name_file_line_key_and_section);
         tcase_add_test(tc, policy_defaults_and_lookups);
         tcase_add_test(tc, audit_chain_detects_an_edit);
+        tcase_add_test(tc, token_table_forgets_long_expired_tokens_and_keeps_live_ones);
+        tcase_add_test(tc, rate_bucket_allows_a_burst_then_refills_with_time);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_set_fork_status(sr, CK_NOFORK);

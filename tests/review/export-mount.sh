@@ -75,7 +75,7 @@ if [ $rc -ne 0 ]; then
         echo "Bail out! cloister mount failed: $mount_out"
         exit 1
 fi
-echo "1..17"
+echo "1..18"
 W=$t/mnt/workspace
 
 # Checksums of every file in the source's .git, HEAD, refs, status.
@@ -191,8 +191,14 @@ if [ -d "$W/.git" ] && git -C "$W" rev-parse HEAD >/dev/null 2>&1; then
         "$CLOISTER" export "$t/ws.ini" --commits >"$t/commits.out" 2>&1
         check "export_commits_keeps_the_agents_series" \
                 '[ "$(git -C "$t/src" log --format="%an|%s" -2 refs/cloister/rt | tr "\n" ,)" = "Agent Two|Agent commit two,Agent One|Agent commit one," ] && git -C "$t/src" fsck --no-dangling >/dev/null 2>&1'
+        "$CLOISTER" export "$t/ws.ini" --mbox --commits -o "$t/series.mbox" 2>"$t/series.err"
+        fresh_clone
+        (cd "$t/fresh" && git am -q "$t/series.mbox") 2>>"$t/series.err"
+        check "mbox_of_the_agents_series_applies_with_git_am" \
+                '[ $st -eq 0 ] && [ "$(git -C "$t/fresh" log --format="%an|%s" -2 | tr "\n" ,)" = "Agent Two|Agent commit two,Agent One|Agent commit one," ] && [ "$(git -C "$t/fresh" rev-parse HEAD^{tree})" = "$(git -C "$W" rev-parse HEAD^{tree})" ]'
 else
         skip_one "export_commits_keeps_the_agents_series" "the workspace has no .git in this build"
+        skip_one "mbox_of_the_agents_series_applies_with_git_am" "the workspace has no .git in this build"
 fi
 
 # --- the journal after SIGKILL of the daemon mid-write ------------------------

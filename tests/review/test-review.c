@@ -463,6 +463,28 @@ START_TEST(agent_gitdir_symlinks_and_alternates_are_not_followed)
 }
 END_TEST
 
+START_TEST(agent_commit_planting_a_dot_git_path_is_refused)
+{
+        review *r;
+        git_oid *ids = NULL;
+        size_t n = 0;
+
+        /* git refuses to add such a path; plumbing makes the tree anyway. */
+        ck_assert_int_eq(fx_sh("cd view && blob=$(printf 'evil' | git hash-object -w --stdin) && "
+                               "sub=$(printf '100644 blob %%s\\thooks-post-checkout\\n' $blob "
+                               "| git mktree --missing) && "
+                               "top=$( (git ls-tree HEAD; printf '040000 tree %%s\\t.GIT\\n' "
+                               "$sub) | git mktree) && c=$(git commit-tree $top -p HEAD -m evil) "
+                               "&& git update-ref refs/heads/main $c"),
+                         0);
+        r = review_new(false, false);
+        ck_assert_int_eq(review_agent_commits(r, &ids, &n), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(review_error(r), ".GIT"));
+        review_free(r);
+        ck_assert_int_eq(fx_sh("test -z \"$(git -C src for-each-ref refs/cloister)\""), 0);
+}
+END_TEST
+
 START_TEST(no_agent_commits_is_reported)
 {
         review *r = review_new(false, true);
@@ -664,6 +686,7 @@ int main(void)
         tcase_add_test(tc, agent_commits_are_exported_with_authors_and_messages);
         tcase_add_test(tc, agent_gitdir_symlinks_and_alternates_are_not_followed);
         tcase_add_test(tc, no_agent_commits_is_reported);
+        tcase_add_test(tc, agent_commit_planting_a_dot_git_path_is_refused);
         tcase_add_test(tc, symlinked_directory_in_the_changes_list_is_not_followed);
         tcase_add_test(tc, home_changes_are_listed_with_sizes_and_kept_out_of_the_patch);
         tcase_add_test(tc, stat_and_name_status_agree_with_git);

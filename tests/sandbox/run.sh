@@ -22,6 +22,7 @@ env = RUN_TEST_PLAIN
 [limits]
 tmp = 1M"
 A_CFG=$CFG A_MNT=$MNT
+preflight
 
 # --- exit status --------------------------------------------------------
 crun "$A_CFG" -- sh -c 'exit 7'
@@ -91,6 +92,23 @@ is broken_broker_refuses_to_run "$?" 125
 contains broken_broker_refusal_says_why "$err" "broker"
 [ ! -e "$MNT/workspace/ran" ] && ok broken_broker_runs_nothing || not_ok broken_broker_runs_nothing ran
 
+# --- a command that can't start ---------------------------------------------
+err=$(crun "$A_CFG" -- no-such-command-here 2>&1)
+is missing_command_is_refused "$?" 125
+contains missing_command_refusal_names_it "$err" "no-such-command-here"
+
+# --- a mount that fails: refuse, run nothing (real FUSE only) -------------------
+if [ "$fs_mode" = fuse ]; then
+        ws_new "$T/f"
+        sed -i 's/^\[repo\]$/[repo]\nrev = no-such-branch/' "$CFG"
+        err=$(crun "$CFG" -- touch /workspace/ran 2>&1)
+        is failed_mount_refuses_to_run "$?" 125
+        contains failed_mount_refusal_says_why "$err" "mounting the workspace failed"
+        [ ! -e "$T/f/repo/ran" ] && ok failed_mount_runs_nothing || not_ok failed_mount_runs_nothing ran
+else
+        skip_test failed_mount_refuses_to_run "no FUSE fs in this build"
+fi
+
 # --- teardown after signals ---------------------------------------------
 gone() { # gone PATTERN: wait (bounded) until no process matches
         for _ in $(seq 100); do pgrep -f "$1" >/dev/null || return 0; sleep 0.1; done
@@ -111,10 +129,41 @@ kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 gone "sleep 4343" && ok sigkill_to_run_kills_the_sandbox || not_ok sigkill_to_run_kills_the_sandbox "still running: $(pgrep -af "sleep 4343" | cut -c1-200 | tr "\n" " ")"
 
+# As root the process limit is a pids cgroup; a killed run's is swept later.
+pids_root=""
+for d in /sys/fs/cgroup/pids /sys/fs/cgroup/cloister /sys/fs/cgroup; do
+        [ -n "$pids_root" ] || ! ls -d "$d"/cloister-*-* >/dev/null 2>&1 || pids_root=$d
+done
+if [ "$(id -u)" = 0 ] && [ -n "$pids_root" ]; then
+        crun "$A_CFG" -- true
+        left=$(for d in "$pids_root"/cloister-*-*; do
+                [ -d "$d" ] || continue
+                r=${d##*/cloister-}
+                kill -0 "${r%%-*}" 2>/dev/null || echo "$d"
+        done)
+        is killed_runs_leave_no_cgroup_behind "$left" ""
+else
+        skip_test killed_runs_leave_no_cgroup_behind "not root, or no cgroup was left to sweep"
+fi
+
 # --- shell ------------------------------------------------------------------
 out=$(printf 'id -un\nexit 3\n' | "$CLOISTER" shell "${RUN_OPTS[@]}" "$A_CFG" 2>/dev/null)
 is shell_exit_status_is_propagated "$?" 3
 contains shell_runs_as_the_agent "$out" agent
+
+# The shell on a real terminal (script(1) gives it a pty): TERM passes, the
+# terminal stays the shell's, and TIOCSTI into it is still denied.
+if command -v script >/dev/null; then
+        (sleep 1; printf 'echo "T=$TERM"; tty >/dev/null && echo on-a-tty; exit 4\n') |
+                TERM=xterm-cloister script -qec "'$CLOISTER' shell ${RUN_OPTS[*]} '$A_CFG'" /dev/null \
+                >"$T/tty.out" 2>&1
+        is shell_on_a_terminal_exits_with_its_status "$?" 4
+        out=$(tr -d '\r' <"$T/tty.out")
+        contains shell_on_a_terminal_gets_term "$out" "T=xterm-cloister"
+        contains shell_keeps_the_terminal "$out" "on-a-tty"
+else
+        skip_test shell_on_a_terminal_gets_term "script(1) is not installed"
+fi
 
 # --- mount lifecycle (real FUSE only) ------------------------------------
 is_fuse() { [ "$(stat -f -c %T "$1" 2>/dev/null)" = fuseblk ] || [ "$(stat -f -c %t "$1" 2>/dev/null)" = 65735546 ]; }
@@ -137,6 +186,14 @@ if [ "$fs_mode" = fuse ]; then
         crun "$CFG" -- true
         is_fuse "$MNT" && not_ok next_run_cleans_up_after_a_killed_run "still mounted" ||
                 ok next_run_cleans_up_after_a_killed_run
+        # A daemon that died leaves a dead mount (ENOTCONN): the next run replaces it.
+        "$CLOISTER" mount "$CFG"
+        kill -KILL "$(cat "$STATE/mount.pid")"
+        for _ in $(seq 100); do kill -0 "$(cat "$STATE/mount.pid")" 2>/dev/null || break; sleep 0.1; done
+        out=$(crun "$CFG" -- cat /workspace/hello.txt 2>&1)
+        is run_replaces_a_dead_mount "$out" hello
+        is_fuse "$MNT" && not_ok run_unmounts_the_replacement "still mounted" ||
+                ok run_unmounts_the_replacement
 else
         skip_test run_unmounts_what_it_mounted "no FUSE fs in this build"
 fi

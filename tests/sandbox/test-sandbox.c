@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-sandbox.c: the sandbox library's parts that need no sandbox: the
+ * environment filter, the seccomp export and the bubblewrap command line.
+ * run.sh and tests/escape prove the whole thing against a real bwrap.
+ */
+#include <check.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "cloister-config.h"
+#include "config.h"
+#include "sandbox-private.h"
+#include "util.h"
+
+static char tmpdir[] = "/tmp/cloister-test-sandbox.XXXXXX";
+static struct config *cfg;
+
+static void setup(void)
+{
+        char path[PATH_MAX], ini[2 * PATH_MAX];
+        FILE *f;
+        char *err = NULL;
+
+        ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+        snprintf(path, sizeof(path), "%s/ws.ini", tmpdir);
+        snprintf(ini, sizeof(ini),
+                 "[workspace]\nname = unit\nstate = %s/state\nmountpoint = %s/mnt\n"
+                 "[repo]\nsource = /usr/share/doc\n"
+                 "[run]\nenv = FOO, GITHUB_TOKEN, LD_PRELOAD, HOME\n",
+                 tmpdir, tmpdir);
+        f = fopen(path, "we");
+        ck_assert_ptr_nonnull(f);
+        fputs(ini, f);
+        fclose(f);
+        ck_assert_int_eq(config_load(path, &cfg, &err), 0);
+        free(err);
+}
+
+static void teardown(void)
+{
+        char cmd[PATH_MAX];
+
+        config_free(cfg);
+        cfg = NULL;
+        snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+        ck_assert_int_eq(system(cmd), 0);
+        strcpy(tmpdir, "/tmp/cloister-test-sandbox.XXXXXX");
+}
+
+static bool strv_has(char **v, const char *s)
+{
+        for (; v && *v; v++)
+                if (streq(*v, s))
+                        return true;
+        return false;
+}
+
+static bool strv_has_prefix(char **v, const char *prefix)
+{
+        for (; v && *v; v++)
+                if (startswith(*v, prefix))
+                        return true;
+        return false;
+}
+
+START_TEST(secret_looking_names_are_secrets)
+{
+        static const char *const names[] = {"GITHUB_TOKEN",          "AWS_SECRET_ACCESS_KEY",
+                                            "npm_config__authToken", "DB_PASSWORD",
+                                            "SSH_AUTH_SOCK",         "MY_PRIVATE_THING"};
+        for (size_t i = 0; i < ELEMENTSOF(names); i++)
+                ck_assert_msg(sandbox_env_is_secret(names[i], "x"), "%s", names[i]);
+        ck_assert(!sandbox_env_is_secret("LANG", "C.UTF-8"));
+        ck_assert(!sandbox_env_is_secret("EDITOR", "vi"));
+}
+END_TEST
+
+START_TEST(credential_looking_values_are_secrets)
+{
+        ck_assert(sandbox_env_is_secret("FOO", "ghp_abcdef"));
+        ck_assert(sandbox_env_is_secret("FOO", "-----BEGIN OPENSSH PRIVATE KEY-----"));
+        ck_assert(sandbox_env_is_secret("FOO", "AKIAIOSFODNN7EXAMPLE"));
+        ck_assert(!sandbox_env_is_secret("FOO", "hello"));
+}
+END_TEST
+
+START_TEST(environment_passes_only_allowed_harmless_variables)
+{
+        char *host[] = {"HOME=/root",          "PATH=/evil", "FOO=1", "GITHUB_TOKEN=ghp_x",
+                        "LD_PRELOAD=/evil.so", "TERM=xterm", "BAR=2", NULL};
+        struct sandbox_options o = {.config = cfg};
+        _cleanup_strv_free_ char **env = NULL, **refused = NULL;
+
+        ck_assert_int_eq(sandbox_env_build(&o, host, &env, &refused), 0);
+        ck_assert(strv_has(env, "FOO=1"));
+        ck_assert(strv_has(env, "HOME=/home/agent"));
+        ck_assert(strv_has(env, "USER=agent"));
+        ck_assert(!strv_has_prefix(env, "PATH=/evil"));
+        ck_assert(!strv_has_prefix(env, "GITHUB_TOKEN="));
+        ck_assert(!strv_has_prefix(env, "LD_PRELOAD="));
+        ck_assert(!strv_has_prefix(env, "BAR="));
+        ck_assert(!strv_has_prefix(env, "TERM="));
+        ck_assert(!strv_has_prefix(env, "CLOISTER_BROKER="));
+        ck_assert(strv_has(refused, "GITHUB_TOKEN"));
+        ck_assert(strv_has(refused, "LD_PRELOAD"));
+        ck_assert(strv_has(refused, "HOME"));
+        ck_assert(!strv_has(refused, "FOO"));
+}
+END_TEST
+
+START_TEST(interactive_environment_has_term_and_broker)
+{
+        char *host[] = {"TERM=xterm-256color", NULL};
+        struct sandbox_options o = {
+                .config = cfg, .interactive = true, .broker_socket = "/x/broker.sock"};
+        _cleanup_strv_free_ char **env = NULL, **refused = NULL;
+
+        ck_assert_int_eq(sandbox_env_build(&o, host, &env, &refused), 0);
+        ck_assert(strv_has(env, "TERM=xterm-256color"));
+        ck_assert(strv_has(env, "CLOISTER_BROKER=" SANDBOX_BROKER_SOCKET));
+        ck_assert_ptr_null(refused[0]);
+}
+END_TEST
+
+START_TEST(seccomp_filter_is_whole_bpf_under_pipe_buf)
+{
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+
+        ck_assert_int_eq(sandbox_seccomp_export(&fd), 0);
+        ck_assert_int_eq(fstat(fd, &st), 0);
+        ck_assert_int_gt(st.st_size, 0);
+        ck_assert_int_eq(st.st_size % 8, 0);
+        ck_assert_int_lt(st.st_size, PIPE_BUF);
+        ck_assert_int_eq(lseek(fd, 0, SEEK_CUR), 0);
+}
+END_TEST
+
+static void layout_make(void)
+{
+        char p[PATH_MAX];
+
+        snprintf(p, sizeof(p), "mkdir -p '%s/mnt/workspace' '%s/mnt/home/agent'", tmpdir, tmpdir);
+        ck_assert_int_eq(system(p), 0);
+}
+
+START_TEST(bwrap_command_line_holds_the_hardening)
+{
+        char *argv[] = {"true", NULL}, root[PATH_MAX], bind[PATH_MAX];
+        struct sandbox_options o = {.config = cfg, .argv = argv, .root = root};
+        struct sandbox_fds fds = {.seccomp = 5, .status_w = 6};
+        _cleanup_strv_free_ char **v = NULL;
+        _cleanup_free_ char *err = NULL;
+
+        layout_make();
+        snprintf(root, sizeof(root), "%s/mnt", tmpdir);
+        snprintf(bind, sizeof(bind), "%s/mnt/workspace", tmpdir);
+        ck_assert_int_eq(sandbox_bwrap_argv(&o, &fds, &v, &err), 0);
+        for (size_t i = 0; i < fds.n_etc; i++)
+                close(fds.etc[i]);
+        static const char *const need[] = {"--unshare-user",   "--unshare-pid",     "--unshare-net",
+                                           "--disable-userns", "--die-with-parent", "--new-session",
+                                           "--seccomp",        "--remount-ro"};
+        for (size_t i = 0; i < ELEMENTSOF(need); i++)
+                ck_assert_msg(strv_has(v, need[i]), "%s missing", need[i]);
+        ck_assert(strv_has(v, "ALL"));
+        ck_assert(strv_has(v, bind));
+        ck_assert(strv_has(v, "/proc/sys"));
+        ck_assert(!strv_has(v, "/root"));
+        ck_assert(!strv_has(v, "/sys"));
+        ck_assert_str_eq(v[0], CLOISTER_BWRAP);
+}
+END_TEST
+
+START_TEST(bwrap_command_line_for_a_shell_with_host_network)
+{
+        char *argv[] = {"sh", NULL}, root[PATH_MAX];
+        struct sandbox_options o = {.config = cfg,
+                                    .argv = argv,
+                                    .root = root,
+                                    .interactive = true,
+                                    .host_network = true};
+        struct sandbox_fds fds = {.seccomp = 5, .status_w = 6};
+        _cleanup_strv_free_ char **v = NULL;
+        _cleanup_free_ char *err = NULL;
+
+        layout_make();
+        snprintf(root, sizeof(root), "%s/mnt", tmpdir);
+        ck_assert_int_eq(sandbox_bwrap_argv(&o, &fds, &v, &err), 0);
+        for (size_t i = 0; i < fds.n_etc; i++)
+                close(fds.etc[i]);
+        ck_assert(!strv_has(v, "--unshare-net"));
+        ck_assert(!strv_has(v, "--new-session"));
+        ck_assert(strv_has(v, "--unshare-user"));
+}
+END_TEST
+
+START_TEST(missing_layout_is_refused_with_the_path)
+{
+        char *argv[] = {"true", NULL}, root[PATH_MAX];
+        struct sandbox_options o = {.config = cfg, .argv = argv, .root = root};
+        struct sandbox_fds fds = {.seccomp = 5, .status_w = 6};
+        char **v = NULL;
+        _cleanup_free_ char *err = NULL;
+
+        snprintf(root, sizeof(root), "%s/nothing", tmpdir);
+        ck_assert_int_eq(sandbox_bwrap_argv(&o, &fds, &v, &err), -ENOENT);
+        for (size_t i = 0; i < fds.n_etc; i++)
+                close(fds.etc[i]);
+        ck_assert_ptr_null(v);
+        ck_assert_ptr_nonnull(err);
+        ck_assert_ptr_nonnull(strstr(err, "/nothing/workspace"));
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("sandbox");
+        TCase *tc = tcase_create("sandbox");
+        SRunner *sr;
+        int failed;
+
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, secret_looking_names_are_secrets);
+        tcase_add_test(tc, credential_looking_values_are_secrets);
+        tcase_add_test(tc, environment_passes_only_allowed_harmless_variables);
+        tcase_add_test(tc, interactive_environment_has_term_and_broker);
+        tcase_add_test(tc, seccomp_filter_is_whole_bpf_under_pipe_buf);
+        tcase_add_test(tc, bwrap_command_line_holds_the_hardening);
+        tcase_add_test(tc, bwrap_command_line_for_a_shell_with_host_network);
+        tcase_add_test(tc, missing_layout_is_refused_with_the_path);
+        suite_add_tcase(s, tc);
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? 1 : 0;
+}
