@@ -12,9 +12,9 @@
  *
  * The kernel never enforces RLIMIT_NPROC on the host's root (uid 0 is
  * exempt in copy_process(), inside a user namespace too). So when cloister
- * runs as root the process limit comes from a pids cgroup instead (cgroup v2
- * where pids is delegated to ours, else the v1 pids hierarchy); if neither
- * can be made, running as root is refused rather than run unlimited.
+ * runs as root the process limit comes from a pids cgroup instead (see
+ * cgroup_make() for where); if none can be made, running as root is
+ * refused rather than run unlimited.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -97,56 +97,121 @@ static bool file_has_word(const char *path, const char *word)
         return false;
 }
 
-/* A fresh pids cgroup under ours, or -EOPNOTSUPP if none can be made. */
+/*
+ * Remove the cgroups of runs that died without cleaning up (SIGKILL). Names
+ * are cloister-RUNPID-SANDBOXPID; only a dead RUNPID's are touched, and
+ * rmdir() refuses a cgroup that still has processes.
+ */
+static void cgroup_sweep(const char *parent)
+{
+        _cleanup_closedir_ DIR *d = opendir(parent);
+        struct dirent *de;
+
+        if (!d)
+                return;
+        while ((de = readdir(d))) {
+                const char *rest = startswith(de->d_name, "cloister-");
+                char *end;
+                long run;
+
+                if (!rest)
+                        continue;
+                run = strtol(rest, &end, 10);
+                if (end == rest || *end != '-' || run <= 0 || run == getpid())
+                        continue;
+                if (kill((pid_t)run, 0) < 0 && errno == ESRCH)
+                        (void)unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR);
+        }
+}
+
+/* Make PARENT/cloister-RUN-PID with pids.max and move pid in; *ret gets the path. */
+static int cgroup_try(const char *parent, pid_t pid, uint64_t max, char **ret)
+{
+        _cleanup_free_ char *dir = NULL;
+        char value[32];
+        int r;
+
+        cgroup_sweep(parent);
+        if (asprintf(&dir, "%s/cloister-%d-%d", parent, (int)getpid(), (int)pid) < 0)
+                return -ENOMEM;
+        if (mkdir(dir, 0755) < 0)
+                return negative_errno();
+        snprintf(value, sizeof(value), "%" PRIu64, max);
+        r = file_write(dir, "pids.max", value);
+        if (r >= 0) {
+                snprintf(value, sizeof(value), "%d", (int)pid);
+                r = file_write(dir, "cgroup.procs", value);
+        }
+        if (r < 0) {
+                (void)rmdir(dir);
+                return r;
+        }
+        *ret = TAKE_PTR(dir);
+        return 0;
+}
+
+/*
+ * A fresh pids cgroup for the sandbox, or -EOPNOTSUPP if none can be made.
+ * In order: under our own v2 cgroup if pids is delegated to it; under a
+ * "cloister" v2 cgroup at the top (systemd leaves our session scope a leaf,
+ * and a cgroup with processes can't have controlled children); under our
+ * own cgroup in the v1 pids hierarchy.
+ */
 static int cgroup_make(pid_t pid, uint64_t max, struct sandbox_cgroup **ret)
 {
-        static const struct {
-                const char *root, *controller, *check;
-        } where[] = {
-                {"/sys/fs/cgroup", "", "/sys/fs/cgroup/cgroup.controllers"},
-                {"/sys/fs/cgroup/unified", "", "/sys/fs/cgroup/unified/cgroup.controllers"},
-                {"/sys/fs/cgroup/pids", "pids", "/sys/fs/cgroup/pids/cgroup.procs"},
-        };
-        char value[32];
+        static const char *const v2_roots[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
+        _cleanup_free_ char *path = NULL;
+        struct sandbox_cgroup *cg;
         int r = -EOPNOTSUPP;
 
-        snprintf(value, sizeof(value), "%" PRIu64, max);
-        for (size_t i = 0; i < ELEMENTSOF(where); i++) {
-                _cleanup_free_ char *own = NULL, *parent = NULL, *ctl = NULL, *dir = NULL;
-                struct sandbox_cgroup *cg;
+        for (size_t i = 0; i < ELEMENTSOF(v2_roots) && !path; i++) {
+                _cleanup_free_ char *own = NULL, *parent = NULL, *ctl = NULL, *top = NULL;
 
-                if (access(where[i].check, F_OK) < 0 || own_cgroup(where[i].controller, &own) < 0)
-                        continue;
-                if (asprintf(&parent, "%s%s", where[i].root, own) < 0 ||
-                    asprintf(&ctl, "%s/cgroup.subtree_control", parent) < 0 ||
-                    asprintf(&dir, "%s/cloister-%d", parent, (int)pid) < 0)
+                if (asprintf(&ctl, "%s/cgroup.controllers", v2_roots[i]) < 0)
                         return -ENOMEM;
-                if (!*where[i].controller && !file_has_word(ctl, "pids"))
-                        continue; /* v2 without pids delegated to us */
-                if (mkdir(dir, 0755) < 0) {
+                if (!file_has_word(ctl, "pids") || own_cgroup("", &own) < 0)
+                        continue;
+                free(ctl);
+                ctl = NULL;
+                if (asprintf(&parent, "%s%s", v2_roots[i], own) < 0 ||
+                    asprintf(&ctl, "%s/cgroup.subtree_control", parent) < 0)
+                        return -ENOMEM;
+                if (file_has_word(ctl, "pids") && cgroup_try(parent, pid, max, &path) >= 0)
+                        break;
+                free(ctl);
+                ctl = NULL;
+                if (asprintf(&ctl, "%s/cgroup.subtree_control", v2_roots[i]) < 0 ||
+                    asprintf(&top, "%s/cloister", v2_roots[i]) < 0)
+                        return -ENOMEM;
+                if (!file_has_word(ctl, "pids"))
+                        continue;
+                if (mkdir(top, 0755) < 0 && errno != EEXIST) {
                         r = negative_errno();
                         continue;
                 }
-                r = file_write(dir, "pids.max", value);
-                if (r >= 0) {
-                        snprintf(value, sizeof(value), "%d", (int)pid);
-                        r = file_write(dir, "cgroup.procs", value);
-                }
-                if (r < 0) {
-                        (void)rmdir(dir);
-                        snprintf(value, sizeof(value), "%" PRIu64, max);
-                        continue;
-                }
-                cg = calloc(1, sizeof(*cg));
-                if (!cg) {
-                        (void)rmdir(dir);
-                        return -ENOMEM;
-                }
-                cg->path = TAKE_PTR(dir);
-                *ret = cg;
-                return 0;
+                r = file_write(top, "cgroup.subtree_control", "+pids");
+                if (r >= 0)
+                        r = cgroup_try(top, pid, max, &path);
         }
-        return r;
+        if (!path && access("/sys/fs/cgroup/pids/cgroup.procs", F_OK) == 0) {
+                _cleanup_free_ char *own = NULL, *parent = NULL;
+
+                if (own_cgroup("pids", &own) >= 0) {
+                        if (asprintf(&parent, "/sys/fs/cgroup/pids%s", own) < 0)
+                                return -ENOMEM;
+                        r = cgroup_try(parent, pid, max, &path);
+                }
+        }
+        if (!path)
+                return r;
+        cg = calloc(1, sizeof(*cg));
+        if (!cg) {
+                (void)rmdir(path);
+                return -ENOMEM;
+        }
+        cg->path = TAKE_PTR(path);
+        *ret = cg;
+        return 0;
 }
 
 void sandbox_cgroup_free(struct sandbox_cgroup *cg)

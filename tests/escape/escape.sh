@@ -22,6 +22,7 @@ echo "sealed" >"$T/state/broker/secrets"
 ws_new "$T" "[run]
 env = ESCAPE_TEST_OK, GITHUB_TOKEN, ESCAPE_TEST_VALUE"
 ws_mount || { not_ok workspace_mounts "cloister mount failed"; done_testing; exit; }
+preflight
 
 # The probe travels in through the workspace, like any file of the agent's.
 mkdir -p "$MNT/workspace/.probe"

@@ -112,3 +112,14 @@ ws_mount() {
 }
 
 crun() { "$CLOISTER" run "${RUN_OPTS[@]}" "$@"; }
+
+# preflight: as root, cloister run refuses without a pids cgroup (the kernel
+# doesn't apply RLIMIT_NPROC to root); a machine like that can't run these.
+preflight() {
+        local err
+        err=$(crun "$CFG" -- true 2>&1) && return 0
+        case "$err" in
+        *"needs a pids cgroup"*) skip_all "running as root without a usable pids cgroup: $err" ;;
+        esac
+        return 0
+}

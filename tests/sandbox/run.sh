@@ -22,6 +22,7 @@ env = RUN_TEST_PLAIN
 [limits]
 tmp = 1M"
 A_CFG=$CFG A_MNT=$MNT
+preflight
 
 # --- exit status --------------------------------------------------------
 crun "$A_CFG" -- sh -c 'exit 7'
@@ -127,6 +128,23 @@ for _ in $(seq 100); do pgrep -f '^sleep 4343$' >/dev/null && break; sleep 0.1; 
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 gone "sleep 4343" && ok sigkill_to_run_kills_the_sandbox || not_ok sigkill_to_run_kills_the_sandbox "still running: $(pgrep -af "sleep 4343" | cut -c1-200 | tr "\n" " ")"
+
+# As root the process limit is a pids cgroup; a killed run's is swept later.
+pids_root=""
+for d in /sys/fs/cgroup/pids /sys/fs/cgroup/cloister /sys/fs/cgroup; do
+        [ -n "$pids_root" ] || ! ls -d "$d"/cloister-*-* >/dev/null 2>&1 || pids_root=$d
+done
+if [ "$(id -u)" = 0 ] && [ -n "$pids_root" ]; then
+        crun "$A_CFG" -- true
+        left=$(for d in "$pids_root"/cloister-*-*; do
+                [ -d "$d" ] || continue
+                r=${d##*/cloister-}
+                kill -0 "${r%%-*}" 2>/dev/null || echo "$d"
+        done)
+        is killed_runs_leave_no_cgroup_behind "$left" ""
+else
+        skip_test killed_runs_leave_no_cgroup_behind "not root, or no cgroup was left to sweep"
+fi
 
 # --- shell ------------------------------------------------------------------
 out=$(printf 'id -un\nexit 3\n' | "$CLOISTER" shell "${RUN_OPTS[@]}" "$A_CFG" 2>/dev/null)
