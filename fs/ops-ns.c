@@ -272,7 +272,13 @@ void ops_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *
         pthread_mutex_lock(&ws->itable_lock);
         n->nlookup++;
         pthread_mutex_unlock(&ws->itable_lock);
-        r = ops_journal(ws, req, JOURNAL_LINK, n, NULL, NULL);
+        {
+                _cleanup_free_ char *dir = node_path(p), *to = NULL;
+                if (!dir || asprintf(&to, "%s/%s", dir, newname) < 0)
+                        to = NULL;
+                r = ops_journal(ws, req, JOURNAL_LINK, n, NULL,
+                                &(struct journal_entry){.path2 = to, .uid = -1, .gid = -1});
+        }
         goto out;
 refund:
         quota_refund_files(ws, 1);

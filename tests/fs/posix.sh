@@ -70,6 +70,9 @@ like symlink_over_existing_is_eexist symlink target @/README
 like link_lower_file link @/README @/README.hard
 like link_dir_is_eperm link @/newdir @/dirlink
 like link_onto_existing_is_eexist link @/README @/run2.sh
+like chown_lower_file chown @/run2.sh 1234 5678
+like chown_minus_one_keeps_owner chown @/run2.sh -1 -1
+like chown_symlink_itself chown @/sym 42 42
 like chmod_lower_file chmod @/README 600
 like chmod_dir chmod @/newdir 700
 like utimens_lower_file utimens @/run2.sh 1234567
@@ -82,6 +85,8 @@ like mknod_fifo_again_is_eexist mknod @/fifo fifo
 tree_like trees_match_after_the_posix_ops
 same hard_link_counts_two "$(stat -c %h "$W/README")" 2
 same dir_nlink_counts_subdirs "$(stat -c %h "$W/newdir")" "$(stat -c %h "$R/newdir")"
+same chown_sets_the_owner "$(stat -c %u:%g "$W/run2.sh")" 1234:5678
+same chown_of_a_symlink_does_not_follow "$(stat -c %u "$W/sym")" 42
 same mtime_kept_by_utimens "$(stat -c %Y "$W/run2.sh")" 1234567
 
 # What ext4 cannot show: how the layers did it.
