@@ -59,6 +59,12 @@ check unmount_with_an_open_file_succeeds do_unmount "$C"
 kill "$holder" 2>/dev/null
 wait "$holder" 2>/dev/null
 check daemon_is_gone_after_unmount bash -c "[ ! -e '$S/mount.pid' ] && ! grep -q ' $M ' /proc/self/mounts"
+echo moved >"$T/repo/README"
+git_quiet -C "$T/repo" commit -am "move HEAD"
+check mount_after_source_head_moved do_mount "$C"
+check base_revision_stays_pinned_to_the_first_mount bash -c "[ ! -e '$M/workspace/src' ] && [ \"\$(head -1 '$M/workspace/README')\" = hello ]"
+check unmount_after_head_moved do_unmount "$C"
+git_quiet -C "$T/repo" reset --hard HEAD~1
 after=$(src_sum)
 check source_repo_is_untouched test "$after" = "$before"
 finish

@@ -24,4 +24,18 @@ for seed in $seeds; do
         check "trees_still_match_after_remount_seed_$seed" "$FSPROBE" fsdiff "$M/workspace" "$ref" "$seed" 0
         check "unmount_again_seed_$seed" do_unmount "$C"
 done
+# The same against a plain-directory lower (a non-git workspace; the home's kind).
+mkdir -p "$T/plainsrc"
+(cd "$T/repo" && git -c tar.umask=022 archive HEAD | tar -x -C "$T/plainsrc")
+C=$(make_config plain "$T/plainsrc")
+M=$(mnt_of "$C")
+mkdir -p "$T/refplain"
+(cd "$T/repo" && git -c tar.umask=022 archive HEAD | tar -x -C "$T/refplain")
+check mount_plain_directory_source do_mount "$C"
+check random_ops_match_the_host_fs_on_a_plain_lower "$FSPROBE" fsdiff "$M/workspace" "$T/refplain" 11 "$ops"
+check unmount_plain do_unmount "$C"
+check remount_plain do_mount "$C"
+check plain_trees_still_match_after_remount "$FSPROBE" fsdiff "$M/workspace" "$T/refplain" 11 0
+check plain_source_is_untouched bash -c "cd '$T/repo' && git -c tar.umask=022 archive HEAD | tar -d -C '$T/plainsrc' >/dev/null"
+check unmount_plain_again do_unmount "$C"
 finish
