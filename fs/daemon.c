@@ -203,6 +203,44 @@ static int workspace_json(struct fs_workspace *ws)
         return 0;
 }
 
+/*
+ * The base revision is resolved once, at the first mount of a state, and
+ * pinned in <state>/fs/base: the upper layer's whiteouts and redirects name
+ * paths of that tree, so a later mount must not follow a moved HEAD.
+ */
+static int open_git_lower(struct fs_workspace *ws, const struct config *c, int fsdir, int cache,
+                          char **ret_error)
+{
+        char pinned[GIT_OID_HEXSZ + 2] = "";
+        _cleanup_close_ int fd = -1;
+        ssize_t n;
+        int r;
+
+        fd = openat(fsdir, "base", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0) {
+                n = read(fd, pinned, GIT_OID_HEXSZ + 1);
+                if (n < GIT_OID_HEXSZ || strspn(pinned, "0123456789abcdef") < GIT_OID_HEXSZ)
+                        return fail(ret_error, -EINVAL, "%s/fs/base: not a commit id", ws->state);
+                pinned[GIT_OID_HEXSZ] = 0;
+                r = lower_git_open(c->repo.source, pinned, cache, &ws->repo.lower, ret_error);
+                if (r < 0)
+                        return fail(ret_error, r,
+                                    "the base commit %s of this state is gone from '%s'", pinned,
+                                    c->repo.source);
+                return 0;
+        }
+        if (errno != ENOENT)
+                return fail(ret_error, negative_errno(), "cannot read %s/fs/base: %m", ws->state);
+        r = lower_git_open(c->repo.source, c->repo.rev, cache, &ws->repo.lower, ret_error);
+        if (r < 0)
+                return r;
+        fd = openat(fsdir, "base.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 || dprintf(fd, "%s\n", lower_commit_hex(ws->repo.lower)) < 0 ||
+            renameat(fsdir, "base.tmp", fsdir, "base") < 0)
+                return fail(ret_error, negative_errno(), "cannot write %s/fs/base: %m", ws->state);
+        return 0;
+}
+
 static bool is_git_repo(const char *path)
 {
         git_repository *repo = NULL;
@@ -366,7 +404,7 @@ int fs_workspace_new(const struct config *c, fs_workspace **ret, char **ret_erro
         (void)fchmod(ws->repo.upper_fd, 0755);
 
         if (is_git_repo(c->repo.source))
-                r = lower_git_open(c->repo.source, c->repo.rev, cache, &ws->repo.lower, ret_error);
+                r = open_git_lower(ws, c, fsdir, cache, ret_error);
         else
                 r = lower_dir_open(c->repo.source, &ws->repo.lower, ret_error);
         if (r < 0) {

@@ -54,10 +54,24 @@ static void handle_free(struct fs_workspace *ws, struct handle *h)
         if (!h)
                 return;
         safe_close(h->fd);
+        safe_close(h->lower_fd);
         free(h->buf);
         if (h->node)
                 node_unref(ws, h->node);
         free(h);
+}
+
+/* Before the first write through a handle: copy the data of a metacopy up. */
+static int fill_before_write(struct fs_workspace *ws, struct node *n)
+{
+        int r = 0;
+        if (!n->metacopy)
+                return 0;
+        pthread_rwlock_wrlock(&ws->ns_lock);
+        if (n->metacopy)
+                r = copyup(ws, n, COPYUP_DATA);
+        pthread_rwlock_unlock(&ws->ns_lock);
+        return r;
 }
 
 static int truncate_upper_fd(struct fs_workspace *ws, struct node *n, int fd, uint64_t size)
@@ -108,7 +122,8 @@ static int open_cow(struct fs_workspace *ws, fuse_req_t req, struct node *n, int
                 return r;
         }
         pthread_rwlock_wrlock(&ws->ns_lock);
-        r = copyup(ws, n, trunc ? COPYUP_EMPTY : COPYUP_DATA);
+        /* Opening for writing copies metadata only; the first write copies the data. */
+        r = copyup(ws, n, trunc ? COPYUP_EMPTY : COPYUP_META);
         if (r == 0)
                 r = upper_open(n, (acc == O_RDONLY ? O_RDWR : acc) | O_NONBLOCK, &h->fd);
         if (r == 0) {
@@ -142,7 +157,7 @@ void ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
                 fuse_reply_err(req, ENOMEM);
                 return;
         }
-        h->fd = -1;
+        h->fd = h->lower_fd = -1;
         switch (n->kind) {
         case NODE_CTL:
                 if (acc != O_RDONLY || (fi->flags & O_TRUNC)) {
@@ -207,7 +222,8 @@ void ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode
                         return;
                 }
                 h = calloc(1, sizeof(*h));
-                r = h ? (h->fd = -1, open_cow(ws, req, existing, fi->flags, h, fi)) : -ENOMEM;
+                r = h ? (h->fd = h->lower_fd = -1, open_cow(ws, req, existing, fi->flags, h, fi))
+                      : -ENOMEM;
                 n = existing;
                 goto reply;
         }
@@ -265,6 +281,7 @@ unlock:
         if (r == 0) {
                 h = calloc(1, sizeof(*h));
                 if (h) {
+                        h->lower_fd = -1;
                         h->fd = TAKE_FD(fd);
                         h->is_upper = h->writable = true;
                 } else
@@ -307,6 +324,23 @@ void ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fus
         buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
         buf.buf[0].fd = h->fd;
         buf.buf[0].pos = off;
+        if (h->writable && h->node->metacopy) {
+                /* Opened for writing but not written yet: the data is still the lower's. */
+                struct fs_workspace *ws = req_ws(req);
+                int r = 0;
+                pthread_rwlock_rdlock(&ws->ns_lock);
+                pthread_mutex_lock(&h->node->lock);
+                if (h->node->metacopy && h->lower_fd < 0)
+                        r = lower_open_data(h->node->layer->lower, &h->node->lower, &h->lower_fd);
+                if (h->node->metacopy && h->lower_fd >= 0)
+                        buf.buf[0].fd = h->lower_fd;
+                pthread_mutex_unlock(&h->node->lock);
+                pthread_rwlock_unlock(&ws->ns_lock);
+                if (r < 0) {
+                        fuse_reply_err(req, -r);
+                        return;
+                }
+        }
         fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
 }
 
@@ -329,6 +363,11 @@ void ops_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off
         }
         if (off < 0) {
                 fuse_reply_err(req, EINVAL);
+                return;
+        }
+        r = fill_before_write(ws, n);
+        if (r < 0) {
+                fuse_reply_err(req, -r);
                 return;
         }
         pthread_mutex_lock(&n->lock);
@@ -567,6 +606,11 @@ void ops_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t
         }
         if (mode & ~FALLOC_FL_KEEP_SIZE) {
                 fuse_reply_err(req, EOPNOTSUPP);
+                return;
+        }
+        r = fill_before_write(ws, n);
+        if (r < 0) {
+                fuse_reply_err(req, -r);
                 return;
         }
         pthread_mutex_lock(&n->lock);

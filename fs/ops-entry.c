@@ -212,7 +212,7 @@ void ops_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
                 fuse_reply_err(req, ENOMEM);
                 return;
         }
-        h->fd = -1;
+        h->fd = h->lower_fd = -1;
         h->node = n;
         switch (n->kind) {
         case NODE_SYNTH:

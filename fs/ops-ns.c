@@ -272,7 +272,13 @@ void ops_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *
         pthread_mutex_lock(&ws->itable_lock);
         n->nlookup++;
         pthread_mutex_unlock(&ws->itable_lock);
-        r = ops_journal(ws, req, JOURNAL_LINK, n, NULL, NULL);
+        {
+                _cleanup_free_ char *dir = node_path(p), *to = NULL;
+                if (!dir || asprintf(&to, "%s/%s", dir, newname) < 0)
+                        to = NULL;
+                r = ops_journal(ws, req, JOURNAL_LINK, n, NULL,
+                                &(struct journal_entry){.path2 = to, .uid = -1, .gid = -1});
+        }
         goto out;
 refund:
         quota_refund_files(ws, 1);
@@ -493,12 +499,15 @@ static int do_rename(struct fs_workspace *ws, fuse_req_t req, struct node *p, co
                         r = had_lower;
                         goto out;
                 }
+                bool dst_last = true;
                 if (dst && dst->upper) {
                         struct stat st;
                         if (fstatat(np->ufd, nen, &st, AT_SYMLINK_NOFOLLOW) == 0) {
                                 quota_refund_files(ws, 1);
                                 if (S_ISREG(st.st_mode) && st.st_nlink == 1)
                                         quota_refund_bytes(ws, (uint64_t)st.st_size);
+                                /* Another hard link keeps the replaced file alive. */
+                                dst_last = S_ISDIR(st.st_mode) || st.st_nlink <= 1;
                         }
                         if (S_ISDIR(dst->type))
                                 (void)upper_dir_clear_markers(dst->ufd);
@@ -516,7 +525,7 @@ static int do_rename(struct fs_workspace *ws, fuse_req_t req, struct node *p, co
                 (void)upper_meta_set_rec(p, name, NULL);
                 if (had_lower)
                         (void)upper_meta_set_whiteout(p, name, true);
-                if (dst) {
+                if (dst && dst_last) {
                         dst->unlinked = true;
                         dst->upper = false;
                 }

@@ -12,6 +12,7 @@ struct handle {
         int fd;        /* files: the host fd (upper, lower data or mirror) */
         bool writable; /* an upper fd opened for writing */
         bool is_upper; /* fd is the node's upper file */
+        int lower_fd; /* reads of a metacopy opened for writing: the lower data */
         char *buf;     /* control files: the content; dirs: unused */
         size_t len;
         struct cow_dirent *ents; /* dirs: a snapshot taken at opendir */

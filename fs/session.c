@@ -162,8 +162,9 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
                 r = -ENOMEM;
                 goto out_pid;
         }
+        /* Idle workers are kept (no idle limit): each one holds its own libgit2
+         * repository handle, which is worth not reopening per burst. */
         fuse_loop_cfg_set_max_threads(lc, 16);
-        fuse_loop_cfg_set_idle_threads(lc, 4);
         r = fuse_session_loop_mt(ws->se, lc);
         r = r < 0 ? r : 0;
         fuse_loop_cfg_destroy(lc);

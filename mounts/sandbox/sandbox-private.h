@@ -54,3 +54,8 @@ void sandbox_kill_all(pid_t pid1, int sig);
 
 int sandbox_errorf(char **ret_error, int r, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
+
+/* Records of running sandboxes in <state>/sandboxes (sandbox-registry.c). */
+int sandbox_registry_add(const char *state, pid_t pid1, char **ret_path);
+void sandbox_registry_remove(char *path); /* unlinks and frees; NULL is a no-op */
+void sandbox_registry_sweep(const char *state);

@@ -304,6 +304,8 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
                 r = sandbox_errorf(ret_error, negative_errno(), "cannot lock %s: %m", lock);
                 goto out;
         }
+        /* A sandbox whose run was killed before bwrap tied them together dies now. */
+        sandbox_registry_sweep(c->workspace.state);
         r = mount_ensure(o, ret_error);
         if (r < 0)
                 goto out;

@@ -212,6 +212,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
         size_t filter_len = 0;
         _cleanup_strv_free_ char **argv = NULL;
         struct sandbox_cgroup *cg = NULL;
+        char *record = NULL;
         struct status_reader *st = NULL;
         struct sandbox_result res = {0};
         sigset_t mask, old;
@@ -284,6 +285,12 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                         sandbox_errorf(ret_error, r,
                                        "bubblewrap could not set up the sandbox (see its "
                                        "message above)");
+                goto out;
+        }
+        r = sandbox_registry_add(o->config->workspace.state, st->child_pid, &record);
+        if (r < 0) {
+                sandbox_errorf(ret_error, r, "cannot record the sandbox in %s/sandboxes: %s",
+                               o->config->workspace.state, strerror(-r));
                 goto out;
         }
         r = sandbox_limits_apply(o->config, st->child_pid, &cg, ret_error);
@@ -362,6 +369,7 @@ out:
                         ;
         }
         sandbox_cgroup_free(cg);
+        sandbox_registry_remove(record);
         fds_close(&fds);
         free(st);
         sigaction(SIGINT, &old_int, NULL);

@@ -80,6 +80,7 @@ static int in_child(long (*fn)(char **), char **args)
         return 0;
 }
 
+#if defined(__x86_64__)
 static long do_x32(char **a)
 {
         (void)a;
@@ -99,6 +100,16 @@ static long do_i386(char **a)
         }
         return 0;
 }
+#else
+/* Other ABIs are an x86_64 concern; escape.sh skips these elsewhere. */
+static long do_x32(char **a)
+{
+        (void)a;
+        errno = ENOSYS;
+        return -1;
+}
+#define do_i386 do_x32
+#endif
 
 static long do_ptrace(char **a)
 {

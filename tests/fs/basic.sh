@@ -34,6 +34,14 @@ check reserved_prefix_name_is_escaped bash -c "echo b >'$M/workspace/.cloister~m
 check workspace_json_names_the_workspace bash -c "grep -q '\"name\":\"ws\"' '$M/.cloister/workspace'"
 check changes_lists_the_new_file bash -c "grep -q '\"path\":\"/workspace/new.txt\",\"type\":\"file\"' '$M/.cloister/changes'"
 check changes_lists_the_deleted_file bash -c "grep -q '\"path\":\"/workspace/docs/guide.md\",\"type\":\"deleted\"' '$M/.cloister/changes'"
+ln "$M/workspace/new.txt" "$M/workspace/new.link"
+J=$S/journal.jsonl
+check journal_records_the_create grep -q '"op":"create","path":"/workspace/new.txt"' "$J"
+check journal_records_writes_with_their_size grep -q '"op":"write","path":"/workspace/README","offset":6,"length":5' "$J"
+check journal_records_the_unlink grep -q '"op":"unlink","path":"/workspace/docs/guide.md"' "$J"
+check journal_records_the_rename grep -q '"op":"rename","path":"/workspace/src","path2":"/workspace/source"' "$J"
+check journal_records_the_link grep -q '"op":"link","path":"/workspace/new.txt","path2":"/workspace/new.link"' "$J"
+check journal_records_the_caller grep -q '"op":"mkdir","path":"/workspace/d",.*"comm":"mkdir"' "$J"
 ino_readme=$(stat -c %i "$M/workspace/README")
 check unmount_returns_zero do_unmount "$C"
 check unmount_when_not_mounted_returns_zero do_unmount "$C"
@@ -45,7 +53,18 @@ kill -9 "$(cat "$S/mount.pid")"
 sleep 0.2
 check mount_after_sigkill_succeeds do_mount "$C"
 check writes_before_sigkill_survive bash -c "[ \"\$(cat '$M/workspace/killed.txt')\" = after-kill ]"
-check unmount_after_remount do_unmount "$C"
+sleep 600 <"$M/workspace/README" &
+holder=$!
+check unmount_with_an_open_file_succeeds do_unmount "$C"
+kill "$holder" 2>/dev/null
+wait "$holder" 2>/dev/null
+check daemon_is_gone_after_unmount bash -c "[ ! -e '$S/mount.pid' ] && ! grep -q ' $M ' /proc/self/mounts"
+echo moved >"$T/repo/README"
+git_quiet -C "$T/repo" commit -am "move HEAD"
+check mount_after_source_head_moved do_mount "$C"
+check base_revision_stays_pinned_to_the_first_mount bash -c "[ ! -e '$M/workspace/src' ] && [ \"\$(head -1 '$M/workspace/README')\" = hello ]"
+check unmount_after_head_moved do_unmount "$C"
+git_quiet -C "$T/repo" reset --hard HEAD~1
 after=$(src_sum)
 check source_repo_is_untouched test "$after" = "$before"
 finish

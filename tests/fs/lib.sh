@@ -3,6 +3,7 @@
 # and a workspace config; mounts with the real binary; unmounts and kills
 # every daemon it started in every outcome (trap EXIT).
 set -u
+umask 022
 
 : "${CLOISTER:?set by meson}" "${CLOISTER_SRC:?set by meson}"
 
@@ -116,3 +117,23 @@ state_of() { echo "$(dirname "$1")/state"; }
 
 do_mount() { "$CLOISTER" mount "$1"; }
 do_unmount() { "$CLOISTER" unmount "$1"; }
+
+# expect_errno NAME ERRNO COMMAND...: the probe must fail with exactly ERRNO (or OK).
+expect_errno() {
+        local name=$1 want=$2 got
+        shift 2
+        got=$("$@" 2>&1 | tail -1)
+        if [ "$got" = "$want" ]; then ok 0 "$name"; else
+                echo "# want $want, got $got: $*"
+                ok 1 "$name"
+        fi
+}
+
+# same NAME A B: two strings must be equal
+same() {
+        if [ "$2" = "$3" ]; then ok 0 "$1"; else
+                echo "# got:  $2"
+                echo "# want: $3"
+                ok 1 "$1"
+        fi
+}

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fsprobe.c: syscall-level probes for the fs tests. One syscall per
+ * invocation, no libc wrappers that retry or follow: the exit status is 0 or
+ * the errno the syscall failed with, and the errno name is printed, so a TAP
+ * script can assert on exactly what the kernel and the daemon answered.
+ *
+ *   fsprobe open PATH FLAGS [MODE]   FLAGS: comma list of r,w,rw,creat,excl,trunc,append,nofollow
+ *   fsprobe mknod PATH fifo|chr|blk|sock|reg
+ *   fsprobe rename OLD NEW [noreplace|exchange]
+ *   fsprobe link OLD NEW | symlink TARGET PATH | unlink PATH | mkdir PATH | rmdir PATH
+ *   fsprobe chmod PATH OCTAL | chown PATH UID GID | utimens PATH SECONDS | truncate PATH SIZE
+ *   fsprobe setxattr PATH NAME VALUE | getxattr PATH NAME | removexattr PATH NAME | listxattr PATH
+ *   fsprobe write PATH OFFSET LENGTH  (writes a byte pattern, reports the count)
+ *   fsprobe fill PATH CHUNK           (appends until a write fails; prints bytes, errno)
+ *   fsprobe statfs PATH               (prints bytes and inodes available)
+ *   fsprobe fsdiff A B SEED COUNT     (random operations on two trees, compared)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+int fsdiff_main(const char *a, const char *b, unsigned seed, unsigned count);
+
+static int result(int r)
+{
+        if (r < 0) {
+                int e = errno;
+                printf("%s\n", strerrorname_np(e) ? strerrorname_np(e) : "E?");
+                return e;
+        }
+        printf("OK\n");
+        return 0;
+}
+
+static int open_flags(const char *s)
+{
+        int f = 0;
+        char *copy = strdup(s), *save = NULL;
+        for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+                if (!strcmp(t, "r"))
+                        f |= O_RDONLY;
+                else if (!strcmp(t, "w"))
+                        f |= O_WRONLY;
+                else if (!strcmp(t, "rw"))
+                        f |= O_RDWR;
+                else if (!strcmp(t, "creat"))
+                        f |= O_CREAT;
+                else if (!strcmp(t, "excl"))
+                        f |= O_EXCL;
+                else if (!strcmp(t, "trunc"))
+                        f |= O_TRUNC;
+                else if (!strcmp(t, "append"))
+                        f |= O_APPEND;
+                else if (!strcmp(t, "nofollow"))
+                        f |= O_NOFOLLOW;
+                else if (!strcmp(t, "dir"))
+                        f |= O_DIRECTORY;
+        }
+        free(copy);
+        return f;
+}
+
+int main(int argc, char **argv)
+{
+        const char *cmd = argc > 1 ? argv[1] : "";
+        if (argc < 3) {
+                fprintf(stderr, "usage: fsprobe CMD ARGS...\n");
+                return 2;
+        }
+        if (!strcmp(cmd, "open")) {
+                int fd = open(argv[2], open_flags(argc > 3 ? argv[3] : "r") | O_CLOEXEC,
+                              argc > 4 ? (mode_t)strtoul(argv[4], NULL, 8) : 0644);
+                return result(fd);
+        }
+        if (!strcmp(cmd, "mknod") && argc == 4) {
+                mode_t m = !strcmp(argv[3], "fifo")   ? S_IFIFO
+                           : !strcmp(argv[3], "chr")  ? S_IFCHR
+                           : !strcmp(argv[3], "blk")  ? S_IFBLK
+                           : !strcmp(argv[3], "sock") ? S_IFSOCK
+                                                      : S_IFREG;
+                return result(mknod(argv[2], m | 0644, makedev(1, 3)));
+        }
+        if (!strcmp(cmd, "rename") && argc >= 4) {
+                unsigned fl = 0;
+                if (argc > 4)
+                        fl = !strcmp(argv[4], "noreplace") ? RENAME_NOREPLACE : RENAME_EXCHANGE;
+                return result(renameat2(AT_FDCWD, argv[2], AT_FDCWD, argv[3], fl));
+        }
+        if (!strcmp(cmd, "link") && argc == 4)
+                return result(link(argv[2], argv[3]));
+        if (!strcmp(cmd, "symlink") && argc == 4)
+                return result(symlink(argv[2], argv[3]));
+        if (!strcmp(cmd, "unlink"))
+                return result(unlink(argv[2]));
+        if (!strcmp(cmd, "mkdir"))
+                return result(mkdir(argv[2], 0755));
+        if (!strcmp(cmd, "rmdir"))
+                return result(rmdir(argv[2]));
+        if (!strcmp(cmd, "chmod") && argc == 4)
+                return result(chmod(argv[2], (mode_t)strtoul(argv[3], NULL, 8)));
+        if (!strcmp(cmd, "chown") && argc == 5)
+                return result(lchown(argv[2], (uid_t)atoi(argv[3]), (gid_t)atoi(argv[4])));
+        if (!strcmp(cmd, "utimens") && argc == 4) {
+                struct timespec ts[2] = {{.tv_sec = atol(argv[3])}, {.tv_sec = atol(argv[3])}};
+                return result(utimensat(AT_FDCWD, argv[2], ts, AT_SYMLINK_NOFOLLOW));
+        }
+        if (!strcmp(cmd, "truncate") && argc == 4)
+                return result(truncate(argv[2], atoll(argv[3])));
+        if (!strcmp(cmd, "setxattr") && argc == 5)
+                return result(lsetxattr(argv[2], argv[3], argv[4], strlen(argv[4]), 0));
+        if (!strcmp(cmd, "removexattr") && argc == 4)
+                return result(lremovexattr(argv[2], argv[3]));
+        if (!strcmp(cmd, "getxattr") && argc == 4) {
+                char buf[4096];
+                ssize_t k = lgetxattr(argv[2], argv[3], buf, sizeof(buf) - 1);
+                if (k < 0)
+                        return result(-1);
+                buf[k] = 0;
+                printf("%s\n", buf);
+                return 0;
+        }
+        if (!strcmp(cmd, "listxattr")) {
+                char buf[65536];
+                ssize_t k = llistxattr(argv[2], buf, sizeof(buf));
+                if (k < 0)
+                        return result(-1);
+                for (ssize_t i = 0; i < k; i += (ssize_t)strlen(buf + i) + 1)
+                        printf("%s\n", buf + i);
+                return 0;
+        }
+        if (!strcmp(cmd, "write") && argc == 5) {
+                size_t len = (size_t)atoll(argv[4]);
+                char *buf = malloc(len ? len : 1);
+                int fd = open(argv[2], O_WRONLY | O_CLOEXEC);
+                ssize_t k;
+                for (size_t i = 0; i < len; i++)
+                        buf[i] = (char)('a' + i % 26);
+                if (fd < 0) {
+                        free(buf);
+                        return result(-1);
+                }
+                k = pwrite(fd, buf, len, atoll(argv[3]));
+                free(buf);
+                if (k < 0)
+                        return result(-1);
+                printf("%zd\n", k);
+                return close(fd) < 0 ? result(-1) : 0;
+        }
+        if (!strcmp(cmd, "fill") && argc == 4) {
+                size_t chunk = (size_t)atoll(argv[3]);
+                char *buf = calloc(1, chunk);
+                long long total = 0;
+                int fd = open(argv[2], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644), e = 0;
+                if (fd < 0 || !buf) {
+                        free(buf);
+                        return result(-1);
+                }
+                memset(buf, 'q', chunk);
+                for (;;) {
+                        ssize_t k = write(fd, buf, chunk);
+                        if (k < 0) {
+                                e = errno;
+                                break;
+                        }
+                        total += k;
+                }
+                close(fd);
+                free(buf);
+                printf("%lld %s\n", total, strerrorname_np(e) ? strerrorname_np(e) : "E?");
+                return 0;
+        }
+        if (!strcmp(cmd, "statfs")) {
+                struct statvfs sv;
+                if (statvfs(argv[2], &sv) < 0)
+                        return result(-1);
+                printf("%llu %llu\n", (unsigned long long)sv.f_bavail * sv.f_bsize,
+                       (unsigned long long)sv.f_favail);
+                return 0;
+        }
+        if (!strcmp(cmd, "fsdiff") && argc == 6)
+                return fsdiff_main(argv[2], argv[3], (unsigned)atoi(argv[4]),
+                                   (unsigned)atoi(argv[5]));
+        fprintf(stderr, "fsprobe: unknown command or arguments\n");
+        return 2;
+}

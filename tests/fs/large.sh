@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Big and awkward data: copy-up of a 100 MB lower file, sparse files,
+# concurrent writers to one file, and writes in flight when the daemon is
+# killed.
+. "$(dirname "$0")/lib.sh"
+: "${FSPROBE:?set by meson}"
+
+mkdir -p "$T/repo"
+git_quiet -C "$T/repo" init
+head -c $((100 * 1024 * 1024)) /dev/urandom >"$T/repo/big.bin"
+echo small >"$T/repo/small"
+git_quiet -C "$T/repo" add -A
+git_quiet -C "$T/repo" commit -m big
+sum=$(sha256sum <"$T/repo/big.bin")
+C=$(make_config large "$T/repo")
+M=$(mnt_of "$C")
+W=$M/workspace
+S=$(state_of "$C")
+check mount_large do_mount "$C"
+same big_lower_file_reads_correctly "$(sha256sum <"$W/big.bin")" "$sum"
+printf 'X' | dd of="$W/big.bin" bs=1 seek=$((50 * 1024 * 1024)) conv=notrunc status=none
+same big_file_keeps_its_size_after_copy_up "$(stat -c %s "$W/big.bin")" $((100 * 1024 * 1024))
+same big_file_copy_up_changed_one_byte "$(cmp "$W/big.bin" "$T/repo/big.bin" 2>&1 | grep -c differ)" 1
+same big_file_byte_is_written "$(dd if="$W/big.bin" bs=1 skip=$((50 * 1024 * 1024)) count=1 status=none)" X
+same source_big_file_untouched "$(sha256sum <"$T/repo/big.bin")" "$sum"
+
+truncate -s 64M "$W/sparse"
+printf 'end' | dd of="$W/sparse" bs=1 seek=$((40 * 1024 * 1024)) conv=notrunc status=none
+same sparse_file_has_its_size "$(stat -c %s "$W/sparse")" $((64 * 1024 * 1024))
+check sparse_file_stays_sparse_in_the_upper bash -c "[ \$(stat -c %b '$S/fs/repo/sparse') -lt 1024 ]"
+same sparse_hole_reads_as_zeros "$(dd if="$W/sparse" bs=4096 skip=100 count=1 status=none | tr -d '\0' | wc -c)" 0
+same sparse_data_reads_back "$(dd if="$W/sparse" bs=1 skip=$((40 * 1024 * 1024)) count=3 status=none)" end
+
+# 8 writers, each writing its own 1 MiB region of one file, at once.
+: >"$W/shared"
+for i in 0 1 2 3 4 5 6 7; do
+        head -c 1048576 /dev/zero | tr '\0' "$(printf "\\$(printf '%03o' $((65 + i)))")" |
+                dd of="$W/shared" bs=65536 seek=$((i * 16)) conv=notrunc status=none &
+done
+wait
+same concurrent_writers_leave_the_full_size "$(stat -c %s "$W/shared")" $((8 * 1048576))
+check concurrent_writers_each_own_their_region bash -c "for i in 0 1 2 3 4 5 6 7; do c=\$(printf \"\\\\\$(printf '%03o' \$((65 + i)))\"); n=\$(dd if='$W/shared' bs=1048576 skip=\$i count=1 status=none | tr -d \"\$c\" | wc -c); [ \"\$n\" = 0 ] || exit 1; done"
+
+# Kill the daemon while a writer streams; the next mount accepts the state.
+( while :; do echo line >>"$W/stream" 2>/dev/null || exit 0; done ) &
+writer=$!
+sleep 0.3
+kill -9 "$(cat "$S/mount.pid")"
+wait "$writer" 2>/dev/null
+check mount_after_sigkill_mid_write do_mount "$C"
+check stream_file_has_whole_lines bash -c "[ -z \"\$(grep -v '^line\$' '$W/stream')\" ]"
+same big_file_still_intact_after_sigkill "$(dd if="$W/big.bin" bs=1 skip=$((50 * 1024 * 1024)) count=1 status=none)" X
+check unmount_large do_unmount "$C"
+finish

@@ -1,0 +1,261 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test-fs-units.c: unit tests (Check) for the fs module's pure parts:
+ * upper-layer name escaping, name validation, lower inode numbers, the git
+ * and plain-directory lower layers on real repositories made here with
+ * libgit2, and hole-preserving data copies.
+ */
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fs-private.h"
+#include "state.h"
+
+static char tmpdir[64];
+
+static void setup(void)
+{
+        strcpy(tmpdir, "/tmp/cloister-fs-unit.XXXXXX");
+        ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+}
+
+static void teardown(void)
+{
+        int fd = open("/tmp", O_RDONLY | O_DIRECTORY);
+        state_rm_rf_at(fd, tmpdir + 5, 0);
+        close(fd);
+}
+
+START_TEST(ordinary_names_are_stored_verbatim)
+{
+        char buf[256];
+        ck_assert_int_eq(upper_name_escape(".wh.foo", buf), 0);
+        ck_assert_str_eq(buf, ".wh.foo");
+        ck_assert_str_eq(upper_name_unescape(buf), ".wh.foo");
+}
+END_TEST
+
+START_TEST(reserved_prefix_names_are_escaped_and_round_trip)
+{
+        char buf[256];
+        ck_assert_int_eq(upper_name_escape(".cloister~meta", buf), 0);
+        ck_assert_str_eq(buf, ".cloister~=.cloister~meta");
+        ck_assert_str_eq(upper_name_unescape(buf), ".cloister~meta");
+        ck_assert_ptr_null(upper_name_unescape(".cloister~meta"));
+        ck_assert_ptr_null(upper_name_unescape(".cloister~tmp.12"));
+}
+END_TEST
+
+START_TEST(escaped_name_over_name_max_is_refused)
+{
+        char name[256], buf[256];
+        memset(name, 'x', 250);
+        memcpy(name, ".cloister~", 10);
+        name[250] = 0;
+        ck_assert_int_eq(upper_name_escape(name, buf), -ENAMETOOLONG);
+}
+END_TEST
+
+START_TEST(invalid_names_are_rejected)
+{
+        char long_name[257];
+        memset(long_name, 'a', 256);
+        long_name[256] = 0;
+        ck_assert(!fs_name_valid(""));
+        ck_assert(!fs_name_valid("."));
+        ck_assert(!fs_name_valid(".."));
+        ck_assert(!fs_name_valid("a/b"));
+        ck_assert(!fs_name_valid(long_name));
+        long_name[255] = 0;
+        ck_assert(fs_name_valid(long_name));
+        ck_assert(fs_name_valid("..."));
+}
+END_TEST
+
+START_TEST(lower_inode_numbers_are_stable_and_tagged)
+{
+        uint64_t a = lower_ino(1, "src/main.c");
+        ck_assert_uint_eq(a, lower_ino(1, "src/main.c"));
+        ck_assert_uint_ne(a, lower_ino(2, "src/main.c"));
+        ck_assert_uint_ne(a, lower_ino(1, "src/main.h"));
+        ck_assert_uint_eq(a >> 62, 1);
+}
+END_TEST
+
+/* A repo with a.txt ("hello\n"), run.sh (exec), link -> a.txt and dir/b. */
+static void make_repo(const char *path, git_oid *ret_commit)
+{
+        git_repository *repo;
+        git_treebuilder *tb, *sub;
+        git_oid blob, blob2, link, subtree, tree;
+        git_signature *sig;
+        git_tree *t;
+
+        ck_assert_int_eq(git_repository_init(&repo, path, 0), 0);
+        ck_assert_int_eq(git_blob_create_from_buffer(&blob, repo, "hello\n", 6), 0);
+        ck_assert_int_eq(git_blob_create_from_buffer(&blob2, repo, "bee", 3), 0);
+        ck_assert_int_eq(git_blob_create_from_buffer(&link, repo, "a.txt", 5), 0);
+        ck_assert_int_eq(git_treebuilder_new(&sub, repo, NULL), 0);
+        ck_assert_int_eq(git_treebuilder_insert(NULL, sub, "b", &blob2, GIT_FILEMODE_BLOB), 0);
+        ck_assert_int_eq(git_treebuilder_write(&subtree, sub), 0);
+        ck_assert_int_eq(git_treebuilder_new(&tb, repo, NULL), 0);
+        ck_assert_int_eq(git_treebuilder_insert(NULL, tb, "a.txt", &blob, GIT_FILEMODE_BLOB), 0);
+        ck_assert_int_eq(
+                git_treebuilder_insert(NULL, tb, "run.sh", &blob, GIT_FILEMODE_BLOB_EXECUTABLE), 0);
+        ck_assert_int_eq(git_treebuilder_insert(NULL, tb, "link", &link, GIT_FILEMODE_LINK), 0);
+        ck_assert_int_eq(git_treebuilder_insert(NULL, tb, "dir", &subtree, GIT_FILEMODE_TREE), 0);
+        ck_assert_int_eq(git_treebuilder_write(&tree, tb), 0);
+        ck_assert_int_eq(git_signature_new(&sig, "t", "t@e", 1700000000, 0), 0);
+        ck_assert_int_eq(git_tree_lookup(&t, repo, &tree), 0);
+        ck_assert_int_eq(
+                git_commit_create(ret_commit, repo, "HEAD", sig, sig, NULL, "m", t, 0, NULL), 0);
+        git_tree_free(t);
+        git_signature_free(sig);
+        git_treebuilder_free(tb);
+        git_treebuilder_free(sub);
+        git_repository_free(repo);
+}
+
+static int count_cb(const char *name, const struct lent *child, void *userdata)
+{
+        (void)name;
+        (void)child;
+        (*(int *)userdata)++;
+        return 0;
+}
+
+START_TEST(git_lower_reads_lazily_what_the_tree_holds)
+{
+        char repo[128], cache[128], buf[16];
+        struct lower *l = NULL;
+        struct lent root = {0}, a = {0}, e = {0}, dir = {0}, b = {0};
+        git_oid commit;
+        char *target = NULL;
+        int cfd, fd, n = 0;
+
+        git_libgit2_init();
+        snprintf(repo, sizeof(repo), "%s/repo", tmpdir);
+        snprintf(cache, sizeof(cache), "%s/cache", tmpdir);
+        make_repo(repo, &commit);
+        ck_assert_int_eq(mkdir(cache, 0700), 0);
+        cfd = open(cache, O_RDONLY | O_DIRECTORY);
+        ck_assert_int_eq(lower_git_open(repo, "HEAD", cfd, &l, NULL), 0);
+        ck_assert_int_eq(lower_commit_time(l), 1700000000);
+        ck_assert_int_eq(lower_root(l, &root), 0);
+        ck_assert_int_eq(lower_list(l, &root, count_cb, &n), 0);
+        ck_assert_int_eq(n, 4);
+        ck_assert_int_eq(lower_child(l, &root, "a.txt", &a), 0);
+        ck_assert_int_eq(a.mode, S_IFREG | 0644);
+        ck_assert_int_eq(a.mtime.tv_sec, 1700000000);
+        ck_assert_int_eq(lower_size(l, &a), 0);
+        ck_assert_uint_eq(a.size, 6);
+        ck_assert_int_eq(faccessat(cfd, git_oid_tostr_s(&a.oid), F_OK, 0),
+                         -1); /* not inflated yet */
+        ck_assert_int_eq(lower_open_data(l, &a, &fd), 0);
+        ck_assert_int_eq(read(fd, buf, sizeof(buf)), 6);
+        ck_assert(memcmp(buf, "hello\n", 6) == 0);
+        close(fd);
+        ck_assert_int_eq(faccessat(cfd, git_oid_tostr_s(&a.oid), F_OK, 0), 0); /* cached by oid */
+        ck_assert_int_eq(lower_child(l, &root, "run.sh", &e), 0);
+        ck_assert_int_eq(e.mode, S_IFREG | 0755);
+        lent_clear(&e);
+        ck_assert_int_eq(lower_child(l, &root, "link", &e), 0);
+        ck_assert_int_eq(e.mode, S_IFLNK | 0777);
+        ck_assert_int_eq(lower_readlink(l, &e, &target), 0);
+        ck_assert_str_eq(target, "a.txt");
+        free(target);
+        lent_clear(&e);
+        ck_assert_int_eq(lower_child(l, &root, "missing", &e), -ENOENT);
+        ck_assert_int_eq(lower_child(l, &root, "dir", &dir), 0);
+        ck_assert_int_eq(lower_child(l, &dir, "b", &b), 0);
+        ck_assert_str_eq(b.path, "dir/b");
+        lent_clear(&b);
+        ck_assert_int_eq(lower_lookup_path(l, "dir/b", &b), 0);
+        ck_assert_int_eq(lower_size(l, &b), 0);
+        ck_assert_uint_eq(b.size, 3);
+        lent_clear(&b);
+        lent_clear(&dir);
+        lent_clear(&a);
+        lent_clear(&root);
+        lower_free(l);
+        close(cfd);
+        git_libgit2_shutdown();
+}
+END_TEST
+
+START_TEST(dir_lower_shows_symlinks_without_following_them)
+{
+        char src[128], p[192];
+        struct lower *l = NULL;
+        struct lent root = {0}, e = {0};
+        char *target = NULL;
+
+        snprintf(src, sizeof(src), "%s/src", tmpdir);
+        ck_assert_int_eq(mkdir(src, 0755), 0);
+        snprintf(p, sizeof(p), "%s/esc", src);
+        ck_assert_int_eq(symlink("/etc", p), 0);
+        ck_assert_int_eq(lower_dir_open(src, &l, NULL), 0);
+        ck_assert_int_eq(lower_root(l, &root), 0);
+        ck_assert_int_eq(lower_child(l, &root, "esc", &e), 0);
+        ck_assert(S_ISLNK(e.mode));
+        ck_assert_int_eq(lower_readlink(l, &e, &target), 0);
+        ck_assert_str_eq(target, "/etc");
+        free(target);
+        lent_clear(&e);
+        /* A path through the link must not resolve (RESOLVE_NO_SYMLINKS). */
+        ck_assert_int_ne(lower_lookup_path(l, "esc/passwd", &e), 0);
+        lent_clear(&root);
+        lower_free(l);
+}
+END_TEST
+
+START_TEST(data_copy_keeps_holes)
+{
+        char a[128], b[128];
+        struct stat st;
+        int in, out;
+
+        snprintf(a, sizeof(a), "%s/sparse", tmpdir);
+        snprintf(b, sizeof(b), "%s/copy", tmpdir);
+        in = open(a, O_RDWR | O_CREAT, 0600);
+        ck_assert_int_ge(in, 0);
+        ck_assert_int_eq(pwrite(in, "x", 1, 32 << 20), 1);
+        out = open(b, O_RDWR | O_CREAT, 0600);
+        ck_assert_int_eq(copyup_fd_data(in, out, (32 << 20) + 1), 0);
+        ck_assert_int_eq(fstat(out, &st), 0);
+        ck_assert_int_eq(st.st_size, (32 << 20) + 1);
+        ck_assert_int_lt(st.st_blocks, 1024);
+        close(in);
+        close(out);
+}
+END_TEST
+
+int main(void)
+{
+        Suite *s = suite_create("fs");
+        TCase *tc = tcase_create("units");
+        SRunner *sr;
+        int failed;
+
+        tcase_add_checked_fixture(tc, setup, teardown);
+        tcase_add_test(tc, ordinary_names_are_stored_verbatim);
+        tcase_add_test(tc, reserved_prefix_names_are_escaped_and_round_trip);
+        tcase_add_test(tc, escaped_name_over_name_max_is_refused);
+        tcase_add_test(tc, invalid_names_are_rejected);
+        tcase_add_test(tc, lower_inode_numbers_are_stable_and_tagged);
+        tcase_add_test(tc, git_lower_reads_lazily_what_the_tree_holds);
+        tcase_add_test(tc, dir_lower_shows_symlinks_without_following_them);
+        tcase_add_test(tc, data_copy_keeps_holes);
+        suite_add_tcase(s, tc);
+        sr = srunner_create(s);
+        srunner_run_all(sr, CK_NORMAL);
+        failed = srunner_ntests_failed(sr);
+        srunner_free(sr);
+        return failed ? 1 : 0;
+}
