@@ -348,6 +348,11 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
         sandbox_strv_add(&b, "/proc/sysrq-trigger");
         sandbox_strv_add(&b, "--dev");
         sandbox_strv_add(&b, "/dev");
+        /* /dev/shm is RAM like /tmp: the same size limit, or it bypasses it. */
+        sandbox_strv_add(&b, "--size");
+        sandbox_strv_addf(&b, "%" PRIu64, c->limits.tmp);
+        sandbox_strv_add(&b, "--tmpfs");
+        sandbox_strv_add(&b, "/dev/shm");
         sandbox_strv_add(&b, "--size");
         sandbox_strv_addf(&b, "%" PRIu64, c->limits.tmp);
         sandbox_strv_add(&b, "--tmpfs");

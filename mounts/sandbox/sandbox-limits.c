@@ -29,7 +29,8 @@
 #include "util.h"
 
 struct sandbox_cgroup {
-        char *path;
+        char *path;        /* the pids cgroup (v2: memory too, if enabled there) */
+        char *memory_path; /* v1 only: the memory cgroup, or NULL */
 };
 
 static int file_write(const char *dir, const char *name, const char *value)
@@ -124,8 +125,8 @@ static void cgroup_sweep(const char *parent)
         }
 }
 
-/* Make PARENT/cloister-RUN-PID with pids.max and move pid in; *ret gets the path. */
-static int cgroup_try(const char *parent, pid_t pid, uint64_t max, char **ret)
+/* Make PARENT/cloister-RUN-PID with LIMIT = max and move pid in; *ret gets the path. */
+static int cgroup_try(const char *parent, const char *limit, pid_t pid, uint64_t max, char **ret)
 {
         _cleanup_free_ char *dir = NULL;
         char value[32];
@@ -137,7 +138,7 @@ static int cgroup_try(const char *parent, pid_t pid, uint64_t max, char **ret)
         if (mkdir(dir, 0755) < 0)
                 return negative_errno();
         snprintf(value, sizeof(value), "%" PRIu64, max);
-        r = file_write(dir, "pids.max", value);
+        r = file_write(dir, limit, value);
         if (r >= 0) {
                 snprintf(value, sizeof(value), "%d", (int)pid);
                 r = file_write(dir, "cgroup.procs", value);
@@ -151,13 +152,40 @@ static int cgroup_try(const char *parent, pid_t pid, uint64_t max, char **ret)
 }
 
 /*
+ * Best effort, on top of RLIMIT_AS: cap the sandbox's total memory, which
+ * RLIMIT_AS can't (page cache, tmpfs and shmem pages, memfds written
+ * without being mapped). v2: in the pids cgroup if memory is enabled there;
+ * v1: a cgroup of its own in the memory hierarchy. No swap either, where
+ * the knob exists.
+ */
+static void memory_limit(struct sandbox_cgroup *cg, pid_t pid, uint64_t memory)
+{
+        _cleanup_free_ char *max = NULL, *own = NULL, *parent = NULL;
+        char value[32];
+
+        snprintf(value, sizeof(value), "%" PRIu64, memory);
+        if (asprintf(&max, "%s/memory.max", cg->path) < 0)
+                return;
+        if (access(max, F_OK) == 0) {
+                if (file_write(cg->path, "memory.max", value) >= 0)
+                        (void)file_write(cg->path, "memory.swap.max", "0");
+                return;
+        }
+        if (access("/sys/fs/cgroup/memory/cgroup.procs", F_OK) < 0 ||
+            own_cgroup("memory", &own) < 0 || asprintf(&parent, "/sys/fs/cgroup/memory%s", own) < 0)
+                return;
+        if (cgroup_try(parent, "memory.limit_in_bytes", pid, memory, &cg->memory_path) >= 0)
+                (void)file_write(cg->memory_path, "memory.memsw.limit_in_bytes", value);
+}
+
+/*
  * A fresh pids cgroup for the sandbox, or -EOPNOTSUPP if none can be made.
  * In order: under our own v2 cgroup if pids is delegated to it; under a
  * "cloister" v2 cgroup at the top (systemd leaves our session scope a leaf,
  * and a cgroup with processes can't have controlled children); under our
  * own cgroup in the v1 pids hierarchy.
  */
-static int cgroup_make(pid_t pid, uint64_t max, struct sandbox_cgroup **ret)
+static int cgroup_make(pid_t pid, uint64_t max, uint64_t memory, struct sandbox_cgroup **ret)
 {
         static const char *const v2_roots[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
         _cleanup_free_ char *path = NULL;
@@ -176,7 +204,8 @@ static int cgroup_make(pid_t pid, uint64_t max, struct sandbox_cgroup **ret)
                 if (asprintf(&parent, "%s%s", v2_roots[i], own) < 0 ||
                     asprintf(&ctl, "%s/cgroup.subtree_control", parent) < 0)
                         return -ENOMEM;
-                if (file_has_word(ctl, "pids") && cgroup_try(parent, pid, max, &path) >= 0)
+                if (file_has_word(ctl, "pids") &&
+                    cgroup_try(parent, "pids.max", pid, max, &path) >= 0)
                         break;
                 free(ctl);
                 ctl = NULL;
@@ -191,7 +220,9 @@ static int cgroup_make(pid_t pid, uint64_t max, struct sandbox_cgroup **ret)
                 }
                 r = file_write(top, "cgroup.subtree_control", "+pids");
                 if (r >= 0)
-                        r = cgroup_try(top, pid, max, &path);
+                        r = cgroup_try(top, "pids.max", pid, max, &path);
+                if (r >= 0 && file_has_word(ctl, "memory"))
+                        (void)file_write(top, "cgroup.subtree_control", "+memory");
         }
         if (!path && access("/sys/fs/cgroup/pids/cgroup.procs", F_OK) == 0) {
                 _cleanup_free_ char *own = NULL, *parent = NULL;
@@ -199,7 +230,7 @@ static int cgroup_make(pid_t pid, uint64_t max, struct sandbox_cgroup **ret)
                 if (own_cgroup("pids", &own) >= 0) {
                         if (asprintf(&parent, "/sys/fs/cgroup/pids%s", own) < 0)
                                 return -ENOMEM;
-                        r = cgroup_try(parent, pid, max, &path);
+                        r = cgroup_try(parent, "pids.max", pid, max, &path);
                 }
         }
         if (!path)
@@ -210,18 +241,26 @@ static int cgroup_make(pid_t pid, uint64_t max, struct sandbox_cgroup **ret)
                 return -ENOMEM;
         }
         cg->path = TAKE_PTR(path);
+        memory_limit(cg, pid, memory);
         *ret = cg;
         return 0;
+}
+
+static void rmdir_retry(const char *path)
+{
+        /* The processes are gone, but the kernel may release the cgroup a moment later. */
+        for (int i = 0; path && i < 100 && rmdir(path) < 0 && errno == EBUSY; i++)
+                nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
 }
 
 void sandbox_cgroup_free(struct sandbox_cgroup *cg)
 {
         if (!cg)
                 return;
-        /* The processes are gone, but the kernel may release the cgroup a moment later. */
-        for (int i = 0; i < 100 && rmdir(cg->path) < 0 && errno == EBUSY; i++)
-                nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
+        rmdir_retry(cg->path);
+        rmdir_retry(cg->memory_path);
         free(cg->path);
+        free(cg->memory_path);
         free(cg);
 }
 
@@ -258,7 +297,7 @@ int sandbox_limits_apply(const struct config *c, pid_t pid, struct sandbox_cgrou
                                       strerror(-r));
         *ret_cg = NULL;
         if (geteuid() == 0) {
-                r = cgroup_make(pid, c->limits.processes, ret_cg);
+                r = cgroup_make(pid, c->limits.processes, c->limits.memory, ret_cg);
                 if (r < 0)
                         return sandbox_errorf(ret_error, r,
                                               "running as root, [limits] processes needs a pids "

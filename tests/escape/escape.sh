@@ -164,11 +164,28 @@ limit_ws() { # limit_ws NAME INI: a second workspace with other limits
 }
 
 limit_ws mem "[limits]
-memory = 64M"
+memory = 64M
+tmp = 8M"
 out=$(crun "$CFG" -- $P alloc 256 2>&1)
 is memory_limit_refuses_allocation "$out" ENOMEM
 out=$(crun "$CFG" -- $P alloc 8 2>&1)
 is memory_below_limit_is_usable "$out" ok
+out=$(crun "$CFG" -- $P fill /tmp/big 16 2>&1)
+is tmp_beyond_its_size_fails "$out" ENOSPC
+out=$(crun "$CFG" -- $P fill /dev/shm/big 16 2>&1)
+is dev_shm_beyond_the_tmp_size_fails "$out" ENOSPC
+# Memory RLIMIT_AS can't see (a memfd written, never mapped) is capped by the
+# sandbox's memory cgroup, which cloister makes when it runs as root.
+if [ "$(id -u)" = 0 ]; then
+        out=$(crun "$CFG" -- $P memfd 256 2>&1)
+        rc=$?
+        if [ "$out" = SIGKILL ] || [ "$rc" = 137 ]; then ok unmapped_memory_beyond_limit_is_killed; else
+                not_ok unmapped_memory_beyond_limit_is_killed "rc $rc: $out"; fi
+        out=$(crun "$CFG" -- $P memfd 16 2>&1)
+        is unmapped_memory_below_limit_is_usable "$out" ok
+else
+        skip_test unmapped_memory_beyond_limit_is_killed "the total cap is a memory cgroup, made as root"
+fi
 
 limit_ws procs "[limits]
 processes = 16"

@@ -151,6 +151,37 @@ static long do_fork_bomb(char **a)
         return 0;
 }
 
+/* memfd MB: write MB MiB into a memfd without mapping it (not in RLIMIT_AS). */
+static long do_memfd(char **a)
+{
+        static char chunk[1 << 20];
+        long mb = atol(a[0]);
+        int fd = memfd_create("cloister-probe", 0);
+
+        if (fd < 0)
+                return -1;
+        memset(chunk, 1, sizeof(chunk));
+        for (long i = 0; i < mb; i++)
+                if (write(fd, chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk))
+                        return -1;
+        return 0;
+}
+
+/* fill PATH MB: write MB MiB into a new file. */
+static int fill(const char *path, const char *arg)
+{
+        static char chunk[1 << 20];
+        long mb = atol(arg);
+        int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+        if (fd < 0)
+                return report(-1);
+        for (long i = 0; i < mb; i++)
+                if (write(fd, chunk, sizeof(chunk)) != (ssize_t)sizeof(chunk))
+                        return report(-1);
+        return report(close(fd));
+}
+
 static int alloc(const char *arg)
 {
         size_t n = strtoull(arg, NULL, 10) * 1024 * 1024;
@@ -613,6 +644,10 @@ int main(int argc, char **argv)
                 return net(argv[2], argv[3], argv[4]);
         if (!strcmp(a, "alloc") && argc == 3)
                 return alloc(argv[2]);
+        if (!strcmp(a, "fill") && argc == 4)
+                return fill(argv[2], argv[3]);
+        if (!strcmp(a, "memfd") && argc == 3)
+                return in_child(do_memfd, argv + 2);
         if (!strcmp(a, "fork-bomb") && argc == 3)
                 return in_child(do_fork_bomb, argv + 2);
         if (!strcmp(a, "ptrace"))
