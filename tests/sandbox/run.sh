@@ -31,6 +31,8 @@ crun "$A_CFG" -- sh -c 'kill -USR1 $$'
 is death_by_signal_is_128_plus_signal "$?" $((128 + 10))
 crun "$A_CFG" -- true
 is success_is_zero "$?" 0
+out=$(crun "$A_CFG" -- sh -c '(yes; echo $? >&2) | head -n 1 >/dev/null' 2>&1)
+is sigpipe_has_its_default_action "$out" 141
 
 # --- usage and config errors (nothing runs) -----------------------------
 err=$("$CLOISTER" run "$A_CFG" true 2>&1)
