@@ -321,6 +321,22 @@ void ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fus
                 fuse_reply_buf(req, h->buf ? h->buf + start : NULL, MIN(size, h->len - start));
                 return;
         }
+        if (!h->is_upper && h->node->kind == NODE_COW && h->node->upper && !h->node->metacopy) {
+                /* Opened on the lower data, but the file has been written since
+                 * (through another handle): read what it holds now, as ext4 would. */
+                struct fs_workspace *ws = req_ws(req);
+                int fd = -1, r;
+                pthread_rwlock_rdlock(&ws->ns_lock);
+                pthread_mutex_lock(&h->node->lock);
+                r = h->is_upper ? 0 : upper_open(h->node, O_RDONLY | O_NONBLOCK, &fd);
+                if (r == 0 && fd >= 0) {
+                        safe_close(h->fd);
+                        h->fd = fd;
+                        h->is_upper = true;
+                }
+                pthread_mutex_unlock(&h->node->lock);
+                pthread_rwlock_unlock(&ws->ns_lock);
+        }
         buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
         buf.buf[0].fd = h->fd;
         buf.buf[0].pos = off;

@@ -67,4 +67,22 @@ check unmount_after_head_moved do_unmount "$C"
 git_quiet -C "$T/repo" reset --hard HEAD~1
 after=$(src_sum)
 check source_repo_is_untouched test "$after" = "$before"
+# Bad input: a clear one-line error, exit 1, nothing mounted.
+one_line_fail() { # NAME REGEX CONFIG
+        local out rc
+        out=$("$CLOISTER" mount "$3" 2>&1)
+        rc=$?
+        if [ "$rc" = 1 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && grep -Eq -- "$2" <<<"$out" &&
+                ! grep -q " $(mnt_of "$3") " /proc/self/mounts; then ok 0 "$1"; else
+                echo "# rc=$rc: $out"
+                ok 1 "$1"
+        fi
+}
+one_line_fail missing_source_is_a_one_line_error "cannot open.*$T/nope" "$(make_config bad1 "$T/nope")"
+one_line_fail unknown_revision_is_a_one_line_error "revision 'no-such-rev'" "$(make_config bad2 "$T/repo" "rev = no-such-rev")"
+one_line_fail missing_mirror_source_names_file_and_line "config.ini:[0-9]+: \\[mirror \"m\"\\] source '$T/nomirror'" \
+        "$(make_config bad3 "$T/repo" "
+[mirror \"m\"]
+source = $T/nomirror
+path = /opt/m")"
 finish

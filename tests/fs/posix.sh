@@ -116,6 +116,10 @@ d1=$(stat -c %Y "$W/newdir")
 sleep 1.1
 touch "$W/newdir/created"
 check create_updates_parent_mtime bash -c "[ \$(stat -c %Y '$W/newdir') -gt $d1 ]"
+exec 7<"$W/newdir/lib/b.c"
+echo rewritten >"$W/newdir/lib/b.c"
+same reader_opened_before_a_write_sees_the_new_data "$(cat <&7)" "rewritten"
+exec 7<&-
 inos=$(cd "$W" && find . -path ./.git -prune -o -printf '%i %p\n' | sort)
 check unmount_posix do_unmount "$C"
 check remount_posix do_mount "$C"
