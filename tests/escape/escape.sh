@@ -109,6 +109,7 @@ probes=(
 "setuid_root_is_impossible|EINVAL|sys setuid0"
 "mknod_is_denied|EPERM|sys mknod"
 "sethostname_is_denied|EPERM|sys sethostname"
+"vsock_is_denied|EPERM|sys vsock"
 "no_capabilities|0000000000000000|caps"
 "no_inherited_descriptors|0|fds"
 "tcp_to_host_loopback_listener_fails|ECONNREFUSED|net tcp 127.0.0.1 $PORT"
