@@ -37,6 +37,12 @@ PORT=$(cat "$T/listener.port" 2>/dev/null || echo 9)
 HOSTIP=$("$CLOISTER_PROBE" host-ip)
 case "$HOSTIP" in [0-9]*) ;; *) HOSTIP="" ;; esac
 
+# Files only root can open: as root the agent's kernel uid is 0 (their
+# owner), so the capability check answers (EPERM); otherwise permissions do.
+privileged=EACCES
+[ "$(id -u)" = 0 ] && privileged=EPERM
+kcore=$privileged
+[ -e /proc/kcore ] || kcore=ENOENT # a kernel without /proc/kcore
 sysrq=EROFS
 [ -e /proc/sysrq-trigger ] || sysrq=ENOENT # a kernel without magic SysRq
 
@@ -55,6 +61,8 @@ probes=(
 "read_mnt_fails|ENOENT|read /mnt"
 "open_dev_fuse_fails|ENOENT|read /dev/fuse"
 "open_dev_mem_fails|ENOENT|read /dev/mem"
+"read_kernel_memory_fails|$kcore|read /proc/kcore"
+"read_kernel_log_fails|$privileged|read /proc/kmsg"
 "write_usr_fails|EROFS|write /usr/cloister-escape"
 "write_root_dir_fails|EROFS|write /cloister-escape"
 "write_etc_passwd_fails|EROFS|write /etc/passwd"
