@@ -43,6 +43,10 @@ privileged=EACCES
 [ "$(id -u)" = 0 ] && privileged=EPERM
 kcore=$privileged
 [ -e /proc/kcore ] || kcore=ENOENT # a kernel without /proc/kcore
+# sysctls: root's agent owns them, and the read-only mount stops it (EROFS);
+# anyone else's is stopped by their mode first.
+sysctl=EACCES
+[ "$(id -u)" = 0 ] && sysctl=EROFS
 sysrq=EROFS
 [ -e /proc/sysrq-trigger ] || sysrq=ENOENT # a kernel without magic SysRq
 
@@ -69,8 +73,8 @@ probes=(
 "mkdir_in_etc_fails|EROFS|mkdir /etc/cloister-escape"
 "write_mirror_fails|EROFS|write /opt/mirror/cloister-escape"
 "overwrite_mirror_file_fails|EROFS|write /opt/mirror/sub/readme"
-"write_proc_sys_fails|EROFS|write /proc/sys/kernel/hostname"
-"write_global_sysctl_fails|EROFS|write /proc/sys/kernel/core_pattern"
+"write_proc_sys_fails|$sysctl|write /proc/sys/kernel/hostname"
+"write_global_sysctl_fails|$sysctl|write /proc/sys/kernel/core_pattern"
 "write_sysrq_trigger_fails|$sysrq|write /proc/sysrq-trigger"
 "symlink_to_shadow_is_made|ok|symlink /etc/shadow /workspace/evil-shadow"
 "symlink_to_shadow_reads_nothing|ENOENT|read /workspace/evil-shadow"
