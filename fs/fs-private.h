@@ -27,7 +27,8 @@
 #include "journal.h"
 #include "lower.h"
 
-#define FS_TIMEOUT_LONG 86400.0 /* all changes pass through this mount */
+#define FS_TIMEOUT_LONG 86400.0     /* all changes pass through this mount */
+#define FS_SMALL_BLOB   (64 * 1024) /* lower files up to this size are read into memory */
 
 /* Reserved name prefix in an upper directory; see upper_name_escape(). */
 #define UPPER_PREFIX   ".cloister~"
