@@ -37,6 +37,16 @@ PORT=$(cat "$T/listener.port" 2>/dev/null || echo 9)
 HOSTIP=$("$CLOISTER_PROBE" host-ip)
 case "$HOSTIP" in [0-9]*) ;; *) HOSTIP="" ;; esac
 
+# Files only root can open: as root the agent's kernel uid is 0 (their
+# owner), so the capability check answers (EPERM); otherwise permissions do.
+privileged=EACCES
+[ "$(id -u)" = 0 ] && privileged=EPERM
+kcore=$privileged
+[ -e /proc/kcore ] || kcore=ENOENT # a kernel without /proc/kcore
+# sysctls: root's agent owns them, and the read-only mount stops it (EROFS);
+# anyone else's is stopped by their mode first.
+sysctl=EACCES
+[ "$(id -u)" = 0 ] && sysctl=EROFS
 sysrq=EROFS
 [ -e /proc/sysrq-trigger ] || sysrq=ENOENT # a kernel without magic SysRq
 
@@ -55,14 +65,16 @@ probes=(
 "read_mnt_fails|ENOENT|read /mnt"
 "open_dev_fuse_fails|ENOENT|read /dev/fuse"
 "open_dev_mem_fails|ENOENT|read /dev/mem"
+"read_kernel_memory_fails|$kcore|read /proc/kcore"
+"read_kernel_log_fails|$privileged|read /proc/kmsg"
 "write_usr_fails|EROFS|write /usr/cloister-escape"
 "write_root_dir_fails|EROFS|write /cloister-escape"
 "write_etc_passwd_fails|EROFS|write /etc/passwd"
 "mkdir_in_etc_fails|EROFS|mkdir /etc/cloister-escape"
 "write_mirror_fails|EROFS|write /opt/mirror/cloister-escape"
 "overwrite_mirror_file_fails|EROFS|write /opt/mirror/sub/readme"
-"write_proc_sys_fails|EROFS|write /proc/sys/kernel/hostname"
-"write_global_sysctl_fails|EROFS|write /proc/sys/kernel/core_pattern"
+"write_proc_sys_fails|$sysctl|write /proc/sys/kernel/hostname"
+"write_global_sysctl_fails|$sysctl|write /proc/sys/kernel/core_pattern"
 "write_sysrq_trigger_fails|$sysrq|write /proc/sysrq-trigger"
 "symlink_to_shadow_is_made|ok|symlink /etc/shadow /workspace/evil-shadow"
 "symlink_to_shadow_reads_nothing|ENOENT|read /workspace/evil-shadow"
