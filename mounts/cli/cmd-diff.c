@@ -12,7 +12,7 @@
 #include <inttypes.h>
 #include <unistd.h>
 
-#include "cli-names.h"
+#include "cli-review.h"
 #include "command.h"
 #include "config.h"
 #include "review-workspace.h"
@@ -32,7 +32,7 @@ static void home_print(FILE *out, const struct review_home_change *c, size_t n)
                 else
                         fprintf(out, "%-8s %12s  ", t, "-");
                 /* The agent named it: one line per change, nothing for the terminal. */
-                cli_name_print(out, c[i].path);
+                review_path_print(out, c[i].path);
                 fputc('\n', out);
         }
 }

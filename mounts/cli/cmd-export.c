@@ -18,7 +18,7 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "cli-names.h"
+#include "cli-review.h"
 #include "command.h"
 #include "config.h"
 #include "review-workspace.h"

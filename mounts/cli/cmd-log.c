@@ -14,10 +14,10 @@
 #include <sodium.h>
 #include <time.h>
 
-#include "cli-names.h"
 #include "command.h"
 #include "config.h"
 #include "journal.h"
+#include "review.h"
 #include "util.h"
 
 /* RFC 3339 ("2026-12-02T16:00:00Z"), a date, "@EPOCH", or a duration ago ("15m"). */
@@ -77,7 +77,8 @@ static char *record_name(const struct journal_record *rec, const char *key)
         return s ? strdup(s) : NULL;
 }
 
-/* Agent-chosen strings (paths, link targets, xattr and command names) are quoted. */
+/* Agent-chosen strings (paths, link targets, xattr and command names) are quoted as git
+ * quotes paths. */
 static void record_print(const struct journal_record *rec)
 {
         json_t *o = (json_t *)rec->json;
@@ -86,10 +87,10 @@ static void record_print(const struct journal_record *rec)
         _cleanup_free_ char *path = record_name(rec, "path"), *path2 = record_name(rec, "path2");
 
         printf("%s %-9s ", rec->time_str, rec->op);
-        cli_name_print(stdout, path ? path : rec->path);
+        review_path_print(stdout, path ? path : rec->path);
         if (rec->path2) {
                 fputs(" -> ", stdout);
-                cli_name_print(stdout, path2 ? path2 : rec->path2);
+                review_path_print(stdout, path2 ? path2 : rec->path2);
         }
         if ((v = json_object_get(o, "length")) && json_is_integer(v)) {
                 printf(" [%" JSON_INTEGER_FORMAT "+%" JSON_INTEGER_FORMAT,
@@ -106,15 +107,15 @@ static void record_print(const struct journal_record *rec)
         if ((v = json_object_get(o, "name")) && json_is_string(v)) {
                 _cleanup_free_ char *name = record_name(rec, "name");
                 putchar(' ');
-                cli_name_print(stdout, name ? name : json_string_value(v));
+                review_path_print(stdout, name ? name : json_string_value(v));
         }
         fputs("  (", stdout);
-        cli_name_print(stdout, rec->comm ? rec->comm : "?");
+        review_path_print(stdout, rec->comm ? rec->comm : "?");
         printf("[%" PRId64 "] uid %" PRId64 ")", rec->pid, rec->uid);
         if (rec->result < 0) {
                 v = json_object_get(o, "error");
                 fputs(" failed: ", stdout);
-                cli_name_print(stdout, json_is_string(v) ? json_string_value(v) : "error");
+                review_path_print(stdout, json_is_string(v) ? json_string_value(v) : "error");
         }
         putchar('\n');
 }
