@@ -47,7 +47,7 @@ kcore=$privileged
 # anyone else's is stopped by their mode first.
 sysctl=EACCES
 [ "$(id -u)" = 0 ] && sysctl=EROFS
-sysrq=EROFS
+sysrq=$sysctl
 [ -e /proc/sysrq-trigger ] || sysrq=ENOENT # a kernel without magic SysRq
 
 # name | expected | probe arguments (run inside, in this order)
@@ -131,6 +131,10 @@ probes=(
 "allowed_var_with_token_value_is_not_passed|unset|env ESCAPE_TEST_VALUE"
 "allowed_plain_var_is_passed|set|env ESCAPE_TEST_OK"
 )
+if [ -d "$MNT/.cloister/objects" ]; then
+        probes+=("dotdot_from_git_objects_stays_in_root|root|dotdot /.cloister/objects"
+                 "git_objects_are_read_only|EROFS|write /.cloister/objects/evil")
+fi
 if [ "$(uname -m)" = x86_64 ]; then
         probes+=("x32_abi_kills|SIGSYS|x32" "i386_abi_kills|SIGSYS|i386")
 fi
