@@ -277,6 +277,11 @@ out=$(crun "$B_CFG" -- sh -c '
         $P introspect "$tok"
         $P read '"$STATE"'/broker/admin.sock
         $P read '"$T/brk/state/broker"'/signing.keys
+        # Online, the broker judges expiry by its clock without skew: a short wait.
+        set -- $($P issue git 1)
+        $P introspect "$1"
+        sleep 3
+        $P introspect "$1"
 ' 2>"$T/broker.err")
 rc=$?
 is broker_sandbox_ran "$rc" 0
@@ -293,6 +298,8 @@ is agent_can_revoke_its_token "${got[7]:-}" ok
 is revoked_token_is_refused "${got[8]:-}" inactive
 is broker_admin_socket_is_invisible "${got[9]:-}" ENOENT
 is broker_signing_keys_are_invisible "${got[10]:-}" ENOENT
+is short_token_is_active_at_first "${got[11]:-}" active
+is expired_token_is_refused_online "${got[12]:-}" inactive
 
 # The same tokens, checked offline on the host the way a service would.
 tok=$(cat "$B_MNT/workspace/.probe/token" 2>/dev/null)
