@@ -74,6 +74,17 @@ static int fill_before_write(struct fs_workspace *ws, struct node *n)
         return r;
 }
 
+/*
+ * A read may still be inside fuse_reply_buf() (on its buffer) when the
+ * kernel, having received the reply, already sends RELEASE: the last
+ * reference frees the handle.
+ */
+static void handle_put(struct fs_workspace *ws, struct handle *h)
+{
+        if (atomic_fetch_sub(&h->refs, 1) == 1)
+                handle_free(ws, h);
+}
+
 static int truncate_upper_fd(struct fs_workspace *ws, struct node *n, int fd, uint64_t size)
 {
         struct stat st;
@@ -193,6 +204,7 @@ void ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         h->node = n;
         node_ref(ws, n);
         fi->noflush = 1; /* writes are synchronous: close has nothing to flush */
+        atomic_store(&h->refs, 1);
         fi->fh = (uint64_t)(uintptr_t)h;
         if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted */
                 handle_free(ws, h);
@@ -311,16 +323,15 @@ reply:
         node_ref(ws, n);
         ops_fill_entry(ws, n, &st, &e);
         fi->noflush = 1;
+        atomic_store(&h->refs, 1);
         fi->fh = (uint64_t)(uintptr_t)h;
         if (fuse_reply_create(req, &e, fi) == -ENOENT)
                 handle_free(ws, h);
 }
 
-void ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+static void do_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
 {
-        struct handle *h = fi_handle(fi);
         struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
-        (void)ino;
 
         if (!h->is_upper && h->node->kind == NODE_COW && h->node->upper && !h->node->metacopy) {
                 /* Opened on the lower data, but the file has been written since
@@ -389,6 +400,16 @@ void ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fus
                 }
         }
         fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+}
+
+void ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+        struct fs_workspace *ws = req_ws(req);
+        struct handle *h = fi_handle(fi);
+        (void)ino;
+        atomic_fetch_add(&h->refs, 1);
+        do_read(req, h, size, off);
+        handle_put(ws, h);
 }
 
 void ops_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
@@ -501,7 +522,7 @@ void ops_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         (void)ino;
         if (h->writable && ws->journal)
                 (void)journal_flush(ws->journal);
-        handle_free(ws, h);
+        handle_put(ws, h);
         fuse_reply_err(req, 0);
 }
 

@@ -57,7 +57,7 @@ int ops_getattr(struct fs_workspace *ws, struct node *n, struct handle *h, struc
         case NODE_MIRROR:
                 return mirror_getattr(ws, n, st);
         case NODE_COW:
-                if (h && h->fd >= 0 && h->is_upper && !S_ISDIR(n->type)) {
+                if (h && h->fd >= 0 && h->is_upper && !S_ISDIR(n->type) && !n->metacopy) {
                         /* An open upper file, maybe unlinked already. */
                         if (fstat(h->fd, st) < 0)
                                 return negative_errno();

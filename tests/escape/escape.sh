@@ -47,7 +47,7 @@ kcore=$privileged
 # anyone else's is stopped by their mode first.
 sysctl=EACCES
 [ "$(id -u)" = 0 ] && sysctl=EROFS
-sysrq=EROFS
+sysrq=$sysctl
 [ -e /proc/sysrq-trigger ] || sysrq=ENOENT # a kernel without magic SysRq
 
 # name | expected | probe arguments (run inside, in this order)
@@ -131,6 +131,10 @@ probes=(
 "allowed_var_with_token_value_is_not_passed|unset|env ESCAPE_TEST_VALUE"
 "allowed_plain_var_is_passed|set|env ESCAPE_TEST_OK"
 )
+if [ -d "$MNT/.cloister/objects" ]; then
+        probes+=("dotdot_from_git_objects_stays_in_root|root|dotdot /.cloister/objects"
+                 "git_objects_are_read_only|EROFS|write /.cloister/objects/evil")
+fi
 if [ "$(uname -m)" = x86_64 ]; then
         probes+=("x32_abi_kills|SIGSYS|x32" "i386_abi_kills|SIGSYS|i386")
 fi
@@ -273,6 +277,11 @@ out=$(crun "$B_CFG" -- sh -c '
         $P introspect "$tok"
         $P read '"$STATE"'/broker/admin.sock
         $P read '"$T/brk/state/broker"'/signing.keys
+        # Online, the broker judges expiry by its clock without skew: a short wait.
+        set -- $($P issue git 1)
+        $P introspect "$1"
+        sleep 3
+        $P introspect "$1"
 ' 2>"$T/broker.err")
 rc=$?
 is broker_sandbox_ran "$rc" 0
@@ -289,6 +298,8 @@ is agent_can_revoke_its_token "${got[7]:-}" ok
 is revoked_token_is_refused "${got[8]:-}" inactive
 is broker_admin_socket_is_invisible "${got[9]:-}" ENOENT
 is broker_signing_keys_are_invisible "${got[10]:-}" ENOENT
+is short_token_is_active_at_first "${got[11]:-}" active
+is expired_token_is_refused_online "${got[12]:-}" inactive
 
 # The same tokens, checked offline on the host the way a service would.
 tok=$(cat "$B_MNT/workspace/.probe/token" 2>/dev/null)

@@ -33,6 +33,8 @@ tree_like() {
 }
 
 like open_excl_on_lower_file_is_eexist open @/README w,creat,excl
+like fstat_of_lower_file_opened_rdwr_shows_its_size osize @/src/main.c rw
+like fstat_of_lower_file_opened_wronly_shows_its_size osize @/docs/guide.md w
 like open_excl_new_file_works open @/fresh w,creat,excl
 like open_missing_is_enoent open @/missing r
 like open_dir_for_write_is_eisdir open @/src w
