@@ -149,10 +149,37 @@ fail:
         return r;
 }
 
+/* Write n's lower data to out: small blobs straight from memory, else from the cache file. */
+static int copy_lower(struct node *n, int out, uint64_t size)
+{
+        _cleanup_free_ char *buf = NULL;
+        _cleanup_close_ int in = -1;
+        size_t len = 0;
+        int r = lower_read_small(n->layer->lower, &n->lower, FS_SMALL_BLOB, &buf, &len);
+
+        if (r == 0) {
+                for (size_t done = 0; done < len;) {
+                        ssize_t k = write(out, buf + done, len - done);
+                        if (k < 0 && errno == EINTR)
+                                continue;
+                        if (k <= 0)
+                                return k < 0 ? negative_errno() : -EIO;
+                        done += (size_t)k;
+                }
+                return 0;
+        }
+        if (r != -EFBIG && r != -EOPNOTSUPP)
+                return r;
+        r = lower_open_data(n->layer->lower, &n->lower, &in);
+        if (r < 0)
+                return r;
+        return copyup_fd_data(in, out, size);
+}
+
 /* Fill a metacopy's upper file with the lower data, keeping its inode and metadata. */
 static int fill_metacopy(struct fs_workspace *ws, struct node *n, enum copyup_how how)
 {
-        _cleanup_close_ int out = -1, in = -1;
+        _cleanup_close_ int out = -1;
         struct stat st;
         json_t *rec;
         uint64_t size = 0;
@@ -171,11 +198,7 @@ static int fill_metacopy(struct fs_workspace *ws, struct node *n, enum copyup_ho
                 r = quota_charge_bytes(ws, size);
                 if (r < 0)
                         return r;
-                r = lower_open_data(n->layer->lower, &n->lower, &in);
-                if (r == 0 && ftruncate(out, 0) < 0)
-                        r = negative_errno();
-                if (r == 0)
-                        r = copyup_fd_data(in, out, size);
+                r = ftruncate(out, 0) < 0 ? negative_errno() : copy_lower(n, out, size);
                 if (r < 0) {
                         quota_refund_bytes(ws, size);
                         return r;
@@ -198,7 +221,7 @@ static int make_file(struct fs_workspace *ws, struct node *n, enum copyup_how ho
 {
         struct node *parent = n->parent;
         char tmp[64];
-        _cleanup_close_ int out = -1, in = -1;
+        _cleanup_close_ int out = -1;
         json_t *rec = NULL;
         mode_t mode = n->lower.mode & 0777;
         uint64_t size = 0;
@@ -220,9 +243,7 @@ static int make_file(struct fs_workspace *ws, struct node *n, enum copyup_how ho
         if (out < 0)
                 return negative_errno();
         if (how == COPYUP_DATA) {
-                r = lower_open_data(n->layer->lower, &n->lower, &in);
-                if (r == 0)
-                        r = copyup_fd_data(in, out, size);
+                r = copy_lower(n, out, size);
                 if (r < 0)
                         goto fail;
         }

@@ -27,7 +27,8 @@
 #include "journal.h"
 #include "lower.h"
 
-#define FS_TIMEOUT_LONG 86400.0 /* all changes pass through this mount */
+#define FS_TIMEOUT_LONG 86400.0     /* all changes pass through this mount */
+#define FS_SMALL_BLOB   (64 * 1024) /* lower files up to this size are read into memory */
 
 /* Reserved name prefix in an upper directory; see upper_name_escape(). */
 #define UPPER_PREFIX   ".cloister~"
@@ -219,6 +220,10 @@ int mirror_open(struct fs_workspace *ws, struct node *n, int flags, int *ret_fd)
 int mirror_readlink(struct fs_workspace *ws, struct node *n, char **ret);
 int mirror_getxattr(struct node *n, const char *name, void *buf, size_t size);
 int mirror_listxattr(struct node *n, char *buf, size_t size);
+
+/* mountctl.c: the start time (clock ticks after boot) of a process, to tell
+ * a daemon from a later process that reused its pid. */
+int fs_proc_starttime(int pid, unsigned long long *ret);
 
 /* control.c */
 int control_read_all(struct fs_workspace *ws, enum ctl_file f, char **ret, size_t *ret_len);

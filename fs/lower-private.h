@@ -34,4 +34,6 @@ struct lower {
         int root_fd;
 };
 
+int lower_git_read_blob(struct lower *l, const git_oid *oid, char **ret, size_t *ret_len);
+
 extern const struct lower_ops lower_git_ops, lower_dir_ops;

@@ -119,6 +119,19 @@ int lower_open_data(struct lower *l, const struct lent *e, int *ret_fd)
         return l->ops->open_data(l, e, ret_fd);
 }
 
+int lower_read_small(struct lower *l, struct lent *e, size_t max, char **ret, size_t *ret_len)
+{
+        int r;
+        if (!lower_is_git(l) || !S_ISREG(e->mode))
+                return -EOPNOTSUPP;
+        r = lower_size(l, e);
+        if (r < 0)
+                return r;
+        if (e->size > max)
+                return -EFBIG;
+        return lower_git_read_blob(l, &e->oid, ret, ret_len);
+}
+
 int lower_readlink(struct lower *l, const struct lent *e, char **ret)
 {
         if (!S_ISLNK(e->mode))

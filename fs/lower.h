@@ -60,6 +60,12 @@ int lower_list(struct lower *l, const struct lent *dir, lower_list_fn fn, void *
 
 /* A read-only fd with the file's data (git: the inflated cache file). */
 int lower_open_data(struct lower *l, const struct lent *e, int *ret_fd);
+/*
+ * The data of a small file in memory (git: the inflated blob, without a
+ * cache file), if it is at most max bytes; -EFBIG if larger, -EOPNOTSUPP for
+ * a plain-directory lower. *ret is malloc'd (NULL for an empty file).
+ */
+int lower_read_small(struct lower *l, struct lent *e, size_t max, char **ret, size_t *ret_len);
 /* The target of a symlink, NUL-terminated, malloc'd. */
 int lower_readlink(struct lower *l, const struct lent *e, char **ret);
 

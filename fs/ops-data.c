@@ -74,6 +74,17 @@ static int fill_before_write(struct fs_workspace *ws, struct node *n)
         return r;
 }
 
+/*
+ * A read may still be inside fuse_reply_buf() (on its buffer) when the
+ * kernel, having received the reply, already sends RELEASE: the last
+ * reference frees the handle.
+ */
+static void handle_put(struct fs_workspace *ws, struct handle *h)
+{
+        if (atomic_fetch_sub(&h->refs, 1) == 1)
+                handle_free(ws, h);
+}
+
 static int truncate_upper_fd(struct fs_workspace *ws, struct node *n, int fd, uint64_t size)
 {
         struct stat st;
@@ -115,7 +126,8 @@ static int open_cow(struct fs_workspace *ws, fuse_req_t req, struct node *n, int
                         r = upper_open(n, O_RDONLY | O_NONBLOCK, &h->fd);
                         h->is_upper = true;
                 } else {
-                        r = lower_open_data(n->layer->lower, &n->lower, &h->fd);
+                        h->lazy_lower = true;
+                        r = 0;
                 }
                 pthread_rwlock_unlock(&ws->ns_lock);
                 fi->keep_cache = 1;
@@ -123,7 +135,10 @@ static int open_cow(struct fs_workspace *ws, fuse_req_t req, struct node *n, int
         }
         pthread_rwlock_wrlock(&ws->ns_lock);
         /* Opening for writing copies metadata only; the first write copies the data. */
-        r = copyup(ws, n, trunc ? COPYUP_EMPTY : COPYUP_META);
+        r = copyup(ws, n,
+                   trunc                ? COPYUP_EMPTY
+                   : (flags & O_APPEND) ? COPYUP_DATA /* it will be written */
+                                        : COPYUP_META);
         if (r == 0)
                 r = upper_open(n, (acc == O_RDONLY ? O_RDWR : acc) | O_NONBLOCK, &h->fd);
         if (r == 0) {
@@ -188,6 +203,8 @@ void ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         }
         h->node = n;
         node_ref(ws, n);
+        fi->noflush = 1; /* writes are synchronous: close has nothing to flush */
+        atomic_store(&h->refs, 1);
         fi->fh = (uint64_t)(uintptr_t)h;
         if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted */
                 handle_free(ws, h);
@@ -305,18 +322,59 @@ reply:
         h->node = n;
         node_ref(ws, n);
         ops_fill_entry(ws, n, &st, &e);
+        fi->noflush = 1;
+        atomic_store(&h->refs, 1);
         fi->fh = (uint64_t)(uintptr_t)h;
         if (fuse_reply_create(req, &e, fi) == -ENOENT)
                 handle_free(ws, h);
 }
 
-void ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+static void do_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
 {
-        struct handle *h = fi_handle(fi);
         struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
-        (void)ino;
 
-        if (h->buf || h->fd < 0) {
+        if (!h->is_upper && h->node->kind == NODE_COW && h->node->upper && !h->node->metacopy) {
+                /* Opened on the lower data, but the file has been written since
+                 * (through another handle): read what it holds now, as ext4 would. */
+                struct fs_workspace *ws = req_ws(req);
+                int fd = -1, r;
+                pthread_rwlock_rdlock(&ws->ns_lock);
+                pthread_mutex_lock(&h->node->lock);
+                r = h->is_upper ? 0 : upper_open(h->node, O_RDONLY | O_NONBLOCK, &fd);
+                if (r == 0 && fd >= 0) {
+                        safe_close(h->fd);
+                        h->fd = fd;
+                        h->is_upper = true;
+                        h->lazy_lower = false;
+                        free(h->buf);
+                        h->buf = NULL;
+                        h->len = 0;
+                }
+                pthread_mutex_unlock(&h->node->lock);
+                pthread_rwlock_unlock(&ws->ns_lock);
+        }
+        if (h->lazy_lower) {
+                struct fs_workspace *ws = req_ws(req);
+                struct node *n = h->node;
+                int r = 0;
+                pthread_rwlock_rdlock(&ws->ns_lock);
+                pthread_mutex_lock(&n->lock);
+                if (h->lazy_lower) {
+                        /* Small blobs are served from memory: no cache file to write. */
+                        r = lower_read_small(n->layer->lower, &n->lower, FS_SMALL_BLOB, &h->buf,
+                                             &h->len);
+                        if (r == -EFBIG || r == -EOPNOTSUPP)
+                                r = lower_open_data(n->layer->lower, &n->lower, &h->fd);
+                        h->lazy_lower = r < 0;
+                }
+                pthread_mutex_unlock(&n->lock);
+                pthread_rwlock_unlock(&ws->ns_lock);
+                if (r < 0) {
+                        fuse_reply_err(req, -r);
+                        return;
+                }
+        }
+        if (h->fd < 0) { /* control files and small blobs: from memory */
                 size_t start = MIN((size_t)off, h->len);
                 fuse_reply_buf(req, h->buf ? h->buf + start : NULL, MIN(size, h->len - start));
                 return;
@@ -342,6 +400,16 @@ void ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fus
                 }
         }
         fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+}
+
+void ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
+{
+        struct fs_workspace *ws = req_ws(req);
+        struct handle *h = fi_handle(fi);
+        (void)ino;
+        atomic_fetch_add(&h->refs, 1);
+        do_read(req, h, size, off);
+        handle_put(ws, h);
 }
 
 void ops_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
@@ -454,7 +522,7 @@ void ops_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         (void)ino;
         if (h->writable && ws->journal)
                 (void)journal_flush(ws->journal);
-        handle_free(ws, h);
+        handle_put(ws, h);
         fuse_reply_err(req, 0);
 }
 
@@ -640,7 +708,26 @@ void ops_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fus
         off_t r;
         (void)ino;
         if (h->fd < 0) {
-                fuse_reply_err(req, ENXIO);
+                /* Data in memory or not opened yet: no holes, so answer from the size. */
+                struct fs_workspace *ws = req_ws(req);
+                uint64_t size = h->len;
+                if (h->lazy_lower) {
+                        pthread_rwlock_rdlock(&ws->ns_lock);
+                        pthread_mutex_lock(&h->node->lock);
+                        if (lower_size(h->node->layer->lower, &h->node->lower) == 0)
+                                size = h->node->lower.size;
+                        pthread_mutex_unlock(&h->node->lock);
+                        pthread_rwlock_unlock(&ws->ns_lock);
+                }
+                if ((whence != SEEK_DATA && whence != SEEK_HOLE) || off < 0) {
+                        fuse_reply_err(req, EINVAL);
+                        return;
+                }
+                if ((uint64_t)off >= size) {
+                        fuse_reply_err(req, ENXIO);
+                        return;
+                }
+                fuse_reply_lseek(req, whence == SEEK_DATA ? off : (off_t)size);
                 return;
         }
         r = lseek(h->fd, off, whence);

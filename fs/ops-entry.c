@@ -57,7 +57,7 @@ int ops_getattr(struct fs_workspace *ws, struct node *n, struct handle *h, struc
         case NODE_MIRROR:
                 return mirror_getattr(ws, n, st);
         case NODE_COW:
-                if (h && h->fd >= 0 && h->is_upper && !S_ISDIR(n->type)) {
+                if (h && h->fd >= 0 && h->is_upper && !S_ISDIR(n->type) && !n->metacopy) {
                         /* An open upper file, maybe unlinked already. */
                         if (fstat(h->fd, st) < 0)
                                 return negative_errno();
@@ -380,7 +380,10 @@ void ops_readlink(fuse_req_t req, fuse_ino_t ino)
                         ssize_t k;
                         r = upper_name_escape(n->name, en);
                         if (r == 0) {
-                                k = readlinkat(n->parent->ufd, en, buf, sizeof(buf) - 1);
+                                /* The pinned fd: the name may be gone (hard links). */
+                                k = n->hfd >= 0
+                                            ? readlinkat(n->hfd, "", buf, sizeof(buf) - 1)
+                                            : readlinkat(n->parent->ufd, en, buf, sizeof(buf) - 1);
                                 if (k < 0)
                                         r = negative_errno();
                                 else {

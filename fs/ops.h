@@ -9,11 +9,14 @@
 /* An open file or directory: fi->fh. */
 struct handle {
         struct node *node;
-        int fd;        /* files: the host fd (upper, lower data or mirror) */
-        bool writable; /* an upper fd opened for writing */
-        bool is_upper; /* fd is the node's upper file */
-        int lower_fd; /* reads of a metacopy opened for writing: the lower data */
-        char *buf;     /* control files: the content; dirs: unused */
+        int fd;           /* files: the host fd (upper, lower data or mirror) */
+        bool writable;    /* an upper fd opened for writing */
+        bool is_upper;    /* fd is the node's upper file */
+        int lower_fd;     /* reads of a metacopy opened for writing: the lower data */
+        bool lazy_lower;  /* lower data not opened yet: done at the first read, so opens served
+                             from the page cache cost nothing */
+        _Atomic int refs; /* the open file, plus each read replying from buf */
+        char *buf;        /* control files: the content; dirs: unused */
         size_t len;
         struct cow_dirent *ents; /* dirs: a snapshot taken at opendir */
         size_t n_ents;

@@ -27,6 +27,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/personality.h>
+#include <sys/socket.h>
 
 #include "sandbox-private.h"
 #include "util.h"
@@ -150,6 +151,18 @@ static int filter_build(scmp_filter_ctx ctx)
                 struct scmp_arg_cmp cmp = SCMP_A0(SCMP_CMP_NE, PER_LINUX);
 
                 r = rule_deny(ctx, "personality", EPERM, 1, &cmp);
+                if (r < 0)
+                        return r;
+        }
+
+        /*
+         * vsock is not network-namespaced: in a VM it reaches the hypervisor
+         * host whatever [network] mode says.
+         */
+        {
+                struct scmp_arg_cmp vsock = SCMP_A0(SCMP_CMP_EQ, AF_VSOCK);
+
+                r = rule_deny(ctx, "socket", EPERM, 1, &vsock);
                 if (r < 0)
                         return r;
         }

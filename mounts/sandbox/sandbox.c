@@ -110,6 +110,7 @@ static _noreturn_ void child_exec(const struct sandbox_options *o, char **argv,
         /* bwrap and the sandbox start with default signal dispositions */
         signal(SIGINT, SIG_DFL);
         signal(SIGQUIT, SIG_DFL);
+        signal(SIGPIPE, SIG_DFL);
         sigprocmask(SIG_UNBLOCK, mask, NULL);
         /* Keep a terminal's ^C away from bwrap itself unless a person drives it. */
         if (!o->interactive)
@@ -216,7 +217,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
         struct status_reader *st = NULL;
         struct sandbox_result res = {0};
         sigset_t mask, old;
-        struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit;
+        struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit, old_pipe;
         int64_t deadline, kill_at = -1;
         pid_t bwrap = -1;
         int pipefd[2], wstatus = 0, r;
@@ -230,6 +231,8 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
         sigprocmask(SIG_BLOCK, &mask, &old);
         sigaction(SIGINT, o->interactive ? &ign : NULL, &old_int);
         sigaction(SIGQUIT, o->interactive ? &ign : NULL, &old_quit);
+        /* A bwrap that died early must not kill us by SIGPIPE before teardown. */
+        sigaction(SIGPIPE, &ign, &old_pipe);
 
         st = calloc(1, sizeof(*st));
         if (!st) {
@@ -324,8 +327,12 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                         status_r = safe_close(status_r);
                 if (p[1].revents & POLLIN) {
                         struct signalfd_siginfo si;
-                        if (read(sfd, &si, sizeof(si)) == sizeof(si) && !res.signal)
-                                res.signal = (int)si.ssi_signo;
+                        if (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+                                if (stopping && kill_at >= 0)
+                                        kill_at = now_ms(); /* asked twice: no more grace */
+                                if (!res.signal)
+                                        res.signal = (int)si.ssi_signo;
+                        }
                 }
                 now = now_ms();
                 if (!stopping && (res.signal || now >= deadline)) {
@@ -374,6 +381,7 @@ out:
         free(st);
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGQUIT, &old_quit, NULL);
+        sigaction(SIGPIPE, &old_pipe, NULL);
         sigprocmask(SIG_SETMASK, &old, NULL);
         return r;
 }

@@ -37,7 +37,17 @@ PORT=$(cat "$T/listener.port" 2>/dev/null || echo 9)
 HOSTIP=$("$CLOISTER_PROBE" host-ip)
 case "$HOSTIP" in [0-9]*) ;; *) HOSTIP="" ;; esac
 
-sysrq=EROFS
+# Files only root can open: as root the agent's kernel uid is 0 (their
+# owner), so the capability check answers (EPERM); otherwise permissions do.
+privileged=EACCES
+[ "$(id -u)" = 0 ] && privileged=EPERM
+kcore=$privileged
+[ -e /proc/kcore ] || kcore=ENOENT # a kernel without /proc/kcore
+# sysctls: root's agent owns them, and the read-only mount stops it (EROFS);
+# anyone else's is stopped by their mode first.
+sysctl=EACCES
+[ "$(id -u)" = 0 ] && sysctl=EROFS
+sysrq=$sysctl
 [ -e /proc/sysrq-trigger ] || sysrq=ENOENT # a kernel without magic SysRq
 
 # name | expected | probe arguments (run inside, in this order)
@@ -55,14 +65,16 @@ probes=(
 "read_mnt_fails|ENOENT|read /mnt"
 "open_dev_fuse_fails|ENOENT|read /dev/fuse"
 "open_dev_mem_fails|ENOENT|read /dev/mem"
+"read_kernel_memory_fails|$kcore|read /proc/kcore"
+"read_kernel_log_fails|$privileged|read /proc/kmsg"
 "write_usr_fails|EROFS|write /usr/cloister-escape"
 "write_root_dir_fails|EROFS|write /cloister-escape"
 "write_etc_passwd_fails|EROFS|write /etc/passwd"
 "mkdir_in_etc_fails|EROFS|mkdir /etc/cloister-escape"
 "write_mirror_fails|EROFS|write /opt/mirror/cloister-escape"
 "overwrite_mirror_file_fails|EROFS|write /opt/mirror/sub/readme"
-"write_proc_sys_fails|EROFS|write /proc/sys/kernel/hostname"
-"write_global_sysctl_fails|EROFS|write /proc/sys/kernel/core_pattern"
+"write_proc_sys_fails|$sysctl|write /proc/sys/kernel/hostname"
+"write_global_sysctl_fails|$sysctl|write /proc/sys/kernel/core_pattern"
 "write_sysrq_trigger_fails|$sysrq|write /proc/sysrq-trigger"
 "symlink_to_shadow_is_made|ok|symlink /etc/shadow /workspace/evil-shadow"
 "symlink_to_shadow_reads_nothing|ENOENT|read /workspace/evil-shadow"
@@ -109,6 +121,7 @@ probes=(
 "setuid_root_is_impossible|EINVAL|sys setuid0"
 "mknod_is_denied|EPERM|sys mknod"
 "sethostname_is_denied|EPERM|sys sethostname"
+"vsock_is_denied|EPERM|sys vsock"
 "no_capabilities|0000000000000000|caps"
 "no_inherited_descriptors|0|fds"
 "tcp_to_host_loopback_listener_fails|ECONNREFUSED|net tcp 127.0.0.1 $PORT"
@@ -118,6 +131,10 @@ probes=(
 "allowed_var_with_token_value_is_not_passed|unset|env ESCAPE_TEST_VALUE"
 "allowed_plain_var_is_passed|set|env ESCAPE_TEST_OK"
 )
+if [ -d "$MNT/.cloister/objects" ]; then
+        probes+=("dotdot_from_git_objects_stays_in_root|root|dotdot /.cloister/objects"
+                 "git_objects_are_read_only|EROFS|write /.cloister/objects/evil")
+fi
 if [ "$(uname -m)" = x86_64 ]; then
         probes+=("x32_abi_kills|SIGSYS|x32" "i386_abi_kills|SIGSYS|i386")
 fi
@@ -260,6 +277,11 @@ out=$(crun "$B_CFG" -- sh -c '
         $P introspect "$tok"
         $P read '"$STATE"'/broker/admin.sock
         $P read '"$T/brk/state/broker"'/signing.keys
+        # Online, the broker judges expiry by its clock without skew: a short wait.
+        set -- $($P issue git 1)
+        $P introspect "$1"
+        sleep 3
+        $P introspect "$1"
 ' 2>"$T/broker.err")
 rc=$?
 is broker_sandbox_ran "$rc" 0
@@ -276,6 +298,8 @@ is agent_can_revoke_its_token "${got[7]:-}" ok
 is revoked_token_is_refused "${got[8]:-}" inactive
 is broker_admin_socket_is_invisible "${got[9]:-}" ENOENT
 is broker_signing_keys_are_invisible "${got[10]:-}" ENOENT
+is short_token_is_active_at_first "${got[11]:-}" active
+is expired_token_is_refused_online "${got[12]:-}" inactive
 
 # The same tokens, checked offline on the host the way a service would.
 tok=$(cat "$B_MNT/workspace/.probe/token" 2>/dev/null)

@@ -303,12 +303,16 @@ static void json_field(const char *json, const char *key, char *out, size_t n)
         out[l] = '\0';
 }
 
-/* issue SCOPE: prints "TOKEN JTI", or the error code. */
-static int broker_issue(const char *scope)
+/* issue SCOPE [TTL]: prints "TOKEN JTI", or the error code. */
+static int broker_issue(const char *scope, const char *ttl)
 {
         char req[256], resp[8192], tok[4096], jti[128];
 
-        snprintf(req, sizeof(req), "{\"op\":\"issue\",\"scope\":\"%s\"}", scope);
+        if (ttl)
+                snprintf(req, sizeof(req), "{\"op\":\"issue\",\"scope\":\"%s\",\"ttl\":%ld}", scope,
+                         atol(ttl));
+        else
+                snprintf(req, sizeof(req), "{\"op\":\"issue\",\"scope\":\"%s\"}", scope);
         if (broker_call(req, resp, sizeof(resp)) < 0)
                 return report(-1);
         json_field(resp, "token", tok, sizeof(tok));
@@ -608,6 +612,8 @@ static long sys_call(char **a)
                 return setuid(0);
         if (!strcmp(w, "mknod"))
                 return mknod("/tmp/mem", S_IFCHR | 0600, makedev(1, 1));
+        if (!strcmp(w, "vsock"))
+                return socket(AF_VSOCK, SOCK_STREAM, 0);
         if (!strcmp(w, "sethostname"))
                 return sethostname("evil", 4);
         errno = EINVAL;
@@ -658,8 +664,8 @@ int main(int argc, char **argv)
                 return in_child(do_i386, argv + 2);
         if (!strcmp(a, "sys") && argc >= 3)
                 return in_child(sys_call, argv + 2);
-        if (!strcmp(a, "issue") && argc == 3)
-                return broker_issue(argv[2]);
+        if (!strcmp(a, "issue") && (argc == 3 || argc == 4))
+                return broker_issue(argv[2], argc == 4 ? argv[3] : NULL);
         if (!strcmp(a, "introspect") && argc == 3)
                 return broker_op("introspect", "token", argv[2]);
         if (!strcmp(a, "redeem") && argc == 3)

@@ -51,11 +51,21 @@ check ino_is_stable_across_remount bash -c "[ \"\$(stat -c %i '$M/workspace/READ
 echo after-kill >"$M/workspace/killed.txt"
 kill -9 "$(cat "$S/mount.pid")"
 sleep 0.2
+# A later process that reuses the dead daemon's pid (and is even named
+# cloister) must not be taken for it, nor be signalled by unmount.
+cp /bin/sleep "$T/cloister"
+"$T/cloister" 300 &
+imposter=$!
+echo "$imposter" >"$S/mount.pid"
 check mount_after_sigkill_succeeds do_mount "$C"
+check reused_pid_is_not_signalled_by_unmount kill -0 "$imposter"
 check writes_before_sigkill_survive bash -c "[ \"\$(cat '$M/workspace/killed.txt')\" = after-kill ]"
 sleep 600 <"$M/workspace/README" &
 holder=$!
 check unmount_with_an_open_file_succeeds do_unmount "$C"
+check imposter_survives_unmount kill -0 "$imposter"
+kill "$imposter"
+wait "$imposter" 2>/dev/null
 kill "$holder" 2>/dev/null
 wait "$holder" 2>/dev/null
 check daemon_is_gone_after_unmount bash -c "[ ! -e '$S/mount.pid' ] && ! grep -q ' $M ' /proc/self/mounts"
@@ -67,4 +77,22 @@ check unmount_after_head_moved do_unmount "$C"
 git_quiet -C "$T/repo" reset --hard HEAD~1
 after=$(src_sum)
 check source_repo_is_untouched test "$after" = "$before"
+# Bad input: a clear one-line error, exit 1, nothing mounted.
+one_line_fail() { # NAME REGEX CONFIG
+        local out rc
+        out=$("$CLOISTER" mount "$3" 2>&1)
+        rc=$?
+        if [ "$rc" = 1 ] && [ "$(printf '%s\n' "$out" | wc -l)" = 1 ] && grep -Eq -- "$2" <<<"$out" &&
+                ! grep -q " $(mnt_of "$3") " /proc/self/mounts; then ok 0 "$1"; else
+                echo "# rc=$rc: $out"
+                ok 1 "$1"
+        fi
+}
+one_line_fail missing_source_is_a_one_line_error "cannot open.*$T/nope" "$(make_config bad1 "$T/nope")"
+one_line_fail unknown_revision_is_a_one_line_error "revision 'no-such-rev'" "$(make_config bad2 "$T/repo" "rev = no-such-rev")"
+one_line_fail missing_mirror_source_names_file_and_line "config.ini:[0-9]+: \\[mirror \"m\"\\] source '$T/nomirror'" \
+        "$(make_config bad3 "$T/repo" "
+[mirror \"m\"]
+source = $T/nomirror
+path = /opt/m")"
 finish

@@ -6,6 +6,7 @@
  * script can assert on exactly what the kernel and the daemon answered.
  *
  *   fsprobe open PATH FLAGS [MODE]   FLAGS: comma list of r,w,rw,creat,excl,trunc,append,nofollow
+ *   fsprobe osize PATH FLAGS         (open, then fstat through the fd: prints the size)
  *   fsprobe mknod PATH fifo|chr|blk|sock|reg
  *   fsprobe rename OLD NEW [noreplace|exchange]
  *   fsprobe link OLD NEW | symlink TARGET PATH | unlink PATH | mkdir PATH | rmdir PATH
@@ -80,6 +81,15 @@ int main(int argc, char **argv)
                 int fd = open(argv[2], open_flags(argc > 3 ? argv[3] : "r") | O_CLOEXEC,
                               argc > 4 ? (mode_t)strtoul(argv[4], NULL, 8) : 0644);
                 return result(fd);
+        }
+        if (!strcmp(cmd, "osize") && argc == 4) { /* open, then fstat: the size */
+                struct stat st;
+                int fd = open(argv[2], open_flags(argv[3]) | O_CLOEXEC);
+                if (fd < 0 || fstat(fd, &st) < 0)
+                        return result(-1);
+                printf("%lld\n", (long long)st.st_size);
+                close(fd);
+                return 0;
         }
         if (!strcmp(cmd, "mknod") && argc == 4) {
                 mode_t m = !strcmp(argv[3], "fifo")   ? S_IFIFO

@@ -33,6 +33,8 @@ tree_like() {
 }
 
 like open_excl_on_lower_file_is_eexist open @/README w,creat,excl
+like fstat_of_lower_file_opened_rdwr_shows_its_size osize @/src/main.c rw
+like fstat_of_lower_file_opened_wronly_shows_its_size osize @/docs/guide.md w
 like open_excl_new_file_works open @/fresh w,creat,excl
 like open_missing_is_enoent open @/missing r
 like open_dir_for_write_is_eisdir open @/src w
@@ -116,6 +118,10 @@ d1=$(stat -c %Y "$W/newdir")
 sleep 1.1
 touch "$W/newdir/created"
 check create_updates_parent_mtime bash -c "[ \$(stat -c %Y '$W/newdir') -gt $d1 ]"
+exec 7<"$W/newdir/lib/b.c"
+echo rewritten >"$W/newdir/lib/b.c"
+same reader_opened_before_a_write_sees_the_new_data "$(cat <&7)" "rewritten"
+exec 7<&-
 inos=$(cd "$W" && find . -path ./.git -prune -o -printf '%i %p\n' | sort)
 check unmount_posix do_unmount "$C"
 check remount_posix do_mount "$C"

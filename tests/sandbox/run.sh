@@ -11,7 +11,7 @@ T=$(mktemp -d /tmp/cloister-run.XXXXXX)
 chmod 755 "$T"
 at_exit "rm -rf '$T'"
 # Nothing a failed test leaves behind may hold meson's pipes open.
-at_exit "pkill -KILL -f 'sleep 4[2-5][4-5][2-5]'"
+at_exit "pkill -KILL -f '^sleep 4[1-6][1-6][1-6]$'"
 echo "# workspace served by: $fs_mode"
 ws_new "$T/a" "[home]
 persist = true
@@ -31,6 +31,8 @@ crun "$A_CFG" -- sh -c 'kill -USR1 $$'
 is death_by_signal_is_128_plus_signal "$?" $((128 + 10))
 crun "$A_CFG" -- true
 is success_is_zero "$?" 0
+out=$(crun "$A_CFG" -- sh -c '(yes; echo $? >&2) | head -n 1 >/dev/null' 2>&1)
+is sigpipe_has_its_default_action "$out" 141
 
 # --- usage and config errors (nothing runs) -----------------------------
 err=$("$CLOISTER" run "$A_CFG" true 2>&1)
@@ -121,6 +123,23 @@ kill -TERM "$pid"
 wait "$pid"
 is sigterm_to_run_exits_143 "$?" 143
 gone 'sleep 4242' && ok sigterm_to_run_stops_the_sandbox || not_ok sigterm_to_run_stops_the_sandbox "still running"
+
+# SIGHUP (the terminal went away) tears down the sandbox and the broker.
+if ! "$CLOISTER" help broker 2>&1 | grep -q 'not available'; then
+        printf '[scope "git"]\naudience = https://git.example.com\nworkspaces = *\n' >"$T/ok-policy.ini"
+        ws_new "$T/k" "[broker]
+policy = $T/ok-policy.ini"
+        "$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" -- sleep 4141 &
+        pid=$!
+        for _ in $(seq 100); do pgrep -f '^sleep 4141$' >/dev/null && break; sleep 0.1; done
+        pgrep -f "cloister broker $CFG" >/dev/null && ok run_starts_the_broker ||
+                not_ok run_starts_the_broker "no broker process"
+        kill -HUP "$pid"
+        wait "$pid"
+        is sighup_to_run_exits_143 "$?" 143
+        gone '^sleep 4141$' && ok sighup_to_run_stops_the_sandbox || not_ok sighup_to_run_stops_the_sandbox running
+        gone "cloister broker $CFG" && ok sighup_to_run_stops_the_broker || not_ok sighup_to_run_stops_the_broker running
+fi
 
 "$CLOISTER" run "${RUN_OPTS[@]}" "$A_CFG" -- sleep 4343 &
 pid=$!
