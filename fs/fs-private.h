@@ -221,6 +221,10 @@ int mirror_readlink(struct fs_workspace *ws, struct node *n, char **ret);
 int mirror_getxattr(struct node *n, const char *name, void *buf, size_t size);
 int mirror_listxattr(struct node *n, char *buf, size_t size);
 
+/* mountctl.c: the start time (clock ticks after boot) of a process, to tell
+ * a daemon from a later process that reused its pid. */
+int fs_proc_starttime(int pid, unsigned long long *ret);
+
 /* control.c */
 int control_read_all(struct fs_workspace *ws, enum ctl_file f, char **ret, size_t *ret_len);
 int control_changes(struct fs_workspace *ws, char **ret, size_t *ret_len);

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fs-private.h"
 #include "fs.h"
 #include "util.h"
 
@@ -34,6 +35,40 @@ static int read_pid(const char *state)
         if (fscanf(f, "%d", &pid) != 1 || pid <= 1)
                 return 0;
         return pid;
+}
+
+int fs_proc_starttime(int pid, unsigned long long *ret)
+{
+        char path[64], stat[1024] = "", *p;
+        _cleanup_fclose_ FILE *f = NULL;
+        unsigned long long t;
+        snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+        f = fopen(path, "re");
+        if (!f || !fgets(stat, sizeof(stat), f))
+                return -ESRCH;
+        p = strrchr(stat, ')');
+        /* Field 22 (starttime); after ')' come fields 3.. */
+        if (!p || sscanf(p + 2,
+                         "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+                         "%*d %*d %*d %llu",
+                         &t) != 1)
+                return -EIO;
+        *ret = t;
+        return 0;
+}
+
+/* Is pid the daemon that wrote <state>/fs/mount.start (not a reused pid)? */
+static bool pid_started_as_recorded(const char *state, int pid)
+{
+        _cleanup_free_ char *p = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        unsigned long long want, have;
+        if (asprintf(&p, "%s/fs/mount.start", state) < 0)
+                return true;
+        f = fopen(p, "re");
+        if (!f || fscanf(f, "%llu", &want) != 1)
+                return true; /* nothing recorded: trust the pid */
+        return fs_proc_starttime(pid, &have) == 0 && have == want;
 }
 
 /* A live (not zombie) process named cloister. */
@@ -101,7 +136,7 @@ int fs_mount_probe(const char *state, const char *mountpoint, int *ret_pid)
         bool alive;
         if (pid < 0)
                 return pid;
-        alive = pid > 0 && pid_is_cloister(pid);
+        alive = pid > 0 && pid_is_cloister(pid) && pid_started_as_recorded(state, pid);
         if (alive && is_mounted(mountpoint)) {
                 if (ret_pid)
                         *ret_pid = pid;

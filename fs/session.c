@@ -92,6 +92,27 @@ static int write_pid(struct fs_workspace *ws)
         return 0;
 }
 
+/* fs/mount.start: our start time, so a reused pid is never taken for us. */
+static int write_start(struct fs_workspace *ws)
+{
+        unsigned long long t;
+        char buf[32];
+        _cleanup_close_ int fsdir = -1, fd = -1;
+        int n, r = fs_proc_starttime(getpid(), &t);
+        if (r < 0)
+                return r;
+        n = snprintf(buf, sizeof(buf), "%llu\n", t);
+        fsdir = openat(ws->state_fd, "fs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fsdir < 0)
+                return negative_errno();
+        fd = openat(fsdir, "mount.start.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                    0644);
+        if (fd < 0 || write(fd, buf, (size_t)n) != n ||
+            renameat(fsdir, "mount.start.tmp", fsdir, "mount.start") < 0)
+                return negative_errno();
+        return 0;
+}
+
 static void raise_nofile(void)
 {
         struct rlimit rl;
@@ -145,7 +166,9 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
                 r = -EIO;
                 goto out_signals;
         }
-        r = write_pid(ws);
+        r = write_start(ws);
+        if (r == 0)
+                r = write_pid(ws);
         if (r < 0) {
                 if (ret_error && asprintf(ret_error, "cannot write %s/mount.pid: %s", ws->state,
                                           strerror(-r)) < 0)

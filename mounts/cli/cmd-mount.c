@@ -130,7 +130,7 @@ static int mount_run(int argc, char **argv)
                         if (r < 0)
                                 fprintf(stderr, "cloister mount: %s\n", err ? err : strerror(-r));
                         fs_workspace_free(ws);
-                        _exit(r < 0 ? 1 : 0);
+                        exit(r < 0 ? 1 : 0); /* exit, not _exit: LeakSanitizer runs at exit */
                 }
         }
         close(p[1]);

@@ -51,11 +51,21 @@ check ino_is_stable_across_remount bash -c "[ \"\$(stat -c %i '$M/workspace/READ
 echo after-kill >"$M/workspace/killed.txt"
 kill -9 "$(cat "$S/mount.pid")"
 sleep 0.2
+# A later process that reuses the dead daemon's pid (and is even named
+# cloister) must not be taken for it, nor be signalled by unmount.
+cp /bin/sleep "$T/cloister"
+"$T/cloister" 300 &
+imposter=$!
+echo "$imposter" >"$S/mount.pid"
 check mount_after_sigkill_succeeds do_mount "$C"
+check reused_pid_is_not_signalled_by_unmount kill -0 "$imposter"
 check writes_before_sigkill_survive bash -c "[ \"\$(cat '$M/workspace/killed.txt')\" = after-kill ]"
 sleep 600 <"$M/workspace/README" &
 holder=$!
 check unmount_with_an_open_file_succeeds do_unmount "$C"
+check imposter_survives_unmount kill -0 "$imposter"
+kill "$imposter"
+wait "$imposter" 2>/dev/null
 kill "$holder" 2>/dev/null
 wait "$holder" 2>/dev/null
 check daemon_is_gone_after_unmount bash -c "[ ! -e '$S/mount.pid' ] && ! grep -q ' $M ' /proc/self/mounts"
