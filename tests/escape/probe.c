@@ -420,17 +420,18 @@ static int tamper(const char *what, const char *token)
         return 0;
 }
 
-/* The effective capability set, as /proc/self/status shows it. */
-static int caps(void)
+/* A field of /proc/self/status (CapEff, NoNewPrivs, Seccomp...). */
+static int status_field(const char *field)
 {
         FILE *f = fopen("/proc/self/status", "re");
         char line[256];
+        size_t l = strlen(field);
 
         if (!f)
                 return report(-1);
         while (fgets(line, sizeof(line), f))
-                if (strncmp(line, "CapEff:", 7) == 0) {
-                        char *v = line + 7;
+                if (strncmp(line, field, l) == 0 && line[l] == ':') {
+                        char *v = line + l + 1;
                         v += strspn(v, " \t");
                         printf("%s", v);
                 }
@@ -674,8 +675,8 @@ int main(int argc, char **argv)
                 return broker_op("revoke", "jti", argv[2]);
         if (!strcmp(a, "tamper") && argc == 4)
                 return tamper(argv[2], argv[3]);
-        if (!strcmp(a, "caps"))
-                return caps();
+        if (!strcmp(a, "status") && argc == 3)
+                return status_field(argv[2]);
         if (!strcmp(a, "fds"))
                 return fds();
         if (!strcmp(a, "host-ip"))
