@@ -21,6 +21,31 @@
 
 #define SEALED_MAX (BROKER_SECRET_MAX * 2 + 1024)
 
+/*
+ * Make the sealing key: written and synced under a temporary name, then
+ * linked into place, so the key file is either absent or complete (a
+ * crash cannot leave an empty one that would refuse every later secret).
+ * -EEXIST: someone else made it first; the caller reads theirs.
+ */
+static int key_create(int dirfd, const unsigned char *key)
+{
+        char tmp[64];
+        _cleanup_close_ int fd = -1;
+        int r = 0;
+
+        snprintf(tmp, sizeof(tmp), ".%s.%ld.tmp", BROKER_SECRET_KEY_FILE, (long)getpid());
+        (void)unlinkat(dirfd, tmp, 0);
+        fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return negative_errno();
+        if (write(fd, key, 32) != 32 || fsync(fd) < 0)
+                r = errno ? negative_errno() : -EIO;
+        else if (linkat(dirfd, tmp, dirfd, BROKER_SECRET_KEY_FILE, 0) < 0)
+                r = negative_errno();
+        (void)unlinkat(dirfd, tmp, 0);
+        return r;
+}
+
 static int key_load(int dirfd, bool create, unsigned char **ret)
 {
         _cleanup_close_ int fd = -1;
@@ -34,14 +59,15 @@ static int key_load(int dirfd, bool create, unsigned char **ret)
         fd = openat(dirfd, BROKER_SECRET_KEY_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0 && errno == ENOENT && create) {
                 randombytes_buf(key, 32);
-                fd = openat(dirfd, BROKER_SECRET_KEY_FILE,
-                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-                if (fd < 0 || write(fd, key, 32) != 32 || fsync(fd) < 0) {
-                        r = fd < 0 ? negative_errno() : -EIO;
-                        goto fail;
+                r = key_create(dirfd, key);
+                if (r == 0) {
+                        *ret = key;
+                        return 0;
                 }
-                *ret = key;
-                return 0;
+                if (r != -EEXIST)
+                        goto fail;
+                /* Lost the race to another `secret add`: use the key it made. */
+                fd = openat(dirfd, BROKER_SECRET_KEY_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         }
         if (fd < 0) {
                 r = negative_errno();

@@ -86,4 +86,18 @@ secret = deploy-key"
         check "broker_dir_is_traversable_not_listable" test "$(stat -c %a "$T/ws3/state/broker")" = 711
         check "files_in_the_broker_dir_stay_private" test "$(stat -c %a "$T/ws3/state/broker/signing.keys")" = 600
 fi
+# Racing first adds into a fresh broker dir: the sealing key is made once,
+# whole, and every add succeeds with it (no half-written key file).
+make_workspace race
+rmdir "$T/race/state"
+pids=()
+for i in $(seq 16); do
+        (echo "v$i" | "$CLOISTER" secret add "s$i" --config "$T/race.ini" 2>>"$T/race.err"; echo $? >"$T/race.rc.$i") &
+        pids+=($!)
+done
+wait "${pids[@]}" # not the brokers started above
+check "racing_first_secret_adds_all_succeed" test "$(cat "$T"/race.rc.* | sort -u)" = 0
+check "racing_adds_leave_one_whole_key_and_no_temp_files" \
+        test "$(stat -c %s "$T/race/state/broker/secrets.key")" = 32 -a -z "$(ls -A "$T/race/state/broker" | grep tmp)"
+
 done_testing
