@@ -193,7 +193,7 @@ static int token_issue(struct args *a)
 
         if (a->argc != (a->host ? 0 : 1))
                 return FAIL(EXIT_USAGE, "usage: cloister token issue SCOPE [--ttl SECONDS] "
-                                        "[--json] [--socket PATH]");
+                                        "[--json] [--socket PATH | --config CONFIG]");
         r = socket_pick(a, false, &path);
         if (r)
                 return r;
@@ -469,7 +469,8 @@ static int token_run(int argc, char **argv)
 const struct command command_token = {
         .name = "token",
         .summary = "ask the broker for a scoped token, or verify, revoke, introspect one",
-        .usage = "usage: cloister token issue SCOPE [--ttl SECONDS] [--json] [--socket PATH]\n"
+        .usage = "usage: cloister token issue SCOPE [--ttl SECONDS] [--json]\n"
+                 "              [--socket PATH | --config CONFIG]\n"
                  "       cloister token issue --host HOST [...]\n"
                  "       cloister token verify TOKEN|- [--aud A] [--scope S] [--skew SECONDS]\n"
                  "              [--now TIME] [--json]\n"
