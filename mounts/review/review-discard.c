@@ -187,6 +187,20 @@ int review_discard(review *r)
         if (g < 0)
                 return review_git_fail(r, g, "diffing the workspace against the base");
         nd = git_diff_num_deltas(diff);
+        /*
+         * The list is read before anything is touched: if it cannot be had,
+         * discard still resets all that git can see rather than stopping
+         * half-way, and only what git cannot hold (empty directories,
+         * FIFOs) the agent added stays, with a warning.
+         */
+        if (r->o.changes && review_changes_load(r, &c, &n) < 0) {
+                snprintf(r->warning, sizeof(r->warning),
+                         "the changes list could not be read (%s); empty directories and "
+                         "special files the agent added are left in place",
+                         review_error(r));
+                c = NULL;
+                n = 0;
+        }
         /* Removals first, so that restored paths find their parents free. */
         for (size_t i = 0; i < nd && k >= 0; i++) {
                 const git_diff_delta *d = git_diff_get_delta(diff, i);
@@ -194,8 +208,6 @@ int review_discard(review *r)
                         k = path_remove(r, d->new_file.path);
         }
         /* Listed paths git cannot see (empty dirs, FIFOs) that the base does not have. */
-        if (k >= 0 && r->o.changes)
-                k = review_changes_load(r, &c, &n);
         for (size_t i = n; i > 0 && k >= 0; i--) {
                 git_tree_entry *te = NULL;
                 if (!c[i - 1].path[0])

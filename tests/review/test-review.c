@@ -615,6 +615,23 @@ START_TEST(discard_resets_corner_cases_to_the_base)
 }
 END_TEST
 
+START_TEST(discard_with_an_unreadable_changes_list_resets_all_git_sees)
+{
+        review *r;
+
+        corner_edits();
+        /* What the fs gives when it cannot list a name: garbage or an error. */
+        ck_assert_int_eq(fx_sh("printf 'not json\\n' > changes"), 0);
+        r = review_new(true, true);
+        ck_assert_msg(review_discard(r) == 0, "%s", review_error(r));
+        ck_assert_ptr_nonnull(review_warning(r));
+        ck_assert_ptr_nonnull(strstr(review_warning(r), "left in place"));
+        review_free(r);
+        /* Nothing left half-way: a second discard finds the view at the base. */
+        discard_and_compare();
+}
+END_TEST
+
 START_TEST(discard_resets_randomized_edits_to_the_base)
 {
         unsigned seed = 2000 + (unsigned)_i;
@@ -705,6 +722,7 @@ int main(void)
         tcase_add_test(tc, symlinked_directory_in_the_changes_list_is_not_followed);
         tcase_add_test(tc, home_changes_are_listed_with_sizes_and_kept_out_of_the_patch);
         tcase_add_test(tc, stat_quotes_names_that_could_forge_lines_or_drive_a_terminal);
+        tcase_add_test(tc, discard_with_an_unreadable_changes_list_resets_all_git_sees);
         tcase_add_test(tc, stat_and_name_status_agree_with_git);
         tcase_add_test(tc, discard_resets_corner_cases_to_the_base);
         tcase_add_loop_test(tc, discard_resets_randomized_edits_to_the_base, 0, 4);
