@@ -184,11 +184,9 @@ static int keyring_parse_secret(broker_keyring *kr, char *text, const char *path
                         return errorf(ret_error, -EBADMSG, "%s:%u: missing creation time", path,
                                       line);
                 tl = (size_t)(sp - l) - strlen(SECRET_PREFIX);
-                r = broker_b64_decode(l + strlen(SECRET_PREFIX), tl, &sk, &sk_len);
+                r = broker_b64_decode_secret(l + strlen(SECRET_PREFIX), tl, &sk, &sk_len);
                 if (r < 0 || sk_len != crypto_sign_SECRETKEYBYTES) {
-                        if (sk)
-                                sodium_memzero(sk, sk_len);
-                        free(sk);
+                        sodium_free(sk);
                         return errorf(ret_error, -EBADMSG, "%s:%u: malformed secret key", path,
                                       line);
                 }
@@ -196,15 +194,13 @@ static int keyring_parse_secret(broker_keyring *kr, char *text, const char *path
                 created = strtoll(sp + 1, &end, 10);
                 retired = end && *end == ' ' ? strtoll(end + 1, &end, 10) : -1;
                 if (errno || created < 0 || retired < 0 || *end != '\0') {
-                        sodium_memzero(sk, sk_len);
-                        free(sk);
+                        sodium_free(sk);
                         return errorf(ret_error, -EBADMSG,
                                       "%s:%u: expected 'KEY CREATED RETIRED' (Unix times)", path,
                                       line);
                 }
                 r = key_add(kr, sk + 32, sk, created, retired);
-                sodium_memzero(sk, sk_len);
-                free(sk);
+                sodium_free(sk); /* wipes */
                 if (r < 0)
                         return errorf(ret_error, r, "%s:%u: %s", path, line,
                                       r == -E2BIG ? "too many keys" : strerror(-r));

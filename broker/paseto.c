@@ -34,37 +34,65 @@ int broker_b64_encode(const void *data, size_t len, char **ret)
         return 0;
 }
 
-int broker_b64_decode(const char *s, size_t len, unsigned char **ret, size_t *ret_len)
+/*
+ * Strict decoding, with the result in sodium_malloc'd memory (secret) or
+ * malloc'd memory. For a secret, the decoded bytes and the re-encoded copy
+ * used for the canonical check never sit in the plain heap, and both are
+ * wiped on every path.
+ */
+static int b64_decode(const char *s, size_t len, bool secret, unsigned char **ret, size_t *ret_len)
 {
-        _cleanup_free_ unsigned char *out = NULL;
-        _cleanup_free_ char *again = NULL;
+        const int v = sodium_base64_VARIANT_URLSAFE_NO_PADDING;
+        size_t cap = len / 4 * 3 + 3, elen, n = 0;
+        unsigned char *out = NULL;
+        char *again = NULL;
         const char *end = NULL;
-        size_t n = 0;
-        int r;
+        int r = -EINVAL;
 
         /* Length 1 mod 4 can never be valid; 2 and 3 mod 4 carry 4 and 2 spare bits. */
         if (len % 4 == 1)
                 return -EINVAL;
-        out = malloc(len / 4 * 3 + 3);
+        out = secret ? sodium_malloc(cap) : malloc(cap);
         if (!out)
                 return -ENOMEM;
-        if (sodium_base642bin(out, len / 4 * 3 + 3, s, len, NULL, &n, &end,
-                              sodium_base64_VARIANT_URLSAFE_NO_PADDING) != 0 ||
-            end != s + len)
-                return -EINVAL;
+        if (sodium_base642bin(out, cap, s, len, NULL, &n, &end, v) != 0 || end != s + len)
+                goto out;
         /*
          * libsodium 1.0.18 already refuses nonzero trailing bits, but a token
          * must have exactly one spelling whatever the library version does:
          * re-encode and compare.
          */
-        r = broker_b64_encode(out, n, &again);
-        if (r < 0)
-                return r;
-        if (strlen(again) != len || memcmp(again, s, len) != 0)
-                return -EINVAL;
+        elen = sodium_base64_ENCODED_LEN(n, v);
+        again = secret ? sodium_malloc(elen) : malloc(elen);
+        if (!again) {
+                r = -ENOMEM;
+                goto out;
+        }
+        sodium_bin2base64(again, elen, out, n, v);
+        if (strlen(again) != len || sodium_memcmp(again, s, len) != 0)
+                goto out;
         *ret = TAKE_PTR(out);
         *ret_len = n;
-        return 0;
+        r = 0;
+out:
+        if (secret) {
+                sodium_free(out);
+                sodium_free(again);
+        } else {
+                free(out);
+                free(again);
+        }
+        return r;
+}
+
+int broker_b64_decode(const char *s, size_t len, unsigned char **ret, size_t *ret_len)
+{
+        return b64_decode(s, len, false, ret, ret_len);
+}
+
+int broker_b64_decode_secret(const char *s, size_t len, unsigned char **ret, size_t *ret_len)
+{
+        return b64_decode(s, len, true, ret, ret_len);
 }
 
 static void le64(unsigned char out[8], uint64_t n)

@@ -25,6 +25,8 @@
 int broker_b64_encode(const void *data, size_t len, char **ret);
 /* Refuses padding, bad characters and nonzero trailing bits (non-canonical input). */
 int broker_b64_decode(const char *s, size_t len, unsigned char **ret, size_t *ret_len);
+/* The same for key material: *ret is sodium_malloc'd (free it with sodium_free). */
+int broker_b64_decode_secret(const char *s, size_t len, unsigned char **ret, size_t *ret_len);
 
 /* Pre-Authentication Encoding of n pieces; ret is malloc'd. */
 int broker_paseto_pae(const struct iovec *pieces, size_t n, unsigned char **ret, size_t *ret_len);

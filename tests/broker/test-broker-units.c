@@ -48,6 +48,34 @@ START_TEST(b64_decode_refuses_noncanonical_input)
 }
 END_TEST
 
+START_TEST(b64_decode_secret_is_as_strict_and_lands_in_guarded_memory)
+{
+        /* Bytes 0..62, as key material is stored in signing.keys. */
+        static const char key[] = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8gISIjJCUmJygpKissLS4v"
+                                  "MDEyMzQ1Njc4OTo7PD0-";
+        unsigned char *out = NULL;
+        size_t n = 0;
+        uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+
+        ck_assert_int_eq(broker_b64_decode_secret("AB", 2, &out, &n), -EINVAL);
+        ck_assert_int_eq(broker_b64_decode_secret("AA==", 4, &out, &n), -EINVAL);
+        ck_assert_int_eq(broker_b64_decode_secret("AA A", 4, &out, &n), -EINVAL);
+        ck_assert_int_eq(broker_b64_decode_secret(key, strlen(key) - 3, &out, &n), -EINVAL);
+        ck_assert_ptr_null(out);
+        ck_assert_int_eq(broker_b64_decode_secret(key, strlen(key), &out, &n), 0);
+        ck_assert_uint_eq(n, 63);
+        for (size_t i = 0; i < n; i++)
+                ck_assert_uint_eq(out[i], i);
+        /*
+         * sodium_malloc puts the block against a guard page: the key ends at
+         * most the 3 bytes of decoding slack before a page boundary. A plain
+         * heap copy of key material would not.
+         */
+        ck_assert_uint_lt((page - (uintptr_t)(out + n) % page) % page, 4);
+        sodium_free(out);
+}
+END_TEST
+
 START_TEST(pae_matches_the_spec_examples)
 {
         unsigned char *out = NULL;
@@ -427,6 +455,7 @@ int main(void)
         s = suite_create("broker");
         tc = tcase_create("units");
         tcase_add_test(tc, b64_decode_refuses_noncanonical_input);
+        tcase_add_test(tc, b64_decode_secret_is_as_strict_and_lands_in_guarded_memory);
         tcase_add_test(tc, pae_matches_the_spec_examples);
         tcase_add_test(tc, footer_with_trailing_dot_is_malformed);
         tcase_add_test(tc, exp_is_enforced_with_skew);
