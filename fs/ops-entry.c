@@ -201,7 +201,6 @@ void ops_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         struct fs_workspace *ws = req_ws(req);
         struct node *n = ino_node(ws, ino);
         struct handle *h;
-        int r;
 
         if (!S_ISDIR(n->type)) {
                 fuse_reply_err(req, ENOTDIR);
@@ -214,31 +213,37 @@ void ops_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         }
         h->fd = h->lower_fd = -1;
         h->node = n;
-        switch (n->kind) {
-        case NODE_SYNTH:
-                r = synth_list(n, &h->ents, &h->n_ents);
-                break;
-        case NODE_MIRROR:
-                r = mirror_list(ws, n, &h->ents, &h->n_ents);
-                break;
-        case NODE_COW:
-                pthread_rwlock_rdlock(&ws->ns_lock);
-                r = cow_list(ws, n, &h->ents, &h->n_ents);
-                pthread_rwlock_unlock(&ws->ns_lock);
-                break;
-        default:
-                r = -ENOTDIR;
-        }
-        if (r < 0) {
-                free(h);
-                fuse_reply_err(req, -r);
-                return;
-        }
         node_ref(ws, n);
         fi->fh = (uint64_t)(uintptr_t)h;
         fi->keep_cache = 1;
         fi->cache_readdir = n->kind != NODE_MIRROR;
         fuse_reply_open(req, fi);
+}
+
+/*
+ * The snapshot is taken when a listing starts (offset 0), not at opendir:
+ * the kernel notes its readdir-cache version before asking for offset 0, so
+ * a change made after our snapshot keeps a stale listing out of its cache.
+ */
+static int list_dir(struct fs_workspace *ws, struct node *n, struct handle *h)
+{
+        int r;
+        fs_dirents_free(h->ents, h->n_ents);
+        h->ents = NULL;
+        h->n_ents = 0;
+        switch (n->kind) {
+        case NODE_SYNTH:
+                return synth_list(n, &h->ents, &h->n_ents);
+        case NODE_MIRROR:
+                return mirror_list(ws, n, &h->ents, &h->n_ents);
+        case NODE_COW:
+                pthread_rwlock_rdlock(&ws->ns_lock);
+                r = cow_list(ws, n, &h->ents, &h->n_ents);
+                pthread_rwlock_unlock(&ws->ns_lock);
+                return r;
+        default:
+                return -ENOTDIR;
+        }
 }
 
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -254,6 +259,14 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         if (!buf) {
                 fuse_reply_err(req, ENOMEM);
                 return;
+        }
+        if (off == 0 || !h->listed) {
+                int r = list_dir(ws, dir, h);
+                if (r < 0) {
+                        fuse_reply_err(req, -r);
+                        return;
+                }
+                h->listed = true;
         }
         for (size_t i = (size_t)off; i < h->n_ents + 2; i++) {
                 const char *name;

@@ -18,7 +18,8 @@ struct handle {
         _Atomic int refs; /* the open file, plus each read replying from buf */
         char *buf;        /* control files: the content; dirs: unused */
         size_t len;
-        struct cow_dirent *ents; /* dirs: a snapshot taken at opendir */
+        struct cow_dirent *ents; /* dirs: a snapshot taken when a listing starts */
+        bool listed;
         size_t n_ents;
 };
 

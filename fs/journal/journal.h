@@ -87,7 +87,8 @@ const char *journal_op_to_string(enum journal_op op);
  *    "comm":"cat"}
  * plus "path2" (rename/link/symlink target), "mode", "owner_uid"/"owner_gid"
  * (chown), "name" (xattr), "error" ("ENOENT") when result < 0, "path_hex" /
- * "path2_hex" when a name is not valid UTF-8 ("path" then carries U+FFFD).
+ * "path2_hex" when a name is not valid UTF-8 ("path" then has "?" for each byte
+ * above 0x7f).
  * A line that does not parse (a crash mid-append, a full disk) is skipped and
  * counted, never fatal.
  */

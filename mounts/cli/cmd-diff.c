@@ -12,20 +12,12 @@
 #include <inttypes.h>
 #include <unistd.h>
 
+#include "cli-review.h"
 #include "command.h"
 #include "config.h"
 #include "review-workspace.h"
 #include "review.h"
 #include "util.h"
-
-static void progress_tty(const char *stage, size_t done, size_t total, void *userdata)
-{
-        (void)userdata;
-        if (total)
-                fprintf(stderr, "\rcloister: %s %zu/%zu paths", stage, done, total);
-        else
-                fprintf(stderr, "\rcloister: %s %zu paths", stage, done);
-}
 
 static void home_print(FILE *out, const struct review_home_change *c, size_t n)
 {
@@ -36,9 +28,12 @@ static void home_print(FILE *out, const struct review_home_change *c, size_t n)
                                 : c[i].type == 'D' ? "deleted"
                                                    : "other";
                 if (c[i].type == 'f')
-                        fprintf(out, "%-8s %12" PRIu64 "  %s\n", t, c[i].size, c[i].path);
+                        fprintf(out, "%-8s %12" PRIu64 "  ", t, c[i].size);
                 else
-                        fprintf(out, "%-8s %12s  %s\n", t, "-", c[i].path);
+                        fprintf(out, "%-8s %12s  ", t, "-");
+                /* The agent named it: one line per change, nothing for the terminal. */
+                review_path_print(out, c[i].path);
+                fputc('\n', out);
         }
 }
 
@@ -106,7 +101,7 @@ static int diff_run(int argc, char **argv)
         review_workspace_options(w, &o);
         o.in_memory = true;
         if (tty)
-                o.progress = progress_tty;
+                o.progress = cli_progress_tty;
         k = review_open(&o, &r, &err);
         if (k < 0) {
                 command_fail(&command_diff, 1, "%s", err ? err : strerror(-k));

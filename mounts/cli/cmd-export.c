@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include "cli-review.h"
 #include "command.h"
 #include "config.h"
 #include "review-workspace.h"
@@ -25,15 +26,6 @@
 #include "util.h"
 
 enum mode { MODE_NONE, MODE_COMMIT, MODE_COMMITS, MODE_MBOX, MODE_DISCARD };
-
-static void progress_tty(const char *stage, size_t done, size_t total, void *userdata)
-{
-        (void)userdata;
-        if (total)
-                fprintf(stderr, "\rcloister: %s %zu/%zu paths", stage, done, total);
-        else
-                fprintf(stderr, "\rcloister: %s %zu paths", stage, done);
-}
 
 static bool confirm(const char *what)
 {
@@ -153,7 +145,7 @@ static int export_run(int argc, char **argv)
         review_workspace_options(w, &o);
         o.in_memory = mode == MODE_MBOX || mode == MODE_DISCARD;
         if (tty)
-                o.progress = progress_tty;
+                o.progress = cli_progress_tty;
         k = review_open(&o, &r, &err);
         if (k < 0) {
                 command_fail(&command_export, 1, "%s", err ? err : strerror(-k));

@@ -11,11 +11,13 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
+#include <sodium.h>
 #include <time.h>
 
 #include "command.h"
 #include "config.h"
 #include "journal.h"
+#include "review.h"
 #include "util.h"
 
 /* RFC 3339 ("2026-12-02T16:00:00Z"), a date, "@EPOCH", or a duration ago ("15m"). */
@@ -48,14 +50,48 @@ static int since_parse(const char *s, double *ret)
         return -EINVAL;
 }
 
+/*
+ * The exact bytes of a name: the journal keeps a name that is not UTF-8 as
+ * a lossy string plus KEY_hex; NULL when the record has neither.
+ */
+static char *record_name(const struct journal_record *rec, const char *key)
+{
+        json_t *o = (json_t *)rec->json;
+        char hkey[32];
+        const char *hex, *s;
+        size_t len = 0;
+        char *bin;
+
+        snprintf(hkey, sizeof(hkey), "%s_hex", key);
+        hex = json_string_value(json_object_get(o, hkey));
+        if (hex && (bin = malloc(strlen(hex) / 2 + 1))) {
+                if (sodium_hex2bin((unsigned char *)bin, strlen(hex) / 2, hex, strlen(hex), NULL,
+                                   &len, NULL) == 0 &&
+                    !memchr(bin, 0, len)) {
+                        bin[len] = 0;
+                        return bin;
+                }
+                free(bin);
+        }
+        s = json_string_value(json_object_get(o, key));
+        return s ? strdup(s) : NULL;
+}
+
+/* Agent-chosen strings (paths, link targets, xattr and command names) are quoted as git
+ * quotes paths. */
 static void record_print(const struct journal_record *rec)
 {
         json_t *o = (json_t *)rec->json;
         json_t *v;
 
-        printf("%s %-9s %s", rec->time_str, rec->op, rec->path);
-        if (rec->path2)
-                printf(" -> %s", rec->path2);
+        _cleanup_free_ char *path = record_name(rec, "path"), *path2 = record_name(rec, "path2");
+
+        printf("%s %-9s ", rec->time_str, rec->op);
+        review_path_print(stdout, path ? path : rec->path);
+        if (rec->path2) {
+                fputs(" -> ", stdout);
+                review_path_print(stdout, path2 ? path2 : rec->path2);
+        }
         if ((v = json_object_get(o, "length")) && json_is_integer(v)) {
                 printf(" [%" JSON_INTEGER_FORMAT "+%" JSON_INTEGER_FORMAT,
                        json_integer_value(json_object_get(o, "offset")), json_integer_value(v));
@@ -68,23 +104,32 @@ static void record_print(const struct journal_record *rec)
                 printf(" size %" JSON_INTEGER_FORMAT, json_integer_value(v));
         if ((v = json_object_get(o, "mode")) && json_is_integer(v))
                 printf(" mode %04llo", (unsigned long long)json_integer_value(v) & 07777);
-        if ((v = json_object_get(o, "name")) && json_is_string(v))
-                printf(" %s", json_string_value(v));
-        printf("  (%s[%" PRId64 "] uid %" PRId64 ")", rec->comm ? rec->comm : "?", rec->pid,
-               rec->uid);
+        if ((v = json_object_get(o, "name")) && json_is_string(v)) {
+                _cleanup_free_ char *name = record_name(rec, "name");
+                putchar(' ');
+                review_path_print(stdout, name ? name : json_string_value(v));
+        }
+        fputs("  (", stdout);
+        review_path_print(stdout, rec->comm ? rec->comm : "?");
+        printf("[%" PRId64 "] uid %" PRId64 ")", rec->pid, rec->uid);
         if (rec->result < 0) {
                 v = json_object_get(o, "error");
-                printf(" failed: %s", json_is_string(v) ? json_string_value(v) : "error");
+                fputs(" failed: ", stdout);
+                review_path_print(stdout, json_is_string(v) ? json_string_value(v) : "error");
         }
         putchar('\n');
 }
 
 static bool record_matches(const struct journal_record *rec, const char *glob)
 {
+        _cleanup_free_ char *path = NULL, *path2 = NULL;
+
         if (!glob)
                 return true;
-        return fnmatch(glob, rec->path, 0) == 0 ||
-               (rec->path2 && fnmatch(glob, rec->path2, 0) == 0);
+        path = record_name(rec, "path");
+        path2 = record_name(rec, "path2");
+        return fnmatch(glob, path ? path : rec->path, 0) == 0 ||
+               (rec->path2 && fnmatch(glob, path2 ? path2 : rec->path2, 0) == 0);
 }
 
 static int log_run(int argc, char **argv)

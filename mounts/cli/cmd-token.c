@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "broker.h"
 #include "client.h"
@@ -212,8 +213,10 @@ static int token_issue(struct args *a)
         if (a->json) {
                 json_object_del(resp, "ok");
                 char *s = json_dumps(resp, JSON_INDENT(2) | JSON_SORT_KEYS);
-                if (s)
+                if (s) {
                         printf("%s\n", s);
+                        sodium_memzero(s, strlen(s)); /* it holds the token */
+                }
                 free(s);
         } else {
                 printf("%s\n", json_string_value(json_object_get(resp, "token")));
@@ -222,25 +225,67 @@ static int token_issue(struct args *a)
         return fflush(stdout) == 0 ? 0 : 1;
 }
 
-/* Read a token from stdin when the argument is "-" (keeps it out of argv). */
+static void token_freep(char **p)
+{
+        sodium_free(*p); /* wipes; NULL is a no-op */
+}
+#define _cleanup_token_ __attribute__((cleanup(token_freep)))
+
+/*
+ * The token, in sodium_malloc'd memory that every exit path wipes; read
+ * from stdin when the argument is "-" (keeps it out of argv). stdin is read
+ * with read(2), not stdio, so no copy stays behind in a FILE buffer.
+ */
 static int token_arg(const char *arg, char **ret)
 {
-        char buf[BROKER_PASETO_MAX_TOKEN + 2];
-        size_t n;
+        char *buf = sodium_malloc(BROKER_PASETO_MAX_TOKEN + 2);
+        size_t n = 0;
 
-        if (!streq(arg, "-"))
-                return (*ret = strdup(arg)) ? 0 : -ENOMEM;
-        n = fread(buf, 1, sizeof(buf) - 1, stdin);
+        if (!buf)
+                return -ENOMEM;
+        if (!streq(arg, "-")) {
+                n = strlen(arg);
+                if (n > BROKER_PASETO_MAX_TOKEN) {
+                        sodium_free(buf);
+                        return -E2BIG;
+                }
+                memcpy(buf, arg, n);
+        } else {
+                while (n < BROKER_PASETO_MAX_TOKEN + 1) {
+                        ssize_t k = read(STDIN_FILENO, buf + n, BROKER_PASETO_MAX_TOKEN + 1 - n);
+                        if (k < 0 && errno == EINTR)
+                                continue;
+                        if (k < 0) {
+                                int r = negative_errno();
+                                sodium_free(buf);
+                                return r;
+                        }
+                        if (k == 0)
+                                break;
+                        n += (size_t)k;
+                }
+                buf[n] = '\0';
+                n = strcspn(buf, "\r\n");
+                if (n > BROKER_PASETO_MAX_TOKEN) {
+                        sodium_free(buf);
+                        return -E2BIG;
+                }
+        }
         buf[n] = '\0';
-        buf[strcspn(buf, "\r\n")] = '\0';
-        *ret = strdup(buf);
-        sodium_memzero(buf, sizeof(buf));
-        return *ret ? 0 : -ENOMEM;
+        *ret = buf;
+        return 0;
+}
+
+static int token_arg_fail(int r)
+{
+        return r == -E2BIG ? FAIL(3, "token longer than %d bytes", BROKER_PASETO_MAX_TOKEN)
+                           : FAIL(1, "cannot read the token: %s", strerror(-r));
 }
 
 static int token_verify(struct args *a)
 {
-        _cleanup_free_ char *error = NULL, *token = NULL, *ws_owned = NULL, *path = NULL;
+        _cleanup_free_ char *error = NULL, *ws_owned = NULL, *path = NULL;
+        _cleanup_token_ char *token = NULL;
         char reason[256];
         struct broker_verify_opts o = {.audience = a->aud, .scope = a->scope, .skew = a->skew};
         struct broker_claims claims = {0};
@@ -251,8 +296,9 @@ static int token_verify(struct args *a)
                 return FAIL(EXIT_USAGE, "usage: cloister token verify TOKEN|- [--aud A] "
                                         "[--scope S] [--keys FILE --workspace NAME | --config "
                                         "CONFIG | --socket PATH]");
-        if (token_arg(a->argv[0], &token) < 0)
-                return FAIL(1, "out of memory");
+        r = token_arg(a->argv[0], &token);
+        if (r < 0)
+                return token_arg_fail(r);
         if (a->keys) {
                 if (!a->workspace)
                         return FAIL(EXIT_USAGE, "--keys needs --workspace (tokens are bound to "
@@ -302,7 +348,6 @@ static int token_verify(struct args *a)
         o.now = a->have_now ? a->now : (int64_t)time(NULL);
         r = broker_token_verify(kr, token, &o, &claims, reason, sizeof(reason));
         broker_keyring_free(kr);
-        sodium_memzero(token, strlen(token));
         if (r < 0)
                 return FAIL(1, "%s", strerror(-r));
         if (a->json) {
@@ -358,7 +403,8 @@ static int token_revoke(struct args *a)
 
 static int token_introspect(struct args *a)
 {
-        _cleanup_free_ char *path = NULL, *token = NULL;
+        _cleanup_free_ char *path = NULL;
+        _cleanup_token_ char *token = NULL;
         json_t *resp = NULL;
         char *s;
         int r;
@@ -369,10 +415,10 @@ static int token_introspect(struct args *a)
         r = socket_pick(a, true, &path);
         if (r)
                 return r;
-        if (token_arg(a->argv[0], &token) < 0)
-                return FAIL(1, "out of memory");
+        r = token_arg(a->argv[0], &token);
+        if (r < 0)
+                return token_arg_fail(r);
         r = call(path, json_pack("{s:s, s:s}", "op", "introspect", "token", token), &resp);
-        sodium_memzero(token, strlen(token));
         if (r)
                 return r;
         json_object_del(resp, "ok");
@@ -399,6 +445,9 @@ static int token_run(int argc, char **argv)
         }
         if (sodium_init() < 0)
                 return FAIL(1, "libsodium failed to initialize");
+        /* Tokens pass through this process: keep them out of core dumps, or refuse. */
+        if (broker_harden_process() < 0)
+                return FAIL(1, "cannot disable core dumps: %m");
         broker_json_wipe_on_free(); /* responses carry tokens */
         r = args_parse(argc - 1, argv + 1, &a);
         if (r)

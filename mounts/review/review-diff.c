@@ -9,6 +9,7 @@
  * that `git apply` on a clone at the base reproduces the workspace exactly.
  */
 #include <fcntl.h>
+#include <inttypes.h>
 
 #include "journal.h"
 #include "review-private.h"
@@ -59,14 +60,23 @@ static int line_print(const git_diff_delta *delta, const git_diff_hunk *hunk,
         return 0;
 }
 
-/* A path as git prints it with core.quotePath on: C-quoted if it holds odd bytes. */
-static void path_print(FILE *out, const char *p)
+static bool path_is_plain(const char *p)
 {
-        bool plain = true;
+        for (const unsigned char *c = (const unsigned char *)p; *c; c++)
+                if (*c < 0x20 || *c >= 0x7f || *c == '"' || *c == '\\')
+                        return false;
+        return true;
+}
 
-        for (const unsigned char *c = (const unsigned char *)p; *c && plain; c++)
-                plain = *c >= 0x20 && *c < 0x7f && *c != '"' && *c != '\\';
-        if (plain) {
+/*
+ * A path as git prints it with core.quotePath on: C-quoted if it holds odd
+ * bytes. Agent-chosen names go through here before they reach a terminal:
+ * quoted, a newline cannot forge a line and an escape sequence (C0, or C1
+ * such as CSI in UTF-8) cannot drive the terminal.
+ */
+void review_path_print(FILE *out, const char *p)
+{
+        if (path_is_plain(p)) {
                 fputs(p, out);
                 return;
         }
@@ -101,17 +111,94 @@ static int name_status_print(git_diff *diff, FILE *out)
                 char c = git_diff_status_char(d->status);
                 if (d->status == GIT_DELTA_RENAMED || d->status == GIT_DELTA_COPIED) {
                         fprintf(out, "%c%03u\t", c, (unsigned)d->similarity);
-                        path_print(out, d->old_file.path);
+                        review_path_print(out, d->old_file.path);
                         fputc('\t', out);
-                        path_print(out, d->new_file.path);
+                        review_path_print(out, d->new_file.path);
                 } else {
                         fprintf(out, "%c\t", c);
-                        path_print(out, d->status == GIT_DELTA_DELETED ? d->old_file.path
-                                                                       : d->new_file.path);
+                        review_path_print(out, d->status == GIT_DELTA_DELETED ? d->old_file.path
+                                                                              : d->new_file.path);
                 }
                 if (fputc('\n', out) == EOF)
                         return -1;
         }
+        return 0;
+}
+
+static bool stat_names_plain(git_diff *diff)
+{
+        size_t n = git_diff_num_deltas(diff);
+
+        for (size_t i = 0; i < n; i++) {
+                const git_diff_delta *d = git_diff_get_delta(diff, i);
+                if (!path_is_plain(d->old_file.path) || !path_is_plain(d->new_file.path))
+                        return false;
+        }
+        return true;
+}
+
+/*
+ * git diff --stat for names libgit2 would print raw (its stats formatter
+ * does not quote, and a name is the agent's): the same columns, each name
+ * quoted as git quotes it, the bars scaled to at most STAT_BAR characters.
+ */
+#define STAT_BAR 40
+static int stat_print(git_diff *diff, FILE *out)
+{
+        size_t n = git_diff_num_deltas(diff), total_add = 0, total_del = 0, most = 0;
+        _cleanup_free_ size_t *adds = calloc(n + 1, sizeof(size_t)),
+                              *dels = calloc(n + 1, sizeof(size_t));
+        int g;
+
+        if (!adds || !dels)
+                return GIT_ERROR;
+        for (size_t i = 0; i < n; i++) {
+                git_patch *patch = NULL;
+                g = git_patch_from_diff(&patch, diff, i);
+                if (g == 0 && patch)
+                        g = git_patch_line_stats(NULL, &adds[i], &dels[i], patch);
+                git_patch_free(patch);
+                if (g < 0)
+                        return g;
+                total_add += adds[i];
+                total_del += dels[i];
+                most = MAX(most, adds[i] + dels[i]);
+        }
+        for (size_t i = 0; i < n; i++) {
+                const git_diff_delta *d = git_diff_get_delta(diff, i);
+                size_t a = adds[i], r = dels[i];
+
+                fputc(' ', out);
+                if (d->status == GIT_DELTA_RENAMED || d->status == GIT_DELTA_COPIED) {
+                        review_path_print(out, d->old_file.path);
+                        fputs(" => ", out);
+                }
+                review_path_print(out, d->status == GIT_DELTA_DELETED ? d->old_file.path
+                                                                      : d->new_file.path);
+                if (d->flags & GIT_DIFF_FLAG_BINARY) {
+                        fprintf(out, " | Bin %" PRIu64 " -> %" PRIu64 " bytes\n",
+                                (uint64_t)d->old_file.size, (uint64_t)d->new_file.size);
+                        continue;
+                }
+                if (most > STAT_BAR) {
+                        a = (a * STAT_BAR + most - 1) / most;
+                        r = (r * STAT_BAR + most - 1) / most;
+                }
+                fprintf(out, " | %zu ", adds[i] + dels[i]);
+                for (size_t k = 0; k < a; k++)
+                        fputc('+', out);
+                for (size_t k = 0; k < r; k++)
+                        fputc('-', out);
+                fputc('\n', out);
+        }
+        /* As git words it: a zero count is left out unless both are zero. */
+        fprintf(out, " %zu file%s changed", n, n == 1 ? "" : "s");
+        if (total_add || !total_del)
+                fprintf(out, ", %zu insertion%s(+)", total_add, total_add == 1 ? "" : "s");
+        if (total_del || !total_add)
+                fprintf(out, ", %zu deletion%s(-)", total_del, total_del == 1 ? "" : "s");
+        if (fputc('\n', out) == EOF)
+                return -1;
         return 0;
 }
 
@@ -133,6 +220,11 @@ int review_print(review *r, enum review_format fmt, FILE *out)
         case REVIEW_STAT: {
                 git_diff_stats *stats = NULL;
                 git_buf buf = GIT_BUF_INIT;
+                if (!stat_names_plain(diff)) {
+                        /* libgit2 prints names raw here; see stat_print. */
+                        g = stat_print(diff, out);
+                        break;
+                }
                 g = git_diff_get_stats(&stats, diff);
                 if (g == 0 && git_diff_num_deltas(diff) > 0)
                         g = git_diff_stats_to_buf(

@@ -88,4 +88,21 @@ cp "$T/good-policy.ini" "$T/ws1-policy.ini"
 check "audit_never_holds_a_token" sh -c "! grep -q 'v4.public' '$T/ws1/state/broker/audit.jsonl'"
 jti=$(echo "$json" | json_get jti)
 check "audit_holds_the_jti_and_claims_of_each_issue" grep -q '^{"claims":{"aud":"https://git.example.com".*"event":"issue".*"jti":"'"$jti"'"' "$T/ws1/state/broker/audit.jsonl"
+# The token CLI holds tokens in memory: no core dump may keep them.
+mkfifo "$T/hold"
+"$CLOISTER" token verify - --config "$T/ws1.ini" <"$T/hold" >/dev/null 2>&1 &
+vpid=$!
+exec 7>"$T/hold"
+core=""
+for _ in $(seq 50); do
+        core=$(awk '/^Max core file size/ {print $5, $6}' "/proc/$vpid/limits" 2>/dev/null)
+        [ "$core" = "0 0" ] && break
+        sleep 0.1
+done
+exec 7>&-
+wait "$vpid"
+check "token_cli_runs_without_core_dumps" test "$core" = "0 0"
+check_rc "oversized_token_on_stdin_is_refused_not_truncated_exit_3" 3 \
+        sh -c "{ printf v4.public.; head -c 9000 /dev/zero | tr '\\0' A; } | '$CLOISTER' token verify - --config '$T/ws1.ini'"
+grep -q "token longer than 8192 bytes" "$T/err" && ok "oversized_token_says_why" || not_ok "oversized_token_says_why"
 done_testing

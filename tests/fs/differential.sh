@@ -24,6 +24,35 @@ for seed in $seeds; do
         check "trees_still_match_after_remount_seed_$seed" "$FSPROBE" fsdiff "$M/workspace" "$ref" "$seed" 0
         check "unmount_again_seed_$seed" do_unmount "$C"
 done
+# Concurrency: three random-operation streams on three lower subtrees at
+# once, while readers walk the whole mount; each subtree must still match.
+C=$(make_config conc "$T/repo")
+M=$(mnt_of "$C")
+ref="$T/refconc"
+mkdir -p "$ref"
+(cd "$T/repo" && git -c tar.umask=022 archive HEAD | tar -x -C "$ref")
+check mount_for_concurrency do_mount "$C"
+pids=()
+i=0
+for sub in src docs empty-later; do
+        i=$((i + 1))
+        "$FSPROBE" fsdiff "$M/workspace/$sub" "$ref/$sub" $((20 + i)) "$ops" >"$T/conc$i" 2>&1 &
+        pids+=($!)
+done
+( for _ in $(seq 1 40); do find "$M/workspace" -xdev >/dev/null 2>&1; ls -lR "$M" >/dev/null 2>&1; done ) &
+reader=$!
+i=0
+for p in "${pids[@]}"; do
+        i=$((i + 1))
+        wait "$p"
+        rc=$?
+        if [ "$rc" != 0 ]; then sed 's/^/# /' "$T/conc$i" | tail -15; fi
+        ok "$rc" "concurrent_random_ops_match_stream_$i"
+done
+wait "$reader"
+check whole_tree_matches_after_concurrent_streams "$FSPROBE" fsdiff "$M/workspace" "$ref" 1 0
+check unmount_after_concurrency do_unmount "$C"
+
 # The same against a plain-directory lower (a non-git workspace; the home's kind).
 mkdir -p "$T/plainsrc"
 (cd "$T/repo" && git -c tar.umask=022 archive HEAD | tar -x -C "$T/plainsrc")

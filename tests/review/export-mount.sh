@@ -75,7 +75,7 @@ if [ $rc -ne 0 ]; then
         echo "Bail out! cloister mount failed: $mount_out"
         exit 1
 fi
-echo "1..18"
+echo "1..19"
 W=$t/mnt/workspace
 
 # Checksums of every file in the source's .git, HEAD, refs, status.
@@ -168,6 +168,11 @@ check "hidden_home_never_appears_in_the_patch" '! grep -q secret-token "$t/patch
 home=$("$CLOISTER" diff "$t/ws.ini" --home)
 check "hidden_home_changes_listed_with_names_and_sizes" \
         'grep -q "^file  *12  /home/agent/.netrc$" <<<"$home" && grep -q "/home/agent/.netrc" "$t/diff2.err"'
+printf 'x' >"$t/mnt/home/agent/$(printf 'a\033]0;owned\007\nfile    1  forged')" 2>/dev/null
+home=$("$CLOISTER" diff "$t/ws.ini" --home)
+check "home_names_cannot_forge_lines_or_send_terminal_escapes" \
+        '[ $(wc -l <<<"$home") -eq 2 ] && ! LC_ALL=C grep -q "$(printf "\033")" <<<"$home" && grep -qF "\"/home/agent/a\\033]0;owned\\007\\nfile    1  forged\"" <<<"$home"'
+rm -f "$t/mnt/home/agent/$(printf 'a\033]0;owned\007\nfile    1  forged')"
 
 "$CLOISTER" export "$t/ws.ini" --commit --message "Agent work" --author "A U Thor <a@u.th>" >"$t/commit.out"
 check "export_commit_prints_the_ref" '[ $st -eq 0 ] && grep -q "^refs/cloister/rt [0-9a-f]\{40\}$" "$t/commit.out"'

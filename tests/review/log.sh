@@ -20,7 +20,7 @@ ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
 # st: the exit status of the command just before the check.
 check() { st=$?; if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
-echo "1..8"
+echo "1..10"
 
 out=$("$CLOISTER" log "$t/ws.ini" 2>&1)
 check "missing_journal_prints_nothing_and_succeeds" '[ $st -eq 0 ] && [ -z "$out" ]'
@@ -51,3 +51,19 @@ check "cut_short_last_line_is_reported_not_fatal" \
 check "bad_since_is_a_usage_error" '[ $st -eq 2 ] && grep -q -- "--since" "$t/err"'
 "$CLOISTER" log "$t/nope.ini" >/dev/null 2>"$t/err"
 check "missing_config_is_a_usage_error" '[ $st -eq 2 ] && [ $(wc -l <"$t/err") -eq 1 ]'
+
+# The agent names files, link targets and itself: none of it may forge a
+# line of the log or reach the reviewer's terminal as an escape sequence.
+cat >"$t/state/journal.jsonl" <<'J'
+{"time":"2026-01-01T10:00:00.000000Z","op":"create","path":"/workspace/a\n2026-01-01T10:00:01.000000Z unlink    /workspace/forged","mode":33188,"result":0,"pid":7,"uid":1000,"gid":1000,"comm":"x\u001b]0;owned\u0007"}
+{"time":"2026-01-01T10:00:02.000000Z","op":"symlink","path":"/workspace/l","path2":"\u001b[2J\u009b31m\u202eevil","result":0,"pid":7,"uid":1000,"gid":1000,"comm":"ln"}
+J
+out=$("$CLOISTER" log "$t/ws.ini")
+check "agent_names_cannot_forge_lines_or_send_terminal_escapes" \
+        '[ $(wc -l <<<"$out") -eq 2 ] && ! LC_ALL=C grep -q "$(printf "\033")" <<<"$out" && ! LC_ALL=C grep -q "$(printf "\302\233")" <<<"$out" && grep -qF "\"/workspace/a\\n2026-01-01T10:00:01.000000Z unlink    /workspace/forged\"" <<<"$out" && grep -qF -e "-> \"\\033[2J\\302\\233""31m\\342\\200\\256evil\"" <<<"$out"'
+cat >"$t/state/journal.jsonl" <<'J'
+{"time":"2026-01-01T10:00:00.000000Z","op":"create","path":"/workspace/??","path_hex":"2f776f726b73706163652ffffe","mode":33188,"result":0,"pid":7,"uid":1000,"gid":1000,"comm":"sh"}
+J
+out=$("$CLOISTER" log "$t/ws.ini")
+check "non_utf8_names_are_printed_as_their_exact_bytes_escaped" \
+        'grep -qF "create    \"/workspace/\\377\\376\"" <<<"$out"'

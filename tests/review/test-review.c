@@ -570,6 +570,21 @@ START_TEST(stat_and_name_status_agree_with_git)
 }
 END_TEST
 
+START_TEST(stat_quotes_names_that_could_forge_lines_or_drive_a_terminal)
+{
+        fx_write_str("e\033]0;owned\007x", "x\n");
+        fx_write_str("nl\n 9 files changed", "y\n");
+        print_to(false, REVIEW_STAT, "stat");
+        /* One line per file plus the summary; no ESC byte; names as git quotes them. */
+        ck_assert_int_eq(fx_sh("[ $(wc -l < stat) -eq 3 ] && ! grep -q \"$(printf '\\033')\" stat"),
+                         0);
+        ck_assert_int_eq(fx_sh("grep -qxF ' \"e\\033]0;owned\\007x\" | 1 +' stat && "
+                               "grep -qxF ' \"nl\\n 9 files changed\" | 1 +' stat && "
+                               "grep -qxF ' 2 files changed, 2 insertions(+)' stat"),
+                         0);
+}
+END_TEST
+
 /* Discard must leave the view equal to a clean checkout of the base. */
 static void discard_and_compare(void)
 {
@@ -689,6 +704,7 @@ int main(void)
         tcase_add_test(tc, agent_commit_planting_a_dot_git_path_is_refused);
         tcase_add_test(tc, symlinked_directory_in_the_changes_list_is_not_followed);
         tcase_add_test(tc, home_changes_are_listed_with_sizes_and_kept_out_of_the_patch);
+        tcase_add_test(tc, stat_quotes_names_that_could_forge_lines_or_drive_a_terminal);
         tcase_add_test(tc, stat_and_name_status_agree_with_git);
         tcase_add_test(tc, discard_resets_corner_cases_to_the_base);
         tcase_add_loop_test(tc, discard_resets_randomized_edits_to_the_base, 0, 4);
