@@ -216,7 +216,12 @@ void ops_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         node_ref(ws, n);
         fi->fh = (uint64_t)(uintptr_t)h;
         fi->keep_cache = 1;
-        fi->cache_readdir = n->kind != NODE_MIRROR;
+        /*
+         * The kernel's readdir cache only for dirs that never change: with it on
+         * copy-on-write dirs, the concurrency test (random streams plus
+         * readers) saw listings that missed entries made meanwhile.
+         */
+        fi->cache_readdir = n->kind == NODE_SYNTH;
         fuse_reply_open(req, fi);
 }
 

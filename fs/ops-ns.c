@@ -134,6 +134,16 @@ static int prepare_new(struct fs_workspace *ws, struct node *p, const char *name
         return r;
 }
 
+/* Failed attempts are journaled too, with their errno: a reviewer sees what was tried. */
+static void journal_failure(struct fs_workspace *ws, fuse_req_t req, enum journal_op op,
+                            struct node *p, const char *name, const char *path2, int r)
+{
+        if (r < 0 && p->kind == NODE_COW)
+                (void)ops_journal(
+                        ws, req, op, p, name,
+                        &(struct journal_entry){.path2 = path2, .result = r, .uid = -1, .gid = -1});
+}
+
 static void own(int dfd, const char *en, fuse_req_t req)
 {
         const struct fuse_ctx *c = fuse_req_ctx(req);
@@ -151,6 +161,9 @@ void ops_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
 
         /* No device nodes, ever: the daemon has host privileges. */
         if (!S_ISFIFO(mode) && !S_ISREG(mode) && !S_ISSOCK(mode)) {
+                pthread_rwlock_rdlock(&ws->ns_lock);
+                journal_failure(ws, req, JOURNAL_MKNOD, p, name, NULL, -EPERM);
+                pthread_rwlock_unlock(&ws->ns_lock);
                 fuse_reply_err(req, p->kind == NODE_COW ? EPERM : EROFS);
                 return;
         }
@@ -169,6 +182,7 @@ void ops_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                                                         .mode = mode, .uid = -1, .gid = -1});
                 }
         }
+        journal_failure(ws, req, JOURNAL_MKNOD, p, name, NULL, r);
         pthread_rwlock_unlock(&ws->ns_lock);
         reply_entry(req, ws, n, r);
 }
@@ -195,6 +209,7 @@ void ops_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
                                                         .mode = mode, .uid = -1, .gid = -1});
                 }
         }
+        journal_failure(ws, req, JOURNAL_MKDIR, p, name, NULL, r);
         pthread_rwlock_unlock(&ws->ns_lock);
         reply_entry(req, ws, n, r);
 }
@@ -226,6 +241,7 @@ void ops_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char
                                                         .path2 = link, .uid = -1, .gid = -1});
                 }
         }
+        journal_failure(ws, req, JOURNAL_SYMLINK, p, name, link, r);
         pthread_rwlock_unlock(&ws->ns_lock);
         reply_entry(req, ws, n, r);
 }
@@ -367,6 +383,8 @@ static void do_remove(fuse_req_t req, fuse_ino_t parent, const char *name, bool 
                 r = remove_entry(ws, p, name, en, c);
         if (r == 0)
                 r = ops_journal(ws, req, dir ? JOURNAL_RMDIR : JOURNAL_UNLINK, p, name, NULL);
+        else
+                journal_failure(ws, req, dir ? JOURNAL_RMDIR : JOURNAL_UNLINK, p, name, NULL, r);
 out:
         pthread_rwlock_unlock(&ws->ns_lock);
         if (c)
@@ -553,6 +571,13 @@ void ops_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
         int r;
         pthread_rwlock_wrlock(&ws->ns_lock);
         r = do_rename(ws, req, ino_node(ws, parent), name, ino_node(ws, newparent), newname, flags);
+        if (r < 0 && r != -ENOENT) {
+                struct node *np = ino_node(ws, newparent);
+                _cleanup_free_ char *dir = np->kind == NODE_COW ? node_path(np) : NULL, *to = NULL;
+                if (dir && asprintf(&to, "%s/%s", dir, newname) < 0)
+                        to = NULL;
+                journal_failure(ws, req, JOURNAL_RENAME, ino_node(ws, parent), name, to, r);
+        }
         pthread_rwlock_unlock(&ws->ns_lock);
         fuse_reply_err(req, -r);
 }

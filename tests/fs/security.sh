@@ -43,6 +43,7 @@ expect_errno reserved_prefix_name_too_long_after_escape ENAMETOOLONG "$P" mkdir 
 expect_errno char_device_cannot_be_made EPERM "$P" mknod "$W/null" chr
 expect_errno block_device_cannot_be_made EPERM "$P" mknod "$W/sda" blk
 check fifo_can_be_made "$P" mknod "$W/fifo" fifo
+check refused_device_node_is_journaled grep -q '"op":"mknod","path":"/workspace/null",.*"result":-1' "$(state_of "$C")/journal.jsonl"
 check fifo_is_a_fifo test -p "$W/fifo"
 cp /bin/true "$W/suid"
 chmod 4755 "$W/suid"
