@@ -146,6 +146,8 @@ static int line_write(journal *j, json_t *o)
         if (!s)
                 return -ENOMEM;
         n = strlen(s);
+        if (n > JOURNAL_LINE_MAX)
+                return -ENAMETOOLONG; /* the reader would skip it as damage */
         buf = malloc(n + 2);
         if (!buf)
                 return -ENOMEM;

@@ -77,8 +77,15 @@ const char *journal_op_to_string(enum journal_op op);
 #define JOURNAL_COALESCE_MS 200
 /* Pending coalesced writes kept at once (distinct files being written). */
 #define JOURNAL_COALESCE_SLOTS 16
-/* A line longer than this is rejected by the reader as corrupt. */
-#define JOURNAL_LINE_MAX (64 * 1024)
+/*
+ * The longest line. The writer refuses to write a longer one (the operation
+ * then fails: nothing unrecorded happens) and the reader takes a longer one
+ * for damage. The longest entry the agent can cause is a symlink or rename
+ * with two names near PATH_MAX, each byte escaped six-fold by JSON
+ * ("\u0001") and, if the name is not UTF-8, stored again in hex: 2 x 4096
+ * x 8 bytes, plus an xattr name and fixed fields, under 72 KiB.
+ */
+#define JOURNAL_LINE_MAX (128 * 1024)
 
 /*
  * Reading the journal, for `cloister log`. Lines are JSON objects:

@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -320,6 +321,43 @@ START_TEST(non_utf8_names_are_kept_in_hex)
 }
 END_TEST
 
+/*
+ * The longest entry an agent can cause: a symlink whose path and target are
+ * both near PATH_MAX, made of bytes JSON escapes six-fold, plus one byte
+ * that is not UTF-8 so that each is stored again in hex. The reader must
+ * not take it for damage, or the operation would vanish from the log.
+ */
+START_TEST(longest_possible_entry_is_read_back_not_skipped_as_damage)
+{
+        journal *j = NULL;
+        struct journal_caller who = me();
+        json_t *last = NULL;
+        unsigned corrupt = 99;
+        char path[PATH_MAX], target[PATH_MAX];
+
+        strcpy(path, "/workspace/");
+        for (size_t i = strlen(path); i < PATH_MAX - 1; i++)
+                path[i] = i % 256 == 0 ? '/' : '\x01';
+        path[PATH_MAX - 1] = 0;
+        path[20] = '\xff';
+        memset(target, '\x01', PATH_MAX - 1);
+        target[PATH_MAX - 1] = 0;
+        target[7] = '\xfe';
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", &j), 0);
+        ck_assert_int_eq(journal_append(j, &who,
+                                        &(struct journal_entry){.op = JOURNAL_SYMLINK,
+                                                                .path = path,
+                                                                .path2 = target}),
+                         0);
+        journal_free(j);
+        ck_assert_uint_eq(read_all(NULL, NULL, &last, &corrupt, NULL), 1);
+        ck_assert_uint_eq(corrupt, 0);
+        ck_assert_uint_eq(strlen(json_string_value(json_object_get(last, "path2_hex"))),
+                          2 * (PATH_MAX - 1));
+        json_decref(last);
+}
+END_TEST
+
 START_TEST(sigkill_mid_appends_leaves_a_readable_journal)
 {
         pid_t pid = fork();
@@ -388,6 +426,7 @@ int main(void)
         tcase_add_test(tc, cut_short_last_line_is_reported_and_the_rest_read);
         tcase_add_test(tc, garbage_line_in_the_middle_is_skipped_and_counted);
         tcase_add_test(tc, non_utf8_names_are_kept_in_hex);
+        tcase_add_test(tc, longest_possible_entry_is_read_back_not_skipped_as_damage);
         tcase_add_test(tc, sigkill_mid_appends_leaves_a_readable_journal);
         tcase_add_test(tc, time_parse_accepts_what_the_writer_writes_only);
         suite_add_tcase(s, tc);
