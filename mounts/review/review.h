@@ -22,11 +22,16 @@
 #include <stdio.h>
 
 /* Limits on what the agent controls. */
-#define REVIEW_MAX_FILE_SIZE    (512ull * 1024 * 1024)      /* one file's bytes */
-#define REVIEW_MAX_TOTAL_SIZE   (4ull * 1024 * 1024 * 1024) /* all new blobs together */
-#define REVIEW_MAX_FILES        1000000u /* entries walked or listed in the changes */
-#define REVIEW_MAX_DEPTH        256u     /* directory nesting when walking */
-#define REVIEW_MAX_CHANGES_LINE 8192u    /* one line of .cloister/changes */
+#define REVIEW_MAX_FILE_SIZE  (512ull * 1024 * 1024)      /* one file's bytes */
+#define REVIEW_MAX_TOTAL_SIZE (4ull * 1024 * 1024 * 1024) /* all new blobs together */
+#define REVIEW_MAX_FILES      1000000u /* entries walked or listed in the changes */
+#define REVIEW_MAX_DEPTH      256u     /* directory nesting when walking */
+/*
+ * One line of .cloister/changes: a path near PATH_MAX whose every byte JSON
+ * escapes six-fold ("\u0001"), plus its hex if it is not UTF-8, is about
+ * 33 KiB. A longer line makes the review read the whole workspace instead.
+ */
+#define REVIEW_MAX_CHANGES_LINE (64u * 1024)
 #define REVIEW_MAX_GITDIR_SIZE                                                                     \
         (1024ull * 1024 * 1024) /* agent's .git objects copied for --commits */
 

@@ -132,6 +132,30 @@ START_TEST(unreadable_changes_list_falls_back_to_walking_the_view)
 }
 END_TEST
 
+START_TEST(long_escaped_path_in_the_changes_list_is_used_not_skipped)
+{
+        review *r;
+
+        /* 2,500 bytes that JSON escapes six-fold: a changes line of about 15 KB. */
+        ck_assert_int_eq(fx_sh("python3 - <<'EOF'\n"
+                               "import os, json\n"
+                               "c = '\\x01' * 250\n"
+                               "p = '/'.join([c] * 10)\n"
+                               "os.makedirs('view/' + os.path.dirname(p))\n"
+                               "open('view/' + p, 'w').write('x\\n')\n"
+                               "open('changes', 'w').write(json.dumps({'path': '/workspace/' + p, "
+                               "'type': 'file', 'opaque': False}) + '\\n')\n"
+                               "EOF"),
+                         0);
+        r = review_new(true, true);
+        ck_assert_msg(review_build(r) == 0, "%s", review_error(r));
+        ck_assert_msg(review_warning(r) == NULL, "%s", review_warning(r));
+        review_free(r);
+        print_to(true, REVIEW_PATCH, "patch");
+        ck_assert_int_eq(fx_apply_and_compare("patch", false), 0);
+}
+END_TEST
+
 START_TEST(odd_names_round_trip_through_git_apply)
 {
         /* git quotes these in patches; the walk takes them as they are. */
@@ -723,6 +747,7 @@ int main(void)
         tcase_add_test(tc, home_changes_are_listed_with_sizes_and_kept_out_of_the_patch);
         tcase_add_test(tc, stat_quotes_names_that_could_forge_lines_or_drive_a_terminal);
         tcase_add_test(tc, discard_with_an_unreadable_changes_list_resets_all_git_sees);
+        tcase_add_test(tc, long_escaped_path_in_the_changes_list_is_used_not_skipped);
         tcase_add_test(tc, stat_and_name_status_agree_with_git);
         tcase_add_test(tc, discard_resets_corner_cases_to_the_base);
         tcase_add_loop_test(tc, discard_resets_randomized_edits_to_the_base, 0, 4);
