@@ -9,6 +9,7 @@
  */
 #include <fcntl.h>
 #include <jansson.h>
+#include <sodium.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -26,6 +27,7 @@ struct journal_reader {
         unsigned corrupt;
         unsigned first_corrupt;
         bool truncated;
+        char *exact[3]; /* decoded path_hex, path2_hex, name_hex of the current record */
 };
 
 int journal_time_parse(const char *s, double *ret)
@@ -89,6 +91,8 @@ void journal_reader_free(journal_reader *r)
                 return;
         json_decref(r->cur);
         free(r->line);
+        for (size_t i = 0; i < ELEMENTSOF(r->exact); i++)
+                free(r->exact[i]);
         fclose(r->f);
         free(r);
 }
@@ -103,6 +107,35 @@ static int64_t int_field(json_t *o, const char *key, int64_t dflt)
 {
         json_t *v = json_object_get(o, key);
         return json_is_integer(v) ? (int64_t)json_integer_value(v) : dflt;
+}
+
+/*
+ * A name as the agent gave it: the writer keeps a name that is not UTF-8 as
+ * a lossy KEY plus its bytes in KEY_hex, and those bytes are what a reader
+ * must act on (lstat it, match it, quote it), never the lossy stand-in.
+ */
+static const char *exact_name(journal_reader *r, json_t *o, const char *key, unsigned slot)
+{
+        const char *hex;
+        char hkey[32];
+        size_t len = 0, hl;
+        char *nb;
+
+        snprintf(hkey, sizeof(hkey), "%s_hex", key);
+        hex = str_field(o, hkey);
+        if (!hex)
+                return str_field(o, key);
+        hl = strlen(hex);
+        nb = realloc(r->exact[slot], hl / 2 + 1);
+        if (!nb)
+                return str_field(o, key);
+        r->exact[slot] = nb;
+        if (hl % 2 != 0 ||
+            sodium_hex2bin((unsigned char *)nb, hl / 2, hex, hl, NULL, &len, NULL) != 0 ||
+            len != hl / 2 || memchr(nb, 0, len))
+                return str_field(o, key); /* not what the writer makes: the lossy form */
+        nb[len] = 0;
+        return nb;
 }
 
 static void corrupt_note(journal_reader *r)
@@ -151,8 +184,9 @@ int journal_reader_next(journal_reader *r, struct journal_record *ret)
                         .time = t,
                         .time_str = str_field(o, "time"),
                         .op = str_field(o, "op"),
-                        .path = str_field(o, "path") ?: "",
-                        .path2 = str_field(o, "path2"),
+                        .path = exact_name(r, o, "path", 0) ?: "",
+                        .path2 = exact_name(r, o, "path2", 1),
+                        .name = exact_name(r, o, "name", 2),
                         .comm = str_field(o, "comm"),
                         .pid = int_field(o, "pid", 0),
                         .uid = int_field(o, "uid", -1),

@@ -106,8 +106,14 @@ struct journal_record {
         double time;      /* seconds since the epoch, from "time" */
         const char *time_str;
         const char *op;
+        /*
+         * Names are the exact bytes the agent used (decoded from path_hex
+         * etc. when they are not UTF-8), so they may be any bytes but NUL:
+         * quote them before printing (review_path_print).
+         */
         const char *path;  /* never NULL ("" if absent) */
         const char *path2; /* NULL if absent */
+        const char *name;  /* setxattr/removexattr: the attribute name; else NULL */
         const char *comm;  /* NULL if the process was gone */
         int64_t pid, uid;
         int64_t result;

@@ -11,7 +11,6 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <sodium.h>
 #include <time.h>
 
 #include "command.h"
@@ -50,33 +49,6 @@ static int since_parse(const char *s, double *ret)
         return -EINVAL;
 }
 
-/*
- * The exact bytes of a name: the journal keeps a name that is not UTF-8 as
- * a lossy string plus KEY_hex; NULL when the record has neither.
- */
-static char *record_name(const struct journal_record *rec, const char *key)
-{
-        json_t *o = (json_t *)rec->json;
-        char hkey[32];
-        const char *hex, *s;
-        size_t len = 0;
-        char *bin;
-
-        snprintf(hkey, sizeof(hkey), "%s_hex", key);
-        hex = json_string_value(json_object_get(o, hkey));
-        if (hex && (bin = malloc(strlen(hex) / 2 + 1))) {
-                if (sodium_hex2bin((unsigned char *)bin, strlen(hex) / 2, hex, strlen(hex), NULL,
-                                   &len, NULL) == 0 &&
-                    !memchr(bin, 0, len)) {
-                        bin[len] = 0;
-                        return bin;
-                }
-                free(bin);
-        }
-        s = json_string_value(json_object_get(o, key));
-        return s ? strdup(s) : NULL;
-}
-
 /* Agent-chosen strings (paths, link targets, xattr and command names) are quoted as git
  * quotes paths. */
 static void record_print(const struct journal_record *rec)
@@ -84,13 +56,11 @@ static void record_print(const struct journal_record *rec)
         json_t *o = (json_t *)rec->json;
         json_t *v;
 
-        _cleanup_free_ char *path = record_name(rec, "path"), *path2 = record_name(rec, "path2");
-
         printf("%s %-9s ", rec->time_str, rec->op);
-        review_path_print(stdout, path ? path : rec->path);
+        review_path_print(stdout, rec->path);
         if (rec->path2) {
                 fputs(" -> ", stdout);
-                review_path_print(stdout, path2 ? path2 : rec->path2);
+                review_path_print(stdout, rec->path2);
         }
         if ((v = json_object_get(o, "length")) && json_is_integer(v)) {
                 printf(" [%" JSON_INTEGER_FORMAT "+%" JSON_INTEGER_FORMAT,
@@ -104,10 +74,9 @@ static void record_print(const struct journal_record *rec)
                 printf(" size %" JSON_INTEGER_FORMAT, json_integer_value(v));
         if ((v = json_object_get(o, "mode")) && json_is_integer(v))
                 printf(" mode %04llo", (unsigned long long)json_integer_value(v) & 07777);
-        if ((v = json_object_get(o, "name")) && json_is_string(v)) {
-                _cleanup_free_ char *name = record_name(rec, "name");
+        if (rec->name) {
                 putchar(' ');
-                review_path_print(stdout, name ? name : json_string_value(v));
+                review_path_print(stdout, rec->name);
         }
         fputs("  (", stdout);
         review_path_print(stdout, rec->comm ? rec->comm : "?");
@@ -122,14 +91,10 @@ static void record_print(const struct journal_record *rec)
 
 static bool record_matches(const struct journal_record *rec, const char *glob)
 {
-        _cleanup_free_ char *path = NULL, *path2 = NULL;
-
         if (!glob)
                 return true;
-        path = record_name(rec, "path");
-        path2 = record_name(rec, "path2");
-        return fnmatch(glob, path ? path : rec->path, 0) == 0 ||
-               (rec->path2 && fnmatch(glob, path2 ? path2 : rec->path2, 0) == 0);
+        return fnmatch(glob, rec->path, 0) == 0 ||
+               (rec->path2 && fnmatch(glob, rec->path2, 0) == 0);
 }
 
 static int log_run(int argc, char **argv)

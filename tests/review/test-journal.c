@@ -358,6 +358,37 @@ START_TEST(longest_possible_entry_is_read_back_not_skipped_as_damage)
 }
 END_TEST
 
+START_TEST(reader_gives_non_utf8_names_as_their_exact_bytes)
+{
+        journal *j = NULL;
+        journal_reader *r = NULL;
+        struct journal_caller who = me();
+        struct journal_record rec;
+
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", &j), 0);
+        ck_assert_int_eq(journal_append(j, &who,
+                                        &(struct journal_entry){.op = JOURNAL_RENAME,
+                                                                .path = "/home/agent/\xff\xfe",
+                                                                .path2 = "/home/agent/b\x80"}),
+                         0);
+        ck_assert_int_eq(journal_append(j, &who,
+                                        &(struct journal_entry){.op = JOURNAL_SETXATTR,
+                                                                .path = "/home/agent/plain",
+                                                                .name = "user.\xc3"}),
+                         0);
+        journal_free(j);
+        ck_assert_int_eq(journal_reader_open(dirfd_, "journal.jsonl", &r), 0);
+        ck_assert_int_eq(journal_reader_next(r, &rec), 1);
+        ck_assert_str_eq(rec.path, "/home/agent/\xff\xfe");
+        ck_assert_str_eq(rec.path2, "/home/agent/b\x80");
+        ck_assert_int_eq(journal_reader_next(r, &rec), 1);
+        ck_assert_str_eq(rec.path, "/home/agent/plain");
+        ck_assert_str_eq(rec.name, "user.\xc3");
+        ck_assert_int_eq(journal_reader_next(r, &rec), 0);
+        journal_reader_free(r);
+}
+END_TEST
+
 START_TEST(sigkill_mid_appends_leaves_a_readable_journal)
 {
         pid_t pid = fork();
@@ -426,6 +457,7 @@ int main(void)
         tcase_add_test(tc, cut_short_last_line_is_reported_and_the_rest_read);
         tcase_add_test(tc, garbage_line_in_the_middle_is_skipped_and_counted);
         tcase_add_test(tc, non_utf8_names_are_kept_in_hex);
+        tcase_add_test(tc, reader_gives_non_utf8_names_as_their_exact_bytes);
         tcase_add_test(tc, longest_possible_entry_is_read_back_not_skipped_as_damage);
         tcase_add_test(tc, sigkill_mid_appends_leaves_a_readable_journal);
         tcase_add_test(tc, time_parse_accepts_what_the_writer_writes_only);

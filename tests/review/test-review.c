@@ -575,6 +575,45 @@ START_TEST(home_changes_are_listed_with_sizes_and_kept_out_of_the_patch)
 }
 END_TEST
 
+START_TEST(home_change_with_a_non_utf8_name_is_listed_by_its_real_name)
+{
+        struct review_home_change *c = NULL;
+        size_t n = 0;
+        review *r;
+        char hv[256], st[256];
+
+        /* The changes list names the repo only: the home paths come from the journal. */
+        ck_assert_int_eq(
+                fx_sh("mkdir -p home state && printf 'secret-token' > home/$(printf '\\377\\376') "
+                      "&& "
+                      "printf '{\"path\":\"/workspace/a.txt\",\"type\":\"file\"}\\n' > changes && "
+                      "printf 'changed\\n' > view/a.txt && "
+                      "printf '%%s\\n' '{\"time\":\"2026-01-01T10:00:00.000000Z\",\"op\":\"create\","
+                      "\"path\":\"/home/agent/??\",\"path_hex\":\"2f686f6d652f6167656e742ffffe\","
+                      "\"result\":0}' > state/journal.jsonl"),
+                0);
+        snprintf(hv, sizeof(hv), "%s/home", fx_dir);
+        snprintf(st, sizeof(st), "%s/state", fx_dir);
+        struct review_options o = {.source = src,
+                                   .rev = "HEAD",
+                                   .view = view,
+                                   .changes = changes,
+                                   .repo_prefix = "/workspace",
+                                   .home_prefix = "/home/agent",
+                                   .home_view = hv,
+                                   .state = st,
+                                   .in_memory = true};
+        ck_assert_int_eq(review_open(&o, &r, NULL), 0);
+        ck_assert_msg(review_home_changes(r, &c, &n) == 0, "%s", review_error(r));
+        ck_assert_uint_eq(n, 1);
+        ck_assert_str_eq(c[0].path, "/home/agent/\xff\xfe");
+        ck_assert_int_eq(c[0].type, 'f'); /* not taken for deleted under a lossy name */
+        ck_assert_uint_eq(c[0].size, 12);
+        review_home_changes_free(c, n);
+        review_free(r);
+}
+END_TEST
+
 START_TEST(stat_and_name_status_agree_with_git)
 {
         char *ours, *theirs;
@@ -748,6 +787,7 @@ int main(void)
         tcase_add_test(tc, stat_quotes_names_that_could_forge_lines_or_drive_a_terminal);
         tcase_add_test(tc, discard_with_an_unreadable_changes_list_resets_all_git_sees);
         tcase_add_test(tc, long_escaped_path_in_the_changes_list_is_used_not_skipped);
+        tcase_add_test(tc, home_change_with_a_non_utf8_name_is_listed_by_its_real_name);
         tcase_add_test(tc, stat_and_name_status_agree_with_git);
         tcase_add_test(tc, discard_resets_corner_cases_to_the_base);
         tcase_add_loop_test(tc, discard_resets_randomized_edits_to_the_base, 0, 4);
