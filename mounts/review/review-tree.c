@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <limits.h>
+#include <sodium.h>
 #include <strings.h>
 
 #include "review-private.h"
@@ -243,6 +244,31 @@ int review_home_path_add(review *r, const char *p)
 }
 
 /*
+ * A change record's path. A name that is not UTF-8 cannot be a JSON string:
+ * like the journal, the record then carries its bytes in "path_hex" (and a
+ * lossy "path"), and the exact bytes are what must be looked at. *buf holds
+ * the decoded copy.
+ */
+static const char *change_path(json_t *o, char **buf)
+{
+        const char *hex = json_string_value(json_object_get(o, "path_hex"));
+        size_t hl, len = 0;
+        char *nb;
+
+        if (!hex)
+                return json_string_value(json_object_get(o, "path"));
+        hl = strlen(hex);
+        if (hl % 2 != 0 || !(nb = realloc(*buf, hl / 2 + 1)))
+                return NULL;
+        *buf = nb;
+        if (sodium_hex2bin((unsigned char *)nb, hl / 2, hex, hl, NULL, &len, NULL) != 0 ||
+            len != hl / 2 || memchr(nb, 0, len))
+                return NULL;
+        nb[len] = 0;
+        return nb;
+}
+
+/*
  * Parse the fs's changes file: repo paths (relative, sorted) with their
  * opaque flag, and hidden-home paths kept in r. A line naming the repo root
  * itself as opaque yields the path "" (walk everything).
@@ -250,7 +276,7 @@ int review_home_path_add(review *r, const char *p)
 int review_changes_load(review *r, struct review_change **ret, size_t *ret_n)
 {
         _cleanup_fclose_ FILE *f = NULL;
-        _cleanup_free_ char *line = NULL;
+        _cleanup_free_ char *line = NULL, *exact = NULL;
         struct review_change *c = NULL;
         size_t n = 0, cap = 0, lcap = 0, lineno = 0;
         int fd, k = 0;
@@ -282,7 +308,7 @@ int review_changes_load(review *r, struct review_change **ret, size_t *ret_n)
                 if (len <= 1)
                         continue;
                 o = json_loadb(line, (size_t)len, 0, NULL);
-                p = json_string_value(json_object_get(o, "path"));
+                p = change_path(o, &exact);
                 if (!p) {
                         k = review_fail(r, -EBADMSG, "%s:%zu: not a change record", r->o.changes,
                                         lineno);

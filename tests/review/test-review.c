@@ -156,6 +156,34 @@ START_TEST(long_escaped_path_in_the_changes_list_is_used_not_skipped)
 }
 END_TEST
 
+START_TEST(non_utf8_name_in_the_changes_list_is_read_from_path_hex)
+{
+        const char *name = "dir/\xff\xfe not utf-8", *abs = "/workspace/dir/\xff\xfe not utf-8";
+        char p[256], hex[256] = "";
+        review *r;
+        FILE *f;
+
+        fx_write_str(name, "x\n");
+        for (size_t i = 0; abs[i]; i++)
+                snprintf(hex + 2 * i, 3, "%02x", (unsigned char)abs[i]);
+        snprintf(p, sizeof(p), "%s/changes", fx_dir);
+        f = fopen(p, "w");
+        ck_assert_ptr_nonnull(f);
+        fprintf(f, "{\"path\":\"/workspace/dir\",\"type\":\"dir\",\"opaque\":false}\n");
+        fprintf(f,
+                "{\"path\":\"/workspace/dir/?? not utf-8\",\"path_hex\":\"%s\","
+                "\"type\":\"file\",\"opaque\":false}\n",
+                hex);
+        fclose(f);
+        r = review_new(true, true);
+        ck_assert_msg(review_build(r) == 0, "%s", review_error(r));
+        ck_assert_msg(review_warning(r) == NULL, "%s", review_warning(r));
+        review_free(r);
+        print_to(true, REVIEW_PATCH, "patch");
+        ck_assert_int_eq(fx_apply_and_compare("patch", false), 0);
+}
+END_TEST
+
 START_TEST(odd_names_round_trip_through_git_apply)
 {
         /* git quotes these in patches; the walk takes them as they are. */
@@ -588,7 +616,8 @@ START_TEST(home_change_with_a_non_utf8_name_is_listed_by_its_real_name)
                       "&& "
                       "printf '{\"path\":\"/workspace/a.txt\",\"type\":\"file\"}\\n' > changes && "
                       "printf 'changed\\n' > view/a.txt && "
-                      "printf '%%s\\n' '{\"time\":\"2026-01-01T10:00:00.000000Z\",\"op\":\"create\","
+                      "printf '%%s\\n' "
+                      "'{\"time\":\"2026-01-01T10:00:00.000000Z\",\"op\":\"create\","
                       "\"path\":\"/home/agent/??\",\"path_hex\":\"2f686f6d652f6167656e742ffffe\","
                       "\"result\":0}' > state/journal.jsonl"),
                 0);
@@ -788,6 +817,7 @@ int main(void)
         tcase_add_test(tc, discard_with_an_unreadable_changes_list_resets_all_git_sees);
         tcase_add_test(tc, long_escaped_path_in_the_changes_list_is_used_not_skipped);
         tcase_add_test(tc, home_change_with_a_non_utf8_name_is_listed_by_its_real_name);
+        tcase_add_test(tc, non_utf8_name_in_the_changes_list_is_read_from_path_hex);
         tcase_add_test(tc, stat_and_name_status_agree_with_git);
         tcase_add_test(tc, discard_resets_corner_cases_to_the_base);
         tcase_add_loop_test(tc, discard_resets_randomized_edits_to_the_base, 0, 4);
