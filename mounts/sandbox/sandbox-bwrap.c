@@ -295,6 +295,44 @@ static int layout_bind(const struct sandbox_options *o, struct strv_builder *b, 
         return 0;
 }
 
+/*
+ * The broker's clients, read-only, at SANDBOX_CLIENT_DIR: this very binary
+ * (`cloister token issue` is the one client an agent needs) and
+ * git-credential-cloister, found beside it (installed) or in the build tree.
+ * They are host binaries the agent may read and run, nothing more: they
+ * reach the broker only through the socket, as the agent could itself.
+ */
+static void clients_bind(struct strv_builder *b)
+{
+        static const char *const helper_rel[] = {"git-credential-cloister",
+                                                 "../../broker/git-credential-cloister"};
+        char exe[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+        if (n <= 0)
+                return;
+        exe[n] = '\0';
+        sandbox_strv_add(b, "--ro-bind");
+        sandbox_strv_add(b, exe);
+        sandbox_strv_add(b, SANDBOX_CLIENT_DIR "/cloister");
+
+        char *slash = strrchr(exe, '/');
+        if (!slash)
+                return;
+        *slash = '\0';
+        for (size_t i = 0; i < ELEMENTSOF(helper_rel); i++) {
+                _cleanup_free_ char *helper = NULL;
+                if (asprintf(&helper, "%s/%s", exe, helper_rel[i]) < 0)
+                        return;
+                if (access(helper, X_OK) == 0) {
+                        sandbox_strv_add(b, "--ro-bind");
+                        sandbox_strv_add(b, helper);
+                        sandbox_strv_add(b, SANDBOX_CLIENT_DIR "/git-credential-cloister");
+                        return;
+                }
+        }
+}
+
 int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds, char ***ret,
                        char **ret_error)
 {
@@ -387,6 +425,7 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
                 sandbox_strv_add(&b, "--ro-bind");
                 sandbox_strv_add(&b, o->broker_socket);
                 sandbox_strv_add(&b, SANDBOX_BROKER_SOCKET);
+                clients_bind(&b);
         }
         /* Everything is in place: freeze the root itself. */
         sandbox_strv_add(&b, "--remount-ro");

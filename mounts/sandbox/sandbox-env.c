@@ -85,7 +85,9 @@ int sandbox_env_build(const struct sandbox_options *o, char *const *host_env, ch
         const char *term;
         int r;
 
-        sandbox_strv_add(&env, "PATH=" SANDBOX_PATH);
+        /* With a broker, its clients are on PATH: `cloister token issue`, git's helper. */
+        sandbox_strv_add(&env, o->broker_socket ? "PATH=" SANDBOX_CLIENT_DIR ":" SANDBOX_PATH
+                                                : "PATH=" SANDBOX_PATH);
         sandbox_strv_addf(&env, "HOME=%s", c->home.path);
         sandbox_strv_addf(&env, "USER=%s", c->run.user);
         sandbox_strv_addf(&env, "LOGNAME=%s", c->run.user);

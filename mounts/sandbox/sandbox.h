@@ -25,6 +25,8 @@ struct config;
 #define SANDBOX_AGENT_GID 1000
 /* Where the broker socket appears inside, and the variable that says so. */
 #define SANDBOX_BROKER_SOCKET "/run/cloister/broker.sock"
+/* Where the broker clients (cloister, git-credential-cloister) appear inside. */
+#define SANDBOX_CLIENT_DIR "/run/cloister/bin"
 /* Seconds between SIGTERM and SIGKILL when the sandbox is stopped. */
 #define SANDBOX_GRACE_SECONDS 5
 /* Largest host file copied into the synthesized /etc (resolv.conf). */

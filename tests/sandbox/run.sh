@@ -139,6 +139,16 @@ policy = $T/ok-policy.ini"
         is sighup_to_run_exits_143 "$?" 143
         gone '^sleep 4141$' && ok sighup_to_run_stops_the_sandbox || not_ok sighup_to_run_stops_the_sandbox running
         gone "cloister broker $CFG" && ok sighup_to_run_stops_the_broker || not_ok sighup_to_run_stops_the_broker running
+
+        # The agent's one client is on its PATH, and talks to the broker.
+        out=$("$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" -- sh -c \
+                'command -v cloister; command -v git-credential-cloister; cloister token issue git' 2>/dev/null)
+        contains broker_client_is_on_the_sandbox_path "$out" "/run/cloister/bin/cloister"
+        contains git_credential_helper_is_on_the_sandbox_path "$out" \
+                "/run/cloister/bin/git-credential-cloister"
+        contains token_issued_inside_the_sandbox_is_v4_public "$out" "v4.public."
+        out=$("$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" -- sh -c 'touch /run/cloister/bin/cloister' 2>&1)
+        is broker_client_is_read_only_inside "$?" 1
 fi
 
 "$CLOISTER" run "${RUN_OPTS[@]}" "$A_CFG" -- sleep 4343 &
