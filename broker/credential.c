@@ -57,14 +57,28 @@ static char *token_jti(const char *token)
         return ret;
 }
 
-/* Read git's key=value lines up to a blank line or EOF; keep host and password. */
+/*
+ * Read git's key=value lines up to a blank line or EOF; keep host and
+ * password. A line longer than ATTR_MAX is skipped whole: read in pieces,
+ * its tail would parse as a line of its own, and a URL path the agent
+ * chose could then smuggle in "host=..." and get another host's token.
+ */
 static int attrs_read(char **ret_host, char **ret_jti)
 {
         char line[ATTR_MAX];
         char *host = NULL;
+        bool skipping = false;
 
         while (fgets(line, sizeof(line), stdin)) {
+                size_t len = strlen(line);
+                bool whole = len > 0 && line[len - 1] == '\n';
                 const char *v;
+
+                if (skipping || (!whole && !feof(stdin))) {
+                        skipping = !whole; /* until the end of the overlong line */
+                        sodium_memzero(line, sizeof(line));
+                        continue;
+                }
                 line[strcspn(line, "\r\n")] = '\0';
                 if (!*line)
                         break;

@@ -49,4 +49,11 @@ printf 'protocol=https\nhost=git.example.com\nusername=x-access-token\npassword=
         git -c credential.helper= -c "credential.helper=$CRED_HELPER" credential reject
 check_rc "git_credential_reject_revokes_the_token" 1 "$CLOISTER" token introspect "$tok"
 check "rejected_token_reads_as_revoked" grep -q '"reason": "revoked"' "$T/out"
+# An overlong attribute (a URL path the agent chose) must not be read as two
+# lines: its tail would set host= and fetch another host's token.
+pad=$(head -c 4090 /dev/zero | tr '\0' A)
+printf 'protocol=https\nhost=evil.example.com\npath=%shost=git.example.com\n\n' "$pad" |
+        "$CRED_HELPER" get >"$T/helper.out" 2>/dev/null
+check "overlong_attribute_cannot_smuggle_a_host" \
+        sh -c "grep -qx 'quit=1' '$T/helper.out' && ! grep -q '^password=' '$T/helper.out'"
 done_testing
