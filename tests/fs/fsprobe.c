@@ -16,9 +16,14 @@
  *   fsprobe fill PATH CHUNK           (appends until a write fails; prints bytes, errno)
  *   fsprobe statfs PATH               (prints bytes and inodes available)
  *   fsprobe fsdiff A B SEED COUNT     (random operations on two trees, compared)
+ *   fsprobe readrace PATH NEW         (threads read one O_DIRECT fd while PATH is rewritten
+ *                                      to NEW through another; prints how many reads failed
+ *                                      and how many were neither the old nor the new data)
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +44,61 @@ static int result(int r)
                 return e;
         }
         printf("OK\n");
+        return 0;
+}
+
+struct race {
+        int fd;
+        const char *old, *new;
+        _Atomic unsigned bad, errors;
+};
+
+/* Each read of the shared handle must see the old content or (a prefix of) the new. */
+static void *race_reader(void *arg)
+{
+        struct race *rc = arg;
+        char buf[4096];
+        for (int i = 0; i < 3000; i++) {
+                ssize_t k = pread(rc->fd, buf, sizeof(buf), 0);
+                if (k < 0)
+                        rc->errors++;
+                bool is_old =
+                        k >= 0 && (size_t)k == strlen(rc->old) && !memcmp(buf, rc->old, (size_t)k);
+                bool is_new =
+                        k >= 0 && (size_t)k <= strlen(rc->new) && !memcmp(buf, rc->new, (size_t)k);
+                if (!is_old && !is_new) {
+                        if (rc->bad++ == 0)
+                                fprintf(stderr, "bad read: %zd [%.*s]\n", k, k > 0 ? (int)k : 0,
+                                        buf);
+                }
+        }
+        return NULL;
+}
+
+static int read_race(const char *path, const char *new)
+{
+        static char old[4096];
+        struct race rc = {.new = new, .old = old};
+        pthread_t t[4];
+        ssize_t k;
+        int w;
+
+        rc.fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+        if (rc.fd < 0)
+                return result(-1);
+        k = pread(rc.fd, old, sizeof(old) - 1, 0);
+        if (k < 0)
+                return result(-1);
+        old[k] = 0;
+        for (int i = 0; i < 4; i++)
+                pthread_create(&t[i], NULL, race_reader, &rc);
+        w = open(path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+        if (w < 0 || write(w, new, strlen(new)) != (ssize_t)strlen(new) || close(w) < 0)
+                rc.bad++;
+        for (int i = 0; i < 4; i++)
+                pthread_join(t[i], NULL);
+        close(rc.fd);
+        printf("errors=%u mixed=%u\n", rc.errors, rc.bad);
         return 0;
 }
 
@@ -196,6 +256,8 @@ int main(int argc, char **argv)
                        (unsigned long long)sv.f_favail);
                 return 0;
         }
+        if (!strcmp(cmd, "readrace") && argc == 4)
+                return read_race(argv[2], argv[3]);
         if (!strcmp(cmd, "fsdiff") && argc == 6)
                 return fsdiff_main(argv[2], argv[3], (unsigned)atoi(argv[4]),
                                    (unsigned)atoi(argv[5]));
