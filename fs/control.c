@@ -5,7 +5,8 @@
  *   workspace  {"name", "revision", "rev", "source", "mounted_at"} as JSON
  *   changes    one JSON line per path present in the repo's upper layer:
  *              {"path":"/workspace/a","type":"file|dir|symlink|fifo|deleted",
- *               "opaque":bool}; "deleted" is a whiteout, "opaque" a dir that
+ *               "opaque":bool} (+ "path_hex", the exact bytes, when the path
+ *              is not UTF-8); "deleted" is a whiteout, "opaque" a dir that
  *              hides or replaces the lower one (new, recreated or renamed),
  *              whose whole subtree must be walked.
  *
@@ -30,10 +31,19 @@ struct out {
 
 static int emit(struct out *o, const char *path, const char *type, bool opaque)
 {
-        json_t *j = json_pack("{s:s,s:s,s:b}", "path", path, "type", type, "opaque", opaque);
+        json_t *j = json_object();
         int r;
         if (!j)
                 return -ENOMEM;
+        /* Names are bytes: a non-UTF-8 path is "path" (lossy) + "path_hex". */
+        r = upper_json_set_name(j, "path", path);
+        if (r == 0 && (json_object_set_new(j, "type", json_string(type)) < 0 ||
+                       json_object_set_new(j, "opaque", json_boolean(opaque)) < 0))
+                r = -ENOMEM;
+        if (r < 0) {
+                json_decref(j);
+                return r;
+        }
         r = json_dumpf(j, o->f, JSON_COMPACT);
         json_decref(j);
         if (r < 0 || fputc('\n', o->f) == EOF)
@@ -67,7 +77,7 @@ static int walk(struct out *o, int dfd, const char *path)
                 return -ELOOP;
         fd = openat(dfd, UPPER_META, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd >= 0) {
-                meta = json_loadfd(fd, 0, NULL);
+                meta = upper_meta_load_fd(fd);
                 close(fd);
         }
         wh = json_object_get(meta, "wh");
@@ -104,8 +114,9 @@ static int walk(struct out *o, int dfd, const char *path)
                         goto out;
                 }
                 rec = json_object_get(c, name);
-                opaque = S_ISDIR(st.st_mode) && (json_is_true(json_object_get(rec, "opaque")) ||
-                                                 json_object_get(rec, "origin"));
+                opaque = S_ISDIR(st.st_mode) &&
+                         (json_is_true(json_object_get(rec, "opaque")) ||
+                          json_object_get(rec, "origin") || json_object_get(rec, "origin_hex"));
                 r = emit(o, p, type_name(st.st_mode), opaque);
                 if (r < 0)
                         goto out;

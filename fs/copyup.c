@@ -252,12 +252,15 @@ static int make_file(struct fs_workspace *ws, struct node *n, enum copyup_how ho
                 r = negative_errno();
                 goto fail;
         }
-        if (how == COPYUP_META)
-                rec = json_pack("{s:I,s:b,s:s}", "ino", (json_int_t)n->ino, "metacopy", 1, "origin",
-                                n->lower.path);
-        else
-                rec = rec_new(n->ino);
-        r = rec ? upper_meta_set_rec(parent, n->name, rec) : -ENOMEM;
+        rec = rec_new(n->ino);
+        r = rec ? 0 : -ENOMEM;
+        if (r == 0 && how == COPYUP_META) {
+                r = json_object_set_new(rec, "metacopy", json_true()) < 0 ? -ENOMEM : 0;
+                if (r == 0)
+                        r = upper_json_set_name(rec, "origin", n->lower.path);
+        }
+        if (r == 0)
+                r = upper_meta_set_rec(parent, n->name, rec);
         json_decref(rec);
         if (r < 0)
                 goto fail;

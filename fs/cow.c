@@ -45,11 +45,12 @@ static int rec_lower(struct fs_workspace *ws, struct node *dir, const char *name
                      struct lent *ret)
 {
         struct lower *l = dir->layer->lower;
-        json_t *origin = json_object_get(rec, "origin");
+        _cleanup_free_ char *origin = NULL;
         if (json_is_true(json_object_get(rec, "opaque")))
                 return -ENOENT;
-        if (json_is_string(origin))
-                return lower_lookup_path(l, json_string_value(origin), ret);
+        origin = upper_json_get_name(rec, "origin");
+        if (origin)
+                return lower_lookup_path(l, origin, ret);
         if (!dir->has_lower)
                 return -ENOENT;
         (void)ws;
@@ -306,7 +307,7 @@ int cow_list(struct fs_workspace *ws, struct node *dir, struct cow_dirent **ret,
                                 type = st.st_mode & S_IFMT;
                         }
                         r = listing_add(&li, name, ino, type);
-                        if (r < 0 || json_object_set_new(li.seen, name, json_true()) < 0) {
+                        if (r < 0 || json_object_set_new_nocheck(li.seen, name, json_true()) < 0) {
                                 r = r < 0 ? r : -ENOMEM;
                                 goto out;
                         }

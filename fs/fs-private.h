@@ -163,6 +163,13 @@ int upper_name_escape(const char *name, char buf[static 256]);
 /* NULL for a marker, else the agent's name (possibly pointing into stored). */
 const char *upper_name_unescape(const char *stored);
 json_t *upper_meta(struct node *dir);
+/* Parse a sidecar (any name bytes restored); NULL if missing or damaged. */
+json_t *upper_meta_load_fd(int fd);
+/* o[key] = value; if value is not UTF-8, o[key] is lossy ('?' for bytes
+ * >= 0x80) and o[key "_hex"] holds its exact bytes in lowercase hex. */
+int upper_json_set_name(json_t *o, const char *key, const char *value);
+/* The exact name set by upper_json_set_name() (malloc'd), NULL if absent. */
+char *upper_json_get_name(json_t *o, const char *key);
 int upper_meta_save(struct node *dir);
 bool upper_meta_whiteout(struct node *dir, const char *name);
 int upper_meta_set_whiteout(struct node *dir, const char *name, bool on);

@@ -55,6 +55,7 @@ static void handle_free(struct fs_workspace *ws, struct handle *h)
                 return;
         safe_close(h->fd);
         safe_close(h->lower_fd);
+        safe_close(h->stale_fd);
         free(h->buf);
         if (h->node)
                 node_unref(ws, h->node);
@@ -172,7 +173,7 @@ void ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
                 fuse_reply_err(req, ENOMEM);
                 return;
         }
-        h->fd = h->lower_fd = -1;
+        h->fd = h->lower_fd = h->stale_fd = -1;
         switch (n->kind) {
         case NODE_CTL:
                 if (acc != O_RDONLY || (fi->flags & O_TRUNC)) {
@@ -239,7 +240,8 @@ void ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode
                         return;
                 }
                 h = calloc(1, sizeof(*h));
-                r = h ? (h->fd = h->lower_fd = -1, open_cow(ws, req, existing, fi->flags, h, fi))
+                r = h ? (h->fd = h->lower_fd = h->stale_fd = -1,
+                         open_cow(ws, req, existing, fi->flags, h, fi))
                       : -ENOMEM;
                 n = existing;
                 goto reply;
@@ -298,7 +300,7 @@ unlock:
         if (r == 0) {
                 h = calloc(1, sizeof(*h));
                 if (h) {
-                        h->lower_fd = -1;
+                        h->lower_fd = h->stale_fd = -1;
                         h->fd = TAKE_FD(fd);
                         h->is_upper = h->writable = true;
                 } else
@@ -332,23 +334,26 @@ reply:
 static void do_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
 {
         struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
+        const char *mem;
+        size_t len;
+        int fd;
 
         if (!h->is_upper && h->node->kind == NODE_COW && h->node->upper && !h->node->metacopy) {
                 /* Opened on the lower data, but the file has been written since
                  * (through another handle): read what it holds now, as ext4 would. */
                 struct fs_workspace *ws = req_ws(req);
-                int fd = -1, r;
+                int ufd = -1, r;
                 pthread_rwlock_rdlock(&ws->ns_lock);
                 pthread_mutex_lock(&h->node->lock);
-                r = h->is_upper ? 0 : upper_open(h->node, O_RDONLY | O_NONBLOCK, &fd);
-                if (r == 0 && fd >= 0) {
-                        safe_close(h->fd);
-                        h->fd = fd;
+                r = h->is_upper ? 0 : upper_open(h->node, O_RDONLY | O_NONBLOCK, &ufd);
+                if (r == 0 && ufd >= 0) {
+                        /* Concurrent reads on this handle may still splice from the
+                         * old fd or reply from buf: both stay until the handle is
+                         * freed (this happens at most once per handle). */
+                        h->stale_fd = h->fd;
+                        h->fd = ufd;
                         h->is_upper = true;
                         h->lazy_lower = false;
-                        free(h->buf);
-                        h->buf = NULL;
-                        h->len = 0;
                 }
                 pthread_mutex_unlock(&h->node->lock);
                 pthread_rwlock_unlock(&ws->ns_lock);
@@ -374,13 +379,20 @@ static void do_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
                         return;
                 }
         }
-        if (h->fd < 0) { /* control files and small blobs: from memory */
-                size_t start = MIN((size_t)off, h->len);
-                fuse_reply_buf(req, h->buf ? h->buf + start : NULL, MIN(size, h->len - start));
+        /* A consistent view of what this read serves from; it stays valid while
+         * the read holds its reference on h (see above). */
+        pthread_mutex_lock(&h->node->lock);
+        fd = h->fd;
+        mem = h->buf;
+        len = h->len;
+        pthread_mutex_unlock(&h->node->lock);
+        if (fd < 0) { /* control files and small blobs: from memory */
+                size_t start = MIN((size_t)off, len);
+                fuse_reply_buf(req, mem ? mem + start : NULL, MIN(size, len - start));
                 return;
         }
         buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-        buf.buf[0].fd = h->fd;
+        buf.buf[0].fd = fd;
         buf.buf[0].pos = off;
         if (h->writable && h->node->metacopy) {
                 /* Opened for writing but not written yet: the data is still the lower's. */

@@ -406,16 +406,22 @@ void ops_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 static json_t *moved_rec(struct node *n)
 {
         json_t *rec = json_pack("{s:I}", "ino", (json_int_t)n->ino);
+        int r = 0;
         if (!rec)
                 return NULL;
         if (S_ISDIR(n->type)) {
                 if (n->has_lower)
-                        json_object_set_new(rec, "origin", json_string(n->lower.path));
+                        r = upper_json_set_name(rec, "origin", n->lower.path);
                 else
-                        json_object_set_new(rec, "opaque", json_true());
+                        r = json_object_set_new(rec, "opaque", json_true());
         } else if (n->metacopy) {
-                json_object_set_new(rec, "metacopy", json_true());
-                json_object_set_new(rec, "origin", json_string(n->lower.path));
+                r = json_object_set_new(rec, "metacopy", json_true());
+                if (r == 0)
+                        r = upper_json_set_name(rec, "origin", n->lower.path);
+        }
+        if (r < 0) {
+                json_decref(rec);
+                return NULL;
         }
         return rec;
 }

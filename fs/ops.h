@@ -13,10 +13,12 @@ struct handle {
         bool writable;    /* an upper fd opened for writing */
         bool is_upper;    /* fd is the node's upper file */
         int lower_fd;     /* reads of a metacopy opened for writing: the lower data */
+        int stale_fd;     /* the lower fd replaced by the upper one, kept for reads in flight */
         bool lazy_lower;  /* lower data not opened yet: done at the first read, so opens served
                              from the page cache cost nothing */
         _Atomic int refs; /* the open file, plus each read replying from buf */
-        char *buf;        /* control files: the content; dirs: unused */
+        char *buf;        /* control files and small blobs: the content, freed only with
+                             the handle (reads reply from it unlocked); dirs: unused */
         size_t len;
         struct cow_dirent *ents; /* dirs: a snapshot taken when a listing starts */
         bool listed;

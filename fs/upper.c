@@ -15,7 +15,12 @@
  *                    "metacopy": true,       data still in the lower
  *                    "opaque": true}}}       dir hides the lower dir
  * replaced atomically (write + rename), so SIGKILL leaves the old or the new
- * one. Trust boundary: all access is through the directory's fd with
+ * one. Names are arbitrary bytes but JSON strings must be UTF-8: on disk a
+ * name that is not UTF-8 moves to "whx" / "cx" (same shape, keyed by the
+ * name's lowercase hex) and an origin that is not UTF-8 is "origin_hex"
+ * (next to a lossy "origin"). In memory "wh" and "c" hold every name
+ * verbatim (jansson's *_nocheck setters). Old sidecars simply lack the hex
+ * sections. Trust boundary: all access is through the directory's fd with
  * single-component names and O_NOFOLLOW.
  */
 #include <dirent.h>
@@ -25,8 +30,163 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "fs-private.h"
 #include "util.h"
+
+/* jansson rejects invalid UTF-8 in json_string(); use that as the check. */
+static bool utf8_ok(const char *s)
+{
+        json_t *t = json_string(s);
+        json_decref(t);
+        return t != NULL;
+}
+
+static char *hex_encode(const char *s)
+{
+        size_t n = strlen(s);
+        char *hex = malloc(2 * n + 1);
+        if (hex)
+                sodium_bin2hex(hex, 2 * n + 1, (const unsigned char *)s, n);
+        return hex;
+}
+
+/* The bytes hex encodes, NUL-terminated; NULL if not a valid name's hex. */
+static char *hex_decode(const char *hex)
+{
+        size_t hl = strlen(hex), len = 0;
+        char *b;
+        if (hl % 2 != 0 || !(b = malloc(hl / 2 + 1)))
+                return NULL;
+        if (sodium_hex2bin((unsigned char *)b, hl / 2, hex, hl, NULL, &len, NULL) != 0 ||
+            len != hl / 2 || memchr(b, 0, len)) {
+                free(b);
+                return NULL;
+        }
+        b[len] = 0;
+        return b;
+}
+
+int upper_json_set_name(json_t *o, const char *key, const char *value)
+{
+        _cleanup_free_ char *lossy = NULL, *hex = NULL;
+        char hkey[64];
+
+        json_object_del(o, key);
+        snprintf(hkey, sizeof(hkey), "%s_hex", key);
+        json_object_del(o, hkey);
+        if (utf8_ok(value))
+                return json_object_set_new(o, key, json_string(value)) < 0 ? -ENOMEM : 0;
+        lossy = strdup(value);
+        hex = hex_encode(value);
+        if (!lossy || !hex)
+                return -ENOMEM;
+        for (char *p = lossy; *p; p++)
+                if ((unsigned char)*p >= 0x80)
+                        *p = '?';
+        if (json_object_set_new(o, key, json_string(lossy)) < 0 ||
+            json_object_set_new(o, hkey, json_string(hex)) < 0)
+                return -ENOMEM;
+        return 0;
+}
+
+char *upper_json_get_name(json_t *o, const char *key)
+{
+        char hkey[64];
+        const char *v;
+
+        snprintf(hkey, sizeof(hkey), "%s_hex", key);
+        v = json_string_value(json_object_get(o, hkey));
+        if (v)
+                return hex_decode(v);
+        v = json_string_value(json_object_get(o, key));
+        return v ? strdup(v) : NULL;
+}
+
+/* The two name-keyed sections and where their non-UTF-8 names go on disk. */
+static const char *const name_sections[][2] = {{"wh", "whx"}, {"c", "cx"}};
+
+/* After loading: fold the hex-keyed sections into the verbatim ones. */
+static int meta_decode(json_t *m)
+{
+        for (size_t i = 0; i < ELEMENTSOF(name_sections); i++) {
+                json_t *hx = json_object_get(m, name_sections[i][1]), *s, *v;
+                const char *k;
+                if (!json_is_object(hx))
+                        continue;
+                s = json_object_get(m, name_sections[i][0]);
+                if (!s) {
+                        s = json_object();
+                        if (!s || json_object_set_new(m, name_sections[i][0], s) < 0)
+                                return -ENOMEM;
+                }
+                json_object_foreach (hx, k, v) {
+                        _cleanup_free_ char *name = hex_decode(k);
+                        if (name && json_object_set_nocheck(s, name, v) < 0)
+                                return -ENOMEM;
+                }
+                json_object_del(m, name_sections[i][1]);
+        }
+        return 0;
+}
+
+/* Split section s of m into out[plain] (UTF-8 names) and out[hx] (hex keys). */
+static int encode_section(json_t *out, json_t *s, const char *plain_key, const char *hex_key)
+{
+        json_t *plain = json_object(), *hx = json_object(), *v;
+        const char *k;
+        int r = -ENOMEM;
+
+        if (!plain || !hx)
+                goto out;
+        json_object_foreach (s, k, v) {
+                _cleanup_free_ char *hk = NULL;
+                if (utf8_ok(k)) {
+                        if (json_object_set(plain, k, v) < 0)
+                                goto out;
+                        continue;
+                }
+                hk = hex_encode(k);
+                if (!hk || json_object_set(hx, hk, v) < 0)
+                        goto out;
+        }
+        if (json_object_set(out, plain_key, plain) < 0)
+                goto out;
+        if (json_object_size(hx) > 0 && json_object_set(out, hex_key, hx) < 0)
+                goto out;
+        r = 0;
+out:
+        json_decref(plain);
+        json_decref(hx);
+        return r;
+}
+
+/* A copy of m that json_dumps() accepts: non-UTF-8 names in hex sections. */
+static json_t *meta_encode(json_t *m)
+{
+        json_t *out = json_copy(m);
+        if (!out)
+                return NULL;
+        for (size_t i = 0; i < ELEMENTSOF(name_sections); i++) {
+                json_t *s = json_object_get(m, name_sections[i][0]);
+                if (s && encode_section(out, s, name_sections[i][0], name_sections[i][1]) < 0) {
+                        json_decref(out);
+                        return NULL;
+                }
+        }
+        return out;
+}
+
+json_t *upper_meta_load_fd(int fd)
+{
+        json_t *m = json_loadfd(fd, 0, NULL);
+        if (m && (!json_is_object(m) || meta_decode(m) < 0)) {
+                json_decref(m);
+                return NULL;
+        }
+        return m;
+}
 
 int upper_name_escape(const char *name, char buf[static 256])
 {
@@ -63,10 +223,8 @@ json_t *upper_meta(struct node *dir)
         if (dir->meta || dir->ufd < 0)
                 goto out;
         fd = openat(dir->ufd, UPPER_META, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd >= 0) {
-                json_error_t err;
-                dir->meta = json_loadfd(fd, 0, &err);
-        }
+        if (fd >= 0)
+                dir->meta = upper_meta_load_fd(fd);
         /* A missing or damaged sidecar reads as empty (a crash before its rename). */
         if (!dir->meta || !json_is_object(dir->meta)) {
                 json_decref(dir->meta);
@@ -105,7 +263,7 @@ static bool meta_empty(json_t *m)
 
 int upper_meta_save(struct node *dir)
 {
-        json_t *m = upper_meta(dir);
+        json_t *m = upper_meta(dir), *enc;
         _cleanup_free_ char *s = NULL;
         _cleanup_close_ int fd = -1;
         const char *tmp = UPPER_PREFIX "meta.tmp";
@@ -118,7 +276,9 @@ int upper_meta_save(struct node *dir)
                         return negative_errno();
                 return 0;
         }
-        s = json_dumps(m, JSON_COMPACT);
+        enc = meta_encode(m);
+        s = enc ? json_dumps(enc, JSON_COMPACT) : NULL;
+        json_decref(enc);
         if (!s)
                 return -ENOMEM;
         fd = openat(dir->ufd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -164,7 +324,7 @@ int upper_meta_set_whiteout(struct node *dir, const char *name, bool on)
                 json_object_del(wh, name);
                 return upper_meta_save(dir);
         }
-        if (!wh || json_object_set_new(wh, name, json_integer(1)) < 0)
+        if (!wh || json_object_set_new_nocheck(wh, name, json_integer(1)) < 0)
                 return -ENOMEM;
         return upper_meta_save(dir);
 }
@@ -187,7 +347,7 @@ int upper_meta_set_rec(struct node *dir, const char *name, json_t *rec)
                 json_object_del(c, name);
                 return upper_meta_save(dir);
         }
-        if (!c || json_object_set(c, name, rec) < 0)
+        if (!c || json_object_set_nocheck(c, name, rec) < 0)
                 return -ENOMEM;
         return upper_meta_save(dir);
 }
