@@ -59,6 +59,7 @@ static void *race_reader(void *arg)
         struct race *rc = arg;
         char buf[4096];
         for (int i = 0; i < 3000; i++) {
+                memset(buf, 0, sizeof(buf));
                 ssize_t k = pread(rc->fd, buf, sizeof(buf), 0);
                 if (k < 0)
                         rc->errors++;
