@@ -20,7 +20,8 @@ not_ok() { # not_ok NAME WHY
         n_test=$((n_test + 1))
         n_fail=$((n_fail + 1))
         echo "not ok $n_test - $1"
-        echo "# $2"
+        # Every line of the reason is a TAP comment, or the harness rejects it.
+        printf '%s\n' "$2" | sed 's/^/# /'
 }
 skip_test() { # skip_test NAME REASON
         n_test=$((n_test + 1))

@@ -146,7 +146,15 @@ policy = $T/ok-policy.ini"
         contains broker_client_is_on_the_sandbox_path "$out" "/run/cloister/bin/cloister"
         contains git_credential_helper_is_on_the_sandbox_path "$out" \
                 "/run/cloister/bin/git-credential-cloister"
-        contains token_issued_inside_the_sandbox_is_v4_public "$out" "v4.public."
+        # An ASan client reserves ~20 TiB of shadow address space, more than
+        # the largest RLIMIT_AS a config may set (16T), so under ASan the
+        # client dies before main(); the plain build checks the round trip.
+        if ldd "$CLOISTER" 2>/dev/null | grep -q libasan; then
+                skip_test token_issued_inside_the_sandbox_is_v4_public \
+                        "ASan clients cannot reserve shadow memory under RLIMIT_AS"
+        else
+                contains token_issued_inside_the_sandbox_is_v4_public "$out" "v4.public."
+        fi
         out=$("$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" -- sh -c 'touch /run/cloister/bin/cloister' 2>&1)
         is broker_client_is_read_only_inside "$?" 1
 fi
