@@ -202,6 +202,15 @@ void ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
                 fuse_reply_err(req, -r);
                 return;
         }
+        /*
+         * An O_DIRECT read on a cached handle that comes back short (at EOF)
+         * is finished by the kernel from the page cache if the file has grown
+         * meanwhile (generic_file_read_iter), so a read racing a rewrite could
+         * return the old head and the new tail. A direct_io handle reads only
+         * from us, which is what O_DIRECT asks for anyway.
+         */
+        if ((fi->flags & O_DIRECT) && acc == O_RDONLY && n->kind != NODE_CTL)
+                fi->direct_io = 1;
         h->node = n;
         node_ref(ws, n);
         fi->noflush = 1; /* writes are synchronous: close has nothing to flush */
