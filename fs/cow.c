@@ -29,11 +29,6 @@ struct cres {
         mode_t type;
 };
 
-static uint64_t upper_ino(const struct stat *st)
-{
-        return (st->st_ino & ~(3ULL << 62)) | UPPER_INO_TAG;
-}
-
 static uint64_t rec_ino(json_t *rec)
 {
         json_t *i = json_object_get(rec, "ino");

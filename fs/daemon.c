@@ -5,7 +5,7 @@
  * Setup opens every layer and builds the synthetic root before anything is
  * mounted, and fails closed: if a part cannot be provided as configured the
  * mount does not happen. Nothing here walks the repo: mount time does not
- * grow with its size.
+ * grow with its size (the .git index is built once serving, gitindex.c).
  */
 #include <fcntl.h>
 #include <stdarg.h>
@@ -22,12 +22,7 @@
 #include "state.h"
 #include "util.h"
 
-#if __has_include("gitdir/gitdir.h")
 #include "gitdir.h"
-#define HAVE_GITDIR 1
-#else
-#define HAVE_GITDIR 0
-#endif
 
 static int fail(char **ret_error, int r, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
@@ -256,20 +251,22 @@ static bool is_git_repo(const char *path)
  * The workspace's .git, made once per state (gitdir owner's module): built
  * under a reserved temporary name in the repo's upper root, then renamed
  * into place, so a crash never leaves a half-made .git; a marker file says
- * it was done, so an agent that deletes .git does not get it back.
+ * it was done, so an agent that deletes .git does not get it back. Its
+ * index, one entry per file, is left to gitindex.c, which builds it while
+ * the mount already serves: mount time does not grow with the repo.
  */
 static int setup_gitdir(struct fs_workspace *ws, int fsdir, char **ret_error)
 {
-#if HAVE_GITDIR
         const char *tmp = UPPER_PREFIX "gitdir.tmp";
         _cleanup_free_ char *alt = NULL, *err = NULL;
         _cleanup_close_ int dfd = -1, marker = -1;
         struct gitdir_params p = {0};
         int r;
 
-        if (!lower_is_git(ws->repo.lower) ||
-            faccessat(fsdir, "gitdir-done", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+        if (!lower_is_git(ws->repo.lower))
                 return 0;
+        if (faccessat(fsdir, "gitdir-done", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+                return gitindex_init(ws, fsdir, ret_error);
         r = gitdir_alternates_path(ws->repo.mpath, &alt);
         if (r < 0)
                 return fail(ret_error, r, "cannot compute the .git alternates path: %s",
@@ -288,6 +285,7 @@ static int setup_gitdir(struct fs_workspace *ws, int fsdir, char **ret_error)
         p.lower_mtime = lower_commit_time(ws->repo.lower);
         p.uid = ws->uid;
         p.gid = ws->gid;
+        p.skip_index = true;
         r = gitdir_prepare_msg(&p, dfd, &err);
         if (r < 0)
                 return fail(ret_error, r, "cannot prepare the workspace .git: %s",
@@ -298,13 +296,7 @@ static int setup_gitdir(struct fs_workspace *ws, int fsdir, char **ret_error)
         marker = openat(fsdir, "gitdir-done", O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (marker < 0)
                 return fail(ret_error, negative_errno(), "cannot record the workspace .git: %m");
-        return 0;
-#else
-        (void)ws;
-        (void)fsdir;
-        (void)ret_error;
-        return 0;
-#endif
+        return gitindex_init(ws, fsdir, ret_error);
 }
 
 static int setup_home(struct fs_workspace *ws, const struct config *c, int fsdir, char **ret_error)
@@ -365,7 +357,10 @@ int fs_workspace_new(const struct config *c, fs_workspace **ret, char **ret_erro
                 return -ENOMEM;
         pthread_rwlock_init(&ws->ns_lock, NULL);
         pthread_mutex_init(&ws->itable_lock, NULL);
+        pthread_mutex_init(&ws->index.lock, NULL);
+        pthread_cond_init(&ws->index.done, NULL);
         ws->state_fd = ws->repo.upper_fd = ws->home.upper_fd = ws->objects.root_fd = -1;
+        ws->index.git_fd = ws->index.fsdir_fd = -1;
         ws->uid = geteuid();
         ws->gid = getegid();
         ws->name = strdup(c->workspace.name);
@@ -478,6 +473,7 @@ void fs_workspace_free(fs_workspace *ws)
 {
         if (!ws)
                 return;
+        gitindex_stop(ws);
         node_table_free(ws);
         journal_free(ws->journal);
         lower_free(ws->repo.lower);
@@ -498,5 +494,7 @@ void fs_workspace_free(fs_workspace *ws)
         free(ws->home_upper_path);
         pthread_rwlock_destroy(&ws->ns_lock);
         pthread_mutex_destroy(&ws->itable_lock);
+        pthread_mutex_destroy(&ws->index.lock);
+        pthread_cond_destroy(&ws->index.done);
         free(ws);
 }

@@ -37,6 +37,12 @@
 #define UPPER_INO_TAG  (2ULL << 62)
 #define MIRROR_INO_TAG (3ULL << 62)
 
+/* st_ino of an entry that exists only in an upper tree: its host inode, tagged. */
+static inline uint64_t upper_ino(const struct stat *st)
+{
+        return (st->st_ino & ~(3ULL << 62)) | UPPER_INO_TAG;
+}
+
 enum node_kind {
         NODE_SYNTH,  /* the read-only root and the dirs leading to each part */
         NODE_COW,    /* the repo or the home: an upper over a lower */
@@ -102,6 +108,11 @@ struct node {
         int hfd; /* O_PATH, never followed; also a COW non-dir's upper file */
 };
 
+enum {
+        GITINDEX_NONE = 0,     /* built, or nothing to build */
+        GITINDEX_BUILDING = 1, /* lookups of .git/index wait */
+};
+
 struct fs_workspace {
         char *name, *state, *mountpoint, *source, *rev;
         int state_fd;
@@ -128,6 +139,16 @@ struct fs_workspace {
 
         uint64_t max_bytes, max_files;
         _Atomic uint64_t used_bytes, used_files;
+
+        struct {
+                _Atomic int state; /* GITINDEX_* or a negative errno (failed) */
+                pthread_mutex_t lock;
+                pthread_cond_t done;
+                bool started;
+                pthread_t thread;
+                int git_fd;   /* the repo's upper .git directory */
+                int fsdir_fd; /* <state>/fs, for the marker */
+        } index;
 
         char *workspace_json;
         unsigned next_synth_ino;
@@ -215,6 +236,17 @@ void quota_refund_files(struct fs_workspace *ws, uint64_t n);
 uint64_t quota_charge_bytes_upto(struct fs_workspace *ws, uint64_t want);
 int quota_charge_bytes(struct fs_workspace *ws, uint64_t n);
 void quota_refund_bytes(struct fs_workspace *ws, uint64_t n);
+void quota_add(struct fs_workspace *ws, uint64_t files, uint64_t bytes);
+
+/* gitindex.c: the workspace .git's index, built while the mount serves */
+/* At setup: whether the index is still to be built (keeps fds for it). */
+int gitindex_init(struct fs_workspace *ws, int fsdir, char **ret_error);
+/* Once serving: start building it, if it is to be built. */
+int gitindex_start(struct fs_workspace *ws);
+/* A lookup of `name` in p: wait while that is the index being built; -EIO if it failed. */
+int gitindex_wait(struct fs_workspace *ws, struct node *p, const char *name);
+/* Wait for the build to end and release what it held. */
+void gitindex_stop(struct fs_workspace *ws);
 
 /* mirror.c */
 int mirror_root(struct fs_workspace *ws, struct mirror *m, struct node *parent, const char *name,

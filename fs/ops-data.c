@@ -287,7 +287,7 @@ void ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode
                 r = negative_errno();
                 goto unlock;
         }
-        n = node_new(ws, NODE_COW, S_IFREG, (st.st_ino & ~(3ULL << 62)) | UPPER_INO_TAG);
+        n = node_new(ws, NODE_COW, S_IFREG, upper_ino(&st));
         if (!n || !(n->name = strdup(name))) {
                 if (n)
                         node_free(n);

@@ -121,7 +121,9 @@ void ops_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
         struct stat st;
         int r;
 
-        r = ops_lookup_node(ws, p, name, &n);
+        r = gitindex_wait(ws, p, name);
+        if (r == 0)
+                r = ops_lookup_node(ws, p, name, &n);
         if (r == -ENOENT) {
                 /* A negative entry: cached as long as a positive one would be. */
                 e = (struct fuse_entry_param){.entry_timeout = ops_timeout(p)};

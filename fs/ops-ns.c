@@ -73,7 +73,7 @@ static int new_node(struct fs_workspace *ws, struct node *p, const char *name, c
         struct node *n;
         if (fstatat(p->ufd, en, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 return negative_errno();
-        n = node_new(ws, NODE_COW, st.st_mode, (st.st_ino & ~(3ULL << 62)) | UPPER_INO_TAG);
+        n = node_new(ws, NODE_COW, st.st_mode, upper_ino(&st));
         if (!n || !(n->name = strdup(name))) {
                 if (n)
                         node_free(n);

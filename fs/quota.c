@@ -132,3 +132,10 @@ void quota_refund_bytes(struct fs_workspace *ws, uint64_t n)
         if (n)
                 refund(&ws->used_bytes, n);
 }
+
+/* What the daemon itself wrote (the deferred .git/index): counted, never refused. */
+void quota_add(struct fs_workspace *ws, uint64_t files, uint64_t bytes)
+{
+        atomic_fetch_add(&ws->used_files, files);
+        atomic_fetch_add(&ws->used_bytes, bytes);
+}

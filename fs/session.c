@@ -166,6 +166,14 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
                 r = -EIO;
                 goto out_signals;
         }
+        /* Served from here on: lookups of .git/index wait for this thread. */
+        r = gitindex_start(ws);
+        if (r < 0) {
+                if (ret_error &&
+                    asprintf(ret_error, "cannot start building .git/index: %s", strerror(-r)) < 0)
+                        *ret_error = NULL;
+                goto out_unmount;
+        }
         r = write_start(ws);
         if (r == 0)
                 r = write_pid(ws);
@@ -198,6 +206,7 @@ out_unmount:
 out_signals:
         fuse_remove_signal_handlers(ws->se);
 out_destroy:
+        gitindex_stop(ws); /* it may still notify the session */
         fuse_session_destroy(ws->se);
         ws->se = NULL;
         if (ws->has_home && !ws->home_persist) {

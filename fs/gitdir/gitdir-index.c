@@ -137,8 +137,9 @@ static int copy_fd(int in, int out)
         }
 }
 
-/* Copy tmpdir/index into dirfd/index and date it after every entry. */
-static int install_index(const char *tmp_index, int dirfd, int64_t lower_mtime, char **err)
+/* Copy tmpdir/index into dirfd/name and date it after every entry. */
+static int install_index(const char *tmp_index, int dirfd, const char *name, int64_t lower_mtime,
+                         char **err)
 {
         _cleanup_close_ int in = -1, out = -1;
         struct timespec now, ts[2];
@@ -147,7 +148,7 @@ static int install_index(const char *tmp_index, int dirfd, int64_t lower_mtime, 
         in = open(tmp_index, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (in < 0)
                 return gitdir_error(err, negative_errno(), "open the generated index: %m");
-        out = openat(dirfd, "index", O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        out = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
         if (out < 0)
                 return gitdir_error(err, negative_errno(), "create index: %m");
         r = copy_fd(in, out);
@@ -175,7 +176,7 @@ static int install_index(const char *tmp_index, int dirfd, int64_t lower_mtime, 
 }
 
 int gitdir_write_index(git_repository *repo, git_tree *tree, const struct gitdir_params *p,
-                       int dirfd, char **err)
+                       int dirfd, const char *name, char **err)
 {
         _cleanup_index_ git_index *index = NULL;
         _cleanup_odb_ git_odb *odb = NULL;
@@ -239,7 +240,7 @@ int gitdir_write_index(git_repository *repo, git_tree *tree, const struct gitdir
                 r = gitdir_git_error(err, gr, "write index");
                 goto out;
         }
-        r = install_index(tmp_index, dirfd, p->lower_mtime, err);
+        r = install_index(tmp_index, dirfd, name, p->lower_mtime, err);
 out:
         if (made_tmp) {
                 _cleanup_close_ int tfd = open(tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

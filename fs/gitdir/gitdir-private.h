@@ -37,7 +37,7 @@ int gitdir_write_tags(git_repository *repo, int dirfd, char **err);
 
 /* Generate the index for tree with the stat data of gitdir_params into dirfd/"index". */
 int gitdir_write_index(git_repository *repo, git_tree *tree, const struct gitdir_params *p,
-                       int dirfd, char **err);
+                       int dirfd, const char *name, char **err);
 
 static inline void gitdir_repository_freep(git_repository **r)
 {

@@ -147,13 +147,29 @@ static int prepare(const struct gitdir_params *p, int dest, char **err)
         r = gitdir_write_tags(repo, dest, err);
         if (r < 0)
                 return r;
-        r = gitdir_write_index(repo, tree, p, dest, err);
-        if (r < 0)
-                return r;
+        if (!p->skip_index) {
+                r = gitdir_write_index(repo, tree, p, dest, "index", err);
+                if (r < 0)
+                        return r;
+        }
 
         if (asprintf(&head, "ref: %s\n", refname) < 0)
                 return -ENOMEM;
         return gitdir_write_file(dest, "HEAD", head, strlen(head), err);
+}
+
+/* After a call between git_libgit2_init() and here: hand out or free its message. */
+static int finish_msg(int r, char *err, char **ret_error)
+{
+        git_error_clear();
+        git_libgit2_shutdown();
+        if (r < 0 && ret_error && !err)
+                err = strdup(strerror(-r));
+        if (r < 0 && ret_error)
+                *ret_error = err;
+        else
+                free(err);
+        return r;
 }
 
 int gitdir_prepare_msg(const struct gitdir_params *p, int dest_dirfd, char **ret_error)
@@ -165,15 +181,42 @@ int gitdir_prepare_msg(const struct gitdir_params *p, int dest_dirfd, char **ret
         if (r < 0)
                 return gitdir_git_error(ret_error, r, "initialize libgit2");
         r = prepare(p, dest_dirfd, &err);
-        git_error_clear();
-        git_libgit2_shutdown();
-        if (r < 0 && ret_error && !err)
-                err = strdup(strerror(-r));
-        if (r < 0 && ret_error)
-                *ret_error = err;
-        else
-                free(err);
-        return r;
+        return finish_msg(r, err, ret_error);
+}
+
+static int write_index(const struct gitdir_params *p, int dest, const char *name, char **err)
+{
+        _cleanup_repository_ git_repository *repo = NULL;
+        _cleanup_commit_ git_commit *commit = NULL;
+        _cleanup_tree_ git_tree *tree = NULL;
+        _cleanup_free_ char *branch = NULL;
+        int gr, r;
+
+        if (!p || dest < 0 || !name || !*name || strchr(name, '/'))
+                return gitdir_error(err, -EINVAL, "missing parameters");
+        r = gitdir_source_open(p->source, &repo, err);
+        if (r < 0)
+                return r;
+        r = gitdir_source_resolve(repo, p->rev, p->name, &commit, &branch, err);
+        if (r < 0)
+                return r;
+        gr = git_commit_tree(&tree, commit);
+        if (gr < 0)
+                return gitdir_git_error(err, gr, "read the base commit's tree");
+        return gitdir_write_index(repo, tree, p, dest, name, err);
+}
+
+int gitdir_write_index_msg(const struct gitdir_params *p, int dest_dirfd, const char *name,
+                           char **ret_error)
+{
+        char *err = NULL;
+        int r;
+
+        r = git_libgit2_init();
+        if (r < 0)
+                return gitdir_git_error(ret_error, r, "initialize libgit2");
+        r = write_index(p, dest_dirfd, name, &err);
+        return finish_msg(r, err, ret_error);
 }
 
 int gitdir_prepare(const struct gitdir_params *p, int dest_dirfd)

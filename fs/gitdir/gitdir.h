@@ -4,8 +4,9 @@
  * checkout without copying the source repository.
  *
  * The FUSE daemon calls gitdir_prepare() once, at the first mount of a state,
- * on the empty `.git` directory it creates in the repo's upper layer. What it
- * writes (docs/workspace-git.md has the details and the reasons):
+ * on the empty `.git` directory it creates in the repo's upper layer, and
+ * gitdir_write_index_msg() once the mount serves (fs/gitindex.c). What they
+ * write (docs/workspace-git.md has the details and the reasons):
  *   HEAD, refs/heads/<branch>  the base revision, on a branch named after the
  *                              source's branch (or cloister/<name>)
  *   packed-refs                the source's tags (for `git describe`)
@@ -28,6 +29,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -43,6 +45,8 @@ struct gitdir_params {
                                  * gets mtime = ctime = this, nsec 0 */
         uid_t uid;              /* what the fs reports for lower files */
         gid_t gid;
+        bool skip_index; /* gitdir_prepare(): leave the index out, for a later
+                          * gitdir_write_index_msg() (mount time stays flat) */
 };
 
 /*
@@ -57,6 +61,15 @@ struct gitdir_params {
 int gitdir_prepare(const struct gitdir_params *p, int dest_dirfd);
 /* Same; on failure *ret_error (if not NULL) is a malloc'd one-line message. */
 int gitdir_prepare_msg(const struct gitdir_params *p, int dest_dirfd, char **ret_error);
+/*
+ * Write the index of p->rev (best a full commit id: exactly the tree the fs
+ * shows) into dest_dirfd as `name`, created with O_EXCL: the caller renames
+ * it to "index". Uses p->source, rev, lower_mtime, uid and gid. Returns 0 or
+ * a negative errno; on failure *ret_error (if not NULL) is a malloc'd
+ * one-line message.
+ */
+int gitdir_write_index_msg(const struct gitdir_params *p, int dest_dirfd, const char *name,
+                           char **ret_error);
 
 /*
  * The committer time (seconds since the epoch) of the commit that rev names
