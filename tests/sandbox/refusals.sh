@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# refusals.sh: `cloister run` fails closed when a protection it needs is
+# missing on the machine: no bubblewrap, user namespaces disabled, or a
+# kernel that refuses seccomp filters. Each case must exit 125, say what
+# failed, and run nothing. The machine is changed only inside a private
+# mount namespace (unshare -m) or under an inherited seccomp filter, never
+# for the rest of the system, so these cases need root.
+
+. "$CLOISTER_SRC/tests/sandbox/lib.sh"
+
+[ "$(id -u)" = 0 ] || skip_all "needs root to hide bubblewrap in a private mount namespace"
+command -v unshare >/dev/null || skip_all "unshare (util-linux) is not installed"
+NO_SECCOMP=${NO_SECCOMP:?NO_SECCOMP must point at the no-seccomp helper}
+
+T=$(mktemp -d /tmp/cloister-refusals.XXXXXX)
+chmod 755 "$T"
+at_exit "rm -rf '$T'"
+ws_new "$T/a"
+preflight
+
+# ran NAME: ok if the command of the refused run left no trace anywhere.
+ran_nothing() {
+        if [ -e "$MNT/workspace/ran" ] || [ -e "$STATE/fs/repo/ran" ]; then
+                not_ok "$1" "the command ran"
+        else
+                ok "$1"
+        fi
+}
+
+# --- no bubblewrap ----------------------------------------------------------
+: >"$T/not-bwrap"
+chmod 644 "$T/not-bwrap"
+err=$(unshare -m --propagation private sh -c \
+        'mount --bind "$1" /usr/bin/bwrap && shift && exec "$@"' sh "$T/not-bwrap" \
+        "$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" -- sh -c 'echo x >/workspace/ran' 2>&1)
+is missing_bwrap_is_refused "$?" 125
+contains missing_bwrap_refusal_says_why "$err" "bubblewrap is not installed"
+ran_nothing missing_bwrap_runs_nothing
+
+# --- user namespaces disabled -------------------------------------------------
+echo 0 >"$T/zero"
+err=$(unshare -m --propagation private sh -c \
+        'mount --bind "$1" /proc/sys/user/max_user_namespaces && shift && exec "$@"' sh \
+        "$T/zero" "$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" -- sh -c 'echo x >/workspace/ran' 2>&1)
+is disabled_userns_is_refused "$?" 125
+contains disabled_userns_refusal_says_why "$err" "user namespaces are disabled"
+ran_nothing disabled_userns_runs_nothing
+
+# --- seccomp refused by the kernel ----------------------------------------------
+# no_seccomp NAME [--load-only] MESSAGE: a run under the helper's filter.
+no_seccomp() {
+        local name=$1 mode=$2 want=$3 err rc
+        err=$("$NO_SECCOMP" $mode "$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" -- \
+                sh -c 'echo x >/workspace/ran' 2>&1)
+        rc=$?
+        if [ "$rc" = 77 ] && [ -z "${err##no-seccomp:*}" ]; then
+                skip_test "${name}_is_refused" "$err"
+                skip_test "${name}_refusal_says_why" "$err"
+                skip_test "${name}_runs_nothing" "$err"
+                return
+        fi
+        is "${name}_is_refused" "$rc" 125
+        contains "${name}_refusal_says_why" "$err" "$want"
+        ran_nothing "${name}_runs_nothing"
+}
+# No seccomp at all: libseccomp cannot even build the filter.
+no_seccomp no_seccomp "" "cannot build the seccomp filter"
+# The filter builds but bubblewrap cannot install it.
+no_seccomp seccomp_load_failure --load-only "bubblewrap could not start the command"
+# A refused run leaves no sandbox and no mount behind.
+if [ "$fs_mode" = fuse ]; then
+        mountpoint -q "$MNT" && not_ok refused_runs_leave_no_mount "still mounted" ||
+                ok refused_runs_leave_no_mount
+fi
+pgrep -f "^$CLOISTER broker $CFG" >/dev/null && not_ok refused_runs_leave_no_broker running ||
+        ok refused_runs_leave_no_broker
+
+# --- and the same workspace runs when nothing is missing ----------------------
+crun "$CFG" -- sh -c 'echo x >/workspace/ran'
+is same_workspace_runs_otherwise "$?" 0
+[ -e "$STATE/fs/repo/ran" ] || [ -e "$MNT/workspace/ran" ] && ok control_run_wrote_its_file ||
+        not_ok control_run_wrote_its_file "no file"
+done_testing
