@@ -124,6 +124,18 @@ wait "$pid"
 is sigterm_to_run_exits_143 "$?" 143
 gone 'sleep 4242' && ok sigterm_to_run_stops_the_sandbox || not_ok sigterm_to_run_stops_the_sandbox "still running"
 
+# SIGINT (Ctrl-C) too: the sandbox gets SIGTERM, so the status is 143 as
+# above (docs/cloister-run.md). A background job of a script starts with
+# SIGINT ignored, so the run gets the default disposition back first, as it
+# has when started from a terminal.
+env --default-signal=INT "$CLOISTER" run "${RUN_OPTS[@]}" "$A_CFG" -- sleep 4161 &
+pid=$!
+for _ in $(seq 100); do pgrep -f '^sleep 4161$' >/dev/null && break; sleep 0.1; done
+kill -INT "$pid"
+wait "$pid"
+is sigint_to_run_exits_143 "$?" 143
+gone '^sleep 4161$' && ok sigint_to_run_stops_the_sandbox || not_ok sigint_to_run_stops_the_sandbox "still running"
+
 # SIGHUP (the terminal went away) tears down the sandbox and the broker.
 if ! "$CLOISTER" help broker 2>&1 | grep -q 'not available'; then
         printf '[scope "git"]\naudience = https://git.example.com\nworkspaces = *\n' >"$T/ok-policy.ini"
