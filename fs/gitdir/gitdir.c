@@ -109,13 +109,31 @@ static int write_skeleton(int dest, const char *alternates, char **err)
         return gitdir_write_file(dest, "config", config_text, sizeof(config_text) - 1, err);
 }
 
+/* The source repository, and the base commit, its tree and branch name. */
+static int open_base(const struct gitdir_params *p, git_repository **repo, git_commit **commit,
+                     git_tree **tree, char **branch, char **err)
+{
+        int gr, r;
+
+        r = gitdir_source_open(p->source, repo, err);
+        if (r < 0)
+                return r;
+        r = gitdir_source_resolve(*repo, p->rev, p->name, commit, branch, err);
+        if (r < 0)
+                return r;
+        gr = git_commit_tree(tree, *commit);
+        if (gr < 0)
+                return gitdir_git_error(err, gr, "read the base commit's tree");
+        return 0;
+}
+
 static int prepare(const struct gitdir_params *p, int dest, char **err)
 {
         _cleanup_repository_ git_repository *repo = NULL;
         _cleanup_commit_ git_commit *commit = NULL;
         _cleanup_tree_ git_tree *tree = NULL;
         _cleanup_free_ char *branch = NULL, *refname = NULL, *head = NULL;
-        int gr, r;
+        int r;
 
         if (!p || dest < 0)
                 return gitdir_error(err, -EINVAL, "missing parameters");
@@ -126,15 +144,9 @@ static int prepare(const struct gitdir_params *p, int dest, char **err)
         if (r < 0)
                 return r;
 
-        r = gitdir_source_open(p->source, &repo, err);
+        r = open_base(p, &repo, &commit, &tree, &branch, err);
         if (r < 0)
                 return r;
-        r = gitdir_source_resolve(repo, p->rev, p->name, &commit, &branch, err);
-        if (r < 0)
-                return r;
-        gr = git_commit_tree(&tree, commit);
-        if (gr < 0)
-                return gitdir_git_error(err, gr, "read the base commit's tree");
 
         r = write_skeleton(dest, p->alternates, err);
         if (r < 0)
@@ -190,19 +202,13 @@ static int write_index(const struct gitdir_params *p, int dest, const char *name
         _cleanup_commit_ git_commit *commit = NULL;
         _cleanup_tree_ git_tree *tree = NULL;
         _cleanup_free_ char *branch = NULL;
-        int gr, r;
+        int r;
 
         if (!p || dest < 0 || !name || !*name || strchr(name, '/'))
                 return gitdir_error(err, -EINVAL, "missing parameters");
-        r = gitdir_source_open(p->source, &repo, err);
+        r = open_base(p, &repo, &commit, &tree, &branch, err);
         if (r < 0)
                 return r;
-        r = gitdir_source_resolve(repo, p->rev, p->name, &commit, &branch, err);
-        if (r < 0)
-                return r;
-        gr = git_commit_tree(&tree, commit);
-        if (gr < 0)
-                return gitdir_git_error(err, gr, "read the base commit's tree");
         return gitdir_write_index(repo, tree, p, dest, name, err);
 }
 

@@ -10,12 +10,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 
 CLOISTER=${CLOISTER:?CLOISTER must point at the cloister binary}
-command -v git >/dev/null || skip_all "git is not installed"
-[ -c /dev/fuse ] || skip_all "/dev/fuse is missing"
-command -v fusermount3 >/dev/null || skip_all "fusermount3 is not installed (package fuse3)"
-if [ "$(id -u)" != 0 ] && ! { [ -r /dev/fuse ] && [ -w /dev/fuse ]; }; then
-        skip_all "/dev/fuse is not usable by uid $(id -u)"
-fi
+need_mount
 
 tmp=$(mktemp -d)
 cleanup() {

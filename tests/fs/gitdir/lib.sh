@@ -41,6 +41,16 @@ skip_all() {
         exit 77
 }
 
+# need_mount: skip unless git and a usable FUSE (for this uid) are here.
+need_mount() {
+        command -v git >/dev/null || skip_all "git is not installed"
+        [ -c /dev/fuse ] || skip_all "/dev/fuse is missing"
+        command -v fusermount3 >/dev/null || skip_all "fusermount3 is not installed (package fuse3)"
+        if [ "$(id -u)" != 0 ] && ! { [ -r /dev/fuse ] && [ -w /dev/fuse ]; }; then
+                skip_all "/dev/fuse is not usable by uid $(id -u)"
+        fi
+}
+
 finish() {
         echo "1..$TAP_N"
         exit $TAP_FAILED

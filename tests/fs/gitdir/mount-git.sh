@@ -10,9 +10,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 
 CLOISTER=${CLOISTER:?CLOISTER must point at the cloister binary}
-command -v git >/dev/null || skip_all "git is not installed"
-[ -c /dev/fuse ] || skip_all "/dev/fuse is missing"
-command -v fusermount3 >/dev/null || skip_all "fusermount3 is not installed (package fuse3)"
+need_mount
 
 tmp=$(mktemp -d)
 cfg=$tmp/workspace.ini
