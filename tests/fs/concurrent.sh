@@ -39,6 +39,8 @@ same rewritten_files_hold_the_new_data "$final" 0
 # kernel's page-cache fallback after a short direct read, fixed by giving
 # O_DIRECT readers direct_io handles).
 same reads_see_old_or_new_data_never_a_mix "$mixed" 0
+check listings_stay_exact_while_a_dir_changes \
+        python3 "$(dirname "$0")/listing-race.py" "$W/churn" 10
 parallel_ctl() {
         local i pids=()
         for i in $(seq 1 40); do
