@@ -16,9 +16,7 @@ tmp=$(mktemp -d)
 cleanup() {
         local c
         for c in "$tmp"/*.ini; do
-                [ -f "$c" ] || continue
-                "$CLOISTER" unmount "$c" >/dev/null 2>&1 ||
-                        fusermount3 -u -z "${c%.ini}.mnt" >/dev/null 2>&1
+                [ -f "$c" ] && force_unmount "$c" "${c%.ini}.mnt"
         done
         rm -rf "$tmp"
 }

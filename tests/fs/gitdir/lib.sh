@@ -41,6 +41,11 @@ skip_all() {
         exit 77
 }
 
+# force_unmount CONFIG MOUNTPOINT: for EXIT traps; the daemon may be gone.
+force_unmount() {
+        "$CLOISTER" unmount "$1" >/dev/null 2>&1 || fusermount3 -u -z "$2" >/dev/null 2>&1
+}
+
 # need_mount: skip unless git and a usable FUSE (for this uid) are here.
 need_mount() {
         command -v git >/dev/null || skip_all "git is not installed"

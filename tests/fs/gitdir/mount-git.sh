@@ -16,8 +16,7 @@ tmp=$(mktemp -d)
 cfg=$tmp/workspace.ini
 M=$tmp/mnt
 cleanup() {
-        "$CLOISTER" unmount "$cfg" >/dev/null 2>&1 ||
-                fusermount3 -u -z "$M" >/dev/null 2>&1
+        force_unmount "$cfg" "$M"
         rm -rf "$tmp"
 }
 trap cleanup EXIT
