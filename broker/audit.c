@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "audit.h"
-#include "util.h"
+#include "lib/util.h"
 
 #define HASH_LEN  32
 #define HEX_LEN   (HASH_LEN * 2)

@@ -13,8 +13,6 @@
 
 #include <stdint.h>
 
-#include "config.h"
-
 #define BROKER_REQUEST_MAX  (16 * 1024) /* bytes per request line */
 #define BROKER_CONNS_MAX    2048        /* all sockets together */
 #define BROKER_ADMIN_SOCKET "admin.sock"
@@ -23,11 +21,22 @@ typedef struct broker broker;
 
 int broker_new(broker **ret);
 /*
- * Take a workspace: load its policy, keys (made on first start) and audit
- * log, and bind its sockets. cfg is borrowed until broker_free(). ret_error
- * is a malloc'd one-line message.
+ * What the broker needs to know of one workspace; mounts/ fills it in from
+ * the workspace config. Every string is copied.
  */
-int broker_add_workspace(broker *b, const struct config *cfg, char **ret_error);
+struct broker_workspace_options {
+        const char *origin; /* the file these came from, for error messages */
+        const char *name;   /* the workspace name: the tokens' sub claim */
+        const char *policy; /* the policy file; re-read on SIGHUP */
+        const char *dir;    /* keys, sealed secrets, revocations, audit log, admin socket */
+        const char *socket; /* the agent-facing socket */
+};
+
+/*
+ * Take a workspace: load its policy, keys (made on first start) and audit
+ * log, and bind its sockets. ret_error is a malloc'd one-line message.
+ */
+int broker_add_workspace(broker *b, const struct broker_workspace_options *o, char **ret_error);
 /* Where one-line notices go while serving (SIGHUP policy reloads). */
 void broker_set_log(broker *b, void (*log)(const char *line));
 /*

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "client.h"
-#include "util.h"
+#include "lib/util.h"
 
 const char *broker_client_default_socket(void)
 {

@@ -22,7 +22,7 @@
 #include "broker.h"
 #include "client.h"
 #include "paseto.h"
-#include "util.h"
+#include "lib/util.h"
 
 #define ATTR_MAX 4096
 

@@ -20,7 +20,7 @@
 
 #include "keys.h"
 #include "paseto.h"
-#include "util.h"
+#include "lib/util.h"
 
 #define KEY_FILE_MAX  (16 * 1024)
 #define SECRET_PREFIX "k4.secret."

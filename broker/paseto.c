@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "paseto.h"
-#include "util.h"
+#include "lib/util.h"
 
 #define LOCAL_NONCE   32
 #define LOCAL_TAG     32

@@ -2,10 +2,10 @@
 /*
  * policy.c: parse the broker policy with inih.
  *
- * Same error style as the workspace config (mounts/config.c): the first
- * error wins and names file, line, key and section. As there, we feed inih
- * from memory so we can count lines ourselves (Debian's inih has no
- * INI_HANDLER_LINENO) and refuse NUL bytes and over-long lines.
+ * Same error style as the workspace config: the first error wins and names
+ * file, line, key and section. lib/inifile feeds inih from memory, so lines
+ * are counted (Debian's inih has no INI_HANDLER_LINENO) and NUL bytes and
+ * over-long lines are refused.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -16,24 +16,18 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "policy.h"
-#include "util.h"
+#include "lib/inifile.h"
+#include "lib/util.h"
+#include "lib/values.h"
 
 #define POLICY_MAX_FILE (256 * 1024)
 #define POLICY_MAX_LIST 64
 
-struct reader {
-        const char *pos, *end;
-        unsigned line;
-        unsigned section_line; /* of the last [header]: inih reports sections lazily */
-        bool too_long;
-};
-
 struct state {
         const char *file;
         struct broker_policy *p;
-        struct reader rd;
+        struct inifile_reader rd;
         char *section;
         unsigned section_line;      /* header line of st->section */
         struct broker_scope *scope; /* current [scope "NAME"], or NULL */
@@ -41,38 +35,6 @@ struct state {
         char *error;
         unsigned line_audience;
 };
-
-static char *reader_gets(char *str, int num, void *stream)
-{
-        struct reader *r = stream;
-        size_t n = 0;
-
-        if (r->pos >= r->end || r->too_long)
-                return NULL;
-        r->line++;
-        while (r->pos < r->end && n + 1 < (size_t)num) {
-                char ch = *r->pos++;
-                str[n++] = ch;
-                if (ch == '\n')
-                        break;
-        }
-        if (n + 1 >= (size_t)num && str[n - 1] != '\n' && r->pos < r->end) {
-                if (*r->pos != '\n') {
-                        r->too_long = true;
-                        return NULL;
-                }
-                r->pos++;
-        }
-        str[n] = '\0';
-        {
-                const char *c = str;
-                while (*c == ' ' || *c == '\t')
-                        c++;
-                if (*c == '[')
-                        r->section_line = r->line;
-        }
-        return str;
-}
 
 static int perror_at(struct state *st, unsigned line, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
@@ -97,14 +59,7 @@ static int perror_at(struct state *st, unsigned line, const char *fmt, ...)
 
 bool broker_name_is_valid(const char *s)
 {
-        size_t n = strlen(s);
-
-        if (n == 0 || n > BROKER_NAME_MAX || s[0] == '.')
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!isalnum((unsigned char)s[i]) && !strchr("._-", s[i]))
-                        return false;
-        return true;
+        return value_name_is_valid(s, BROKER_NAME_MAX, true);
 }
 
 /* "a, b c" → {"a","b","c",NULL} */
@@ -136,21 +91,6 @@ static int list_parse(const char *v, char ***ret)
         return 0;
 }
 
-static int uint_parse(const char *v, uint64_t *ret)
-{
-        char *end;
-        unsigned long long n;
-
-        if (!isdigit((unsigned char)*v))
-                return -EINVAL;
-        errno = 0;
-        n = strtoull(v, &end, 10);
-        if (errno || *end)
-                return -EINVAL;
-        *ret = n;
-        return 0;
-}
-
 #define KEYERR(fmt, ...)                                                                           \
         perror_at(st, st->rd.line, "key '%s' in [%s]: " fmt, name, st->section, ##__VA_ARGS__)
 
@@ -170,7 +110,7 @@ static int ttl_parse(struct state *st, const char *name, const char *value, int6
 
         if (*dst)
                 return KEYERR("duplicate key");
-        if (config_parse_duration(value, &v) < 0)
+        if (value_parse_duration(value, &v) < 0)
                 return KEYERR("'%s' is not a duration (e.g. 90, 90s, 15m, 2h)", value);
         if (v == 0)
                 return KEYERR("must be at least 1 second");
@@ -220,7 +160,7 @@ static int uid_list(struct state *st, const char *name, const char *value)
                 return perror_at(st, 0, "out of memory");
         for (size_t i = 0; i < n; i++) {
                 uint64_t u;
-                if (uint_parse(l[i], &u) == 0 && u < (uid_t)-1) {
+                if (value_parse_uint(l[i], &u) == 0 && u < (uid_t)-1) {
                         st->p->redeemers[i] = (uid_t)u;
                 } else {
                         struct passwd *pw = getpwnam(l[i]);
@@ -238,7 +178,7 @@ static int limit_value(struct state *st, const char *name, const char *value, ui
 {
         uint64_t v;
 
-        if (uint_parse(value, &v) < 0)
+        if (value_parse_uint(value, &v) < 0)
                 return KEYERR("'%s' is not a whole number", value);
         if (v == 0 || v > max)
                 return KEYERR("must be between 1 and %llu", (unsigned long long)max);
@@ -259,7 +199,7 @@ static int scope_key(struct state *st, const char *name, const char *value)
         if (streq(name, "max_ttl"))
                 return ttl_parse(st, name, value, &s->max_ttl);
         if (streq(name, "max_uses")) {
-                if (uint_parse(value, &s->max_uses) < 0)
+                if (value_parse_uint(value, &s->max_uses) < 0)
                         return KEYERR("'%s' is not a whole number (0: no limit)", value);
                 return 1;
         }
@@ -411,49 +351,16 @@ static void policy_finish(struct state *st)
         }
 }
 
-static int file_read(const char *path, char **ret, size_t *ret_len, char **ret_error)
-{
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        _cleanup_free_ char *buf = NULL;
-        size_t len;
-
-        if (!f) {
-                int r = negative_errno();
-                if (asprintf(ret_error, "%s: cannot open: %s", path, strerror(-r)) < 0)
-                        *ret_error = NULL;
-                return r;
-        }
-        buf = malloc(POLICY_MAX_FILE + 1);
-        if (!buf)
-                return -ENOMEM;
-        len = fread(buf, 1, POLICY_MAX_FILE + 1, f);
-        if (ferror(f)) {
-                if (asprintf(ret_error, "%s: cannot read", path) < 0)
-                        *ret_error = NULL;
-                return -EIO;
-        }
-        if (len > POLICY_MAX_FILE) {
-                if (asprintf(ret_error, "%s: file too large (at most %d bytes)", path,
-                             POLICY_MAX_FILE) < 0)
-                        *ret_error = NULL;
-                return -EFBIG;
-        }
-        buf[len] = '\0';
-        *ret = TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
-}
-
 int broker_policy_load(const char *path, struct broker_policy **ret, char **ret_error)
 {
         _cleanup_free_ char *buf = NULL;
         struct state st = {.file = path};
         size_t len = 0;
-        const char *nul;
+        unsigned nul_line;
         int r;
 
         *ret_error = NULL;
-        r = file_read(path, &buf, &len, ret_error);
+        r = inifile_read(path, POLICY_MAX_FILE, &buf, &len, ret_error);
         if (r < 0)
                 return r;
         st.p = calloc(1, sizeof(*st.p));
@@ -461,15 +368,12 @@ int broker_policy_load(const char *path, struct broker_policy **ret, char **ret_
                 broker_policy_free(st.p);
                 return -ENOMEM;
         }
-        nul = memchr(buf, '\0', len);
-        if (nul) {
-                unsigned line = 1;
-                for (const char *c = buf; c < nul; c++)
-                        line += *c == '\n';
-                perror_at(&st, line, "NUL byte in policy");
+        nul_line = inifile_nul_line(buf, len);
+        if (nul_line) {
+                perror_at(&st, nul_line, "NUL byte in policy");
         } else {
-                st.rd = (struct reader){.pos = buf, .end = buf + len};
-                r = ini_parse_stream(reader_gets, &st.rd, handler, &st);
+                st.rd = (struct inifile_reader){.pos = buf, .end = buf + len};
+                r = ini_parse_stream(inifile_reader_gets, &st.rd, handler, &st);
                 if (st.rd.too_long)
                         perror_at(&st, st.rd.line, "line longer than %d bytes", INI_MAX_LINE - 1);
                 if (r > 0)

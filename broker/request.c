@@ -20,7 +20,7 @@
 #include "paseto.h"
 #include "secrets.h"
 #include "server-private.h"
-#include "util.h"
+#include "lib/util.h"
 #include "verify.h"
 
 #define ID_MAX 128

@@ -17,7 +17,7 @@
 #include "paseto.h"
 #include "policy.h"
 #include "secrets.h"
-#include "util.h"
+#include "lib/util.h"
 
 #define SEALED_MAX (BROKER_SECRET_MAX * 2 + 1024)
 

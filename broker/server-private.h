@@ -37,8 +37,8 @@ struct bucket {
 };
 
 struct ws {
-        const struct config *cfg;
-        const char *name;
+        char *name;
+        char *policy_path;
         char *dir;
         int dirfd;
         struct broker_policy *policy;

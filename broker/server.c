@@ -28,7 +28,7 @@
 #include <unistd.h>
 
 #include "server-private.h"
-#include "util.h"
+#include "lib/util.h"
 
 #define WS_MAX     64
 #define OUT_INLINE (8 * 1024) /* responses up to this size need no allocation */
@@ -137,6 +137,8 @@ static void ws_free(struct ws *ws)
         broker_tokens_free(ws);
         safe_close(ws->dirfd);
         free(ws->dir);
+        free(ws->policy_path);
+        free(ws->name);
         free(ws);
 }
 
@@ -241,41 +243,40 @@ static int mkdir_private(const char *dir, mode_t mode, char **ret_error)
         return 0;
 }
 
-int broker_add_workspace(broker *b, const struct config *cfg, char **ret_error)
+int broker_add_workspace(broker *b, const struct broker_workspace_options *o, char **ret_error)
 {
         struct ws *ws;
         int r;
 
         *ret_error = NULL;
-        if (!cfg->broker.policy)
+        if (!o->policy)
                 return errorf(ret_error, -EINVAL,
                               "%s: no [broker] policy: this workspace has "
                               "no broker",
-                              cfg->file);
+                              o->origin);
         if (b->n_ws >= WS_MAX)
                 return errorf(ret_error, -E2BIG, "at most %d workspaces per broker", WS_MAX);
         for (size_t i = 0; i < b->n_ws; i++) {
-                if (streq(b->ws[i]->name, cfg->workspace.name))
+                if (streq(b->ws[i]->name, o->name))
                         return errorf(ret_error, -EEXIST, "%s: workspace '%s' given twice",
-                                      cfg->file, cfg->workspace.name);
-                if (streq(b->ws[i]->dir, cfg->broker.dir) ||
-                    streq(b->ws[i]->agent_path, cfg->broker.socket))
+                                      o->origin, o->name);
+                if (streq(b->ws[i]->dir, o->dir) || streq(b->ws[i]->agent_path, o->socket))
                         return errorf(ret_error, -EEXIST,
                                       "%s: [broker] dir or socket shared with workspace '%s'",
-                                      cfg->file, b->ws[i]->name);
+                                      o->origin, b->ws[i]->name);
         }
         ws = calloc(1, sizeof(*ws));
         if (!ws)
                 return -ENOMEM;
         ws->agent_fd = ws->admin_fd = ws->dirfd = -1;
-        ws->cfg = cfg;
-        ws->name = cfg->workspace.name;
-        ws->dir = strdup(cfg->broker.dir);
-        if (!ws->dir) {
+        ws->name = strdup(o->name);
+        ws->policy_path = strdup(o->policy);
+        ws->dir = strdup(o->dir);
+        if (!ws->name || !ws->policy_path || !ws->dir) {
                 r = -ENOMEM;
                 goto fail;
         }
-        r = broker_policy_load(cfg->broker.policy, &ws->policy, ret_error);
+        r = broker_policy_load(ws->policy_path, &ws->policy, ret_error);
         if (r < 0)
                 goto fail;
         /*
@@ -308,7 +309,7 @@ int broker_add_workspace(broker *b, const struct config *cfg, char **ret_error)
         if (r < 0)
                 goto fail;
         if (asprintf(&ws->admin_path, "%s/%s", ws->dir, BROKER_ADMIN_SOCKET) < 0 ||
-            !(ws->agent_path = strdup(cfg->broker.socket))) {
+            !(ws->agent_path = strdup(o->socket))) {
                 r = -ENOMEM;
                 goto fail;
         }
@@ -333,7 +334,7 @@ int broker_add_workspace(broker *b, const struct config *cfg, char **ret_error)
         return 0;
 fail:
         if (!*ret_error)
-                errorf(ret_error, r, "%s: %s", cfg->file, strerror(-r));
+                errorf(ret_error, r, "%s: %s", o->origin, strerror(-r));
         ws_free(ws);
         return r;
 }
@@ -529,7 +530,7 @@ static void policies_reload(broker *b)
                 struct broker_policy *p = NULL;
                 _cleanup_free_ char *error = NULL, *msg = NULL;
 
-                if (broker_policy_load(ws->cfg->broker.policy, &p, &error) < 0) {
+                if (broker_policy_load(ws->policy_path, &p, &error) < 0) {
                         if (asprintf(&msg,
                                      "workspace '%s': policy not reloaded, keeping the old "
                                      "one: %s",
@@ -539,7 +540,7 @@ static void policies_reload(broker *b)
                         broker_policy_free(ws->policy);
                         ws->policy = p;
                         if (asprintf(&msg, "workspace '%s': policy reloaded from %s", ws->name,
-                                     ws->cfg->broker.policy) < 0)
+                                     ws->policy_path) < 0)
                                 msg = NULL;
                 }
                 if (b->log && msg)

@@ -11,7 +11,7 @@
 #include <time.h>
 
 #include "server-private.h"
-#include "util.h"
+#include "lib/util.h"
 
 static size_t hash(const char *s)
 {

@@ -16,7 +16,7 @@
 
 #include "paseto.h"
 #include "verify.h"
-#include "util.h"
+#include "lib/util.h"
 
 static int result(int code, char *reason, size_t size, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "fs-private.h"
-#include "util.h"
+#include "lib/util.h"
 
 struct out {
         FILE *f;

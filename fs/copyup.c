@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "fs-private.h"
-#include "util.h"
+#include "lib/util.h"
 
 int copyup_fd_data(int in, int out, uint64_t size)
 {

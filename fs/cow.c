@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "fs-private.h"
-#include "util.h"
+#include "lib/util.h"
 
 struct cres {
         bool upper;

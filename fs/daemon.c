@@ -16,11 +16,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "config.h"
 #include "fs-private.h"
 #include "ops.h"
 #include "state.h"
-#include "util.h"
+#include "lib/util.h"
 
 #include "gitdir.h"
 
@@ -203,7 +202,7 @@ static int workspace_json(struct fs_workspace *ws)
  * pinned in <state>/fs/base: the upper layer's whiteouts and redirects name
  * paths of that tree, so a later mount must not follow a moved HEAD.
  */
-static int open_git_lower(struct fs_workspace *ws, const struct config *c, int fsdir, int cache,
+static int open_git_lower(struct fs_workspace *ws, const struct fs_options *o, int fsdir, int cache,
                           char **ret_error)
 {
         char pinned[GIT_OID_HEXSZ + 2] = "";
@@ -217,16 +216,16 @@ static int open_git_lower(struct fs_workspace *ws, const struct config *c, int f
                 if (n < GIT_OID_HEXSZ || strspn(pinned, "0123456789abcdef") < GIT_OID_HEXSZ)
                         return fail(ret_error, -EINVAL, "%s/fs/base: not a commit id", ws->state);
                 pinned[GIT_OID_HEXSZ] = 0;
-                r = lower_git_open(c->repo.source, pinned, cache, &ws->repo.lower, ret_error);
+                r = lower_git_open(o->repo.source, pinned, cache, &ws->repo.lower, ret_error);
                 if (r < 0)
                         return fail(ret_error, r,
                                     "the base commit %s of this state is gone from '%s'", pinned,
-                                    c->repo.source);
+                                    o->repo.source);
                 return 0;
         }
         if (errno != ENOENT)
                 return fail(ret_error, negative_errno(), "cannot read %s/fs/base: %m", ws->state);
-        r = lower_git_open(c->repo.source, c->repo.rev, cache, &ws->repo.lower, ret_error);
+        r = lower_git_open(o->repo.source, o->repo.rev, cache, &ws->repo.lower, ret_error);
         if (r < 0)
                 return r;
         fd = openat(fsdir, "base.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -299,7 +298,8 @@ static int setup_gitdir(struct fs_workspace *ws, int fsdir, char **ret_error)
         return gitindex_init(ws, fsdir, ret_error);
 }
 
-static int setup_home(struct fs_workspace *ws, const struct config *c, int fsdir, char **ret_error)
+static int setup_home(struct fs_workspace *ws, const struct fs_options *o, int fsdir,
+                      char **ret_error)
 {
         _cleanup_close_ int home = -1, seed = -1;
         _cleanup_free_ char *seed_path = NULL;
@@ -309,7 +309,7 @@ static int setup_home(struct fs_workspace *ws, const struct config *c, int fsdir
         if (home < 0)
                 return fail(ret_error, home, "cannot open %s/fs/home: %s", ws->state,
                             strerror(-home));
-        if (!c->home.persist) {
+        if (!o->home.persist) {
                 /* Left by a crash or a previous mount: a non-persistent home starts empty. */
                 r = state_rm_rf_at(home, "upper", 0);
                 if (r < 0)
@@ -323,12 +323,12 @@ static int setup_home(struct fs_workspace *ws, const struct config *c, int fsdir
         if (seed < 0)
                 return fail(ret_error, seed, "cannot make the seed snapshot: %s", strerror(-seed));
         (void)fchmod(seed, 0755);
-        for (size_t i = 0; i < c->home.n_seeds; i++) {
-                r = state_copy_seed(c->home.seeds[i].source, seed, c->home.seeds[i].dest);
+        for (size_t i = 0; i < o->home.n_seeds; i++) {
+                r = state_copy_seed(o->home.seeds[i].source, seed, o->home.seeds[i].dest);
                 if (r < 0)
                         return fail(ret_error, r,
-                                    "%s:%u: key 'seed' in [home]: cannot copy '%s': %s", c->file,
-                                    c->home.seeds[i].line, c->home.seeds[i].source, strerror(-r));
+                                    "%s:%u: key 'seed' in [home]: cannot copy '%s': %s", o->origin,
+                                    o->home.seeds[i].line, o->home.seeds[i].source, strerror(-r));
         }
         ws->home.upper_fd = state_open_dir(home, "upper", true);
         if (ws->home.upper_fd < 0)
@@ -341,12 +341,12 @@ static int setup_home(struct fs_workspace *ws, const struct config *c, int fsdir
         if (r < 0)
                 return r;
         ws->home.part = 2;
-        ws->home.mpath = c->home.path;
+        ws->home.mpath = o->home.path;
         ws->has_home = true;
         return 0;
 }
 
-int fs_workspace_new(const struct config *c, fs_workspace **ret, char **ret_error)
+int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_error)
 {
         struct fs_workspace *ws;
         _cleanup_close_ int fsdir = -1, cache = -1;
@@ -363,18 +363,18 @@ int fs_workspace_new(const struct config *c, fs_workspace **ret, char **ret_erro
         ws->index.git_fd = ws->index.fsdir_fd = -1;
         ws->uid = geteuid();
         ws->gid = getegid();
-        ws->name = strdup(c->workspace.name);
-        ws->state = strdup(c->workspace.state);
-        ws->mountpoint = strdup(c->workspace.mountpoint);
-        ws->source = strdup(c->repo.source);
-        ws->rev = strdup(c->repo.rev);
+        ws->name = strdup(o->name);
+        ws->state = strdup(o->state);
+        ws->mountpoint = strdup(o->mountpoint);
+        ws->source = strdup(o->repo.source);
+        ws->rev = strdup(o->repo.rev);
         if (!ws->name || !ws->state || !ws->mountpoint || !ws->source || !ws->rev) {
                 r = -ENOMEM;
                 goto out;
         }
-        ws->max_bytes = c->limits.bytes;
-        ws->max_files = c->limits.files;
-        ws->home_persist = c->home.persist;
+        ws->max_bytes = o->max_bytes;
+        ws->max_files = o->max_files;
+        ws->home_persist = o->home.persist;
 
         r = state_mkdir_p(ws->state, 0700);
         if (r < 0) {
@@ -398,40 +398,40 @@ int fs_workspace_new(const struct config *c, fs_workspace **ret, char **ret_erro
         }
         (void)fchmod(ws->repo.upper_fd, 0755);
 
-        if (is_git_repo(c->repo.source))
-                r = open_git_lower(ws, c, fsdir, cache, ret_error);
+        if (is_git_repo(o->repo.source))
+                r = open_git_lower(ws, o, fsdir, cache, ret_error);
         else
-                r = lower_dir_open(c->repo.source, &ws->repo.lower, ret_error);
+                r = lower_dir_open(o->repo.source, &ws->repo.lower, ret_error);
         if (r < 0) {
-                r = fail(ret_error, r, "[repo] source '%s': cannot open", c->repo.source);
+                r = fail(ret_error, r, "[repo] source '%s': cannot open", o->repo.source);
                 goto out;
         }
         ws->repo.part = 1;
-        ws->repo.mpath = c->repo.path;
+        ws->repo.mpath = o->repo.path;
 
         r = setup_gitdir(ws, fsdir, ret_error);
         if (r < 0)
                 goto out;
-        r = setup_home(ws, c, fsdir, ret_error);
+        r = setup_home(ws, o, fsdir, ret_error);
         if (r < 0)
                 goto out;
 
-        ws->mirrors = calloc(c->n_mirrors + 1, sizeof(*ws->mirrors));
+        ws->mirrors = calloc(o->n_mirrors + 1, sizeof(*ws->mirrors));
         if (!ws->mirrors) {
                 r = -ENOMEM;
                 goto out;
         }
-        for (size_t i = 0; i < c->n_mirrors; i++) {
+        for (size_t i = 0; i < o->n_mirrors; i++) {
                 struct mirror *m = &ws->mirrors[i];
                 m->part = 16 + (unsigned)i;
-                m->mpath = c->mirrors[i].path;
-                m->exclude = c->mirrors[i].exclude;
-                m->root_fd = open(c->mirrors[i].source, O_PATH | O_DIRECTORY | O_CLOEXEC);
+                m->mpath = o->mirrors[i].path;
+                m->exclude = o->mirrors[i].exclude;
+                m->root_fd = open(o->mirrors[i].source, O_PATH | O_DIRECTORY | O_CLOEXEC);
                 ws->n_mirrors++;
                 if (m->root_fd < 0) {
                         r = fail(ret_error, negative_errno(),
-                                 "%s:%u: [mirror \"%s\"] source '%s': %m", c->file,
-                                 c->mirrors[i].line, c->mirrors[i].name, c->mirrors[i].source);
+                                 "%s:%u: [mirror \"%s\"] source '%s': %m", o->origin,
+                                 o->mirrors[i].line, o->mirrors[i].name, o->mirrors[i].source);
                         goto out;
                 }
         }

@@ -11,16 +11,60 @@
 #pragma once
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
-struct config;
 typedef struct fs_workspace fs_workspace;
+
+/* A host file or folder copied into the home at mount, read-only. */
+struct fs_seed {
+        const char *source; /* absolute host path */
+        const char *dest;   /* clean relative path inside the home */
+        unsigned line;      /* where the options came from, for errors (0: unknown) */
+};
+
+/* A host folder shown read-only. */
+struct fs_mirror_options {
+        const char *name;
+        const char *source;   /* absolute host directory */
+        const char *path;     /* absolute path inside the mount */
+        char *const *exclude; /* NULL-terminated fnmatch(3) globs, or NULL */
+        unsigned line;        /* for errors (0: unknown) */
+};
+
+/*
+ * What the filesystem needs to know of a workspace, and nothing more:
+ * mounts/ fills it in from the workspace config. Every pointer is borrowed
+ * until fs_workspace_free().
+ */
+struct fs_options {
+        const char *origin;     /* the file the options came from, for errors */
+        const char *name;       /* the workspace name */
+        const char *state;      /* absolute state directory */
+        const char *mountpoint; /* absolute */
+        struct {
+                const char *source; /* a git repository or a plain directory */
+                const char *rev;    /* the base revision of a git source */
+                const char *path;   /* where it appears in the mount */
+        } repo;
+        struct {
+                const char *path;
+                const struct fs_seed *seeds;
+                size_t n_seeds;
+                bool persist; /* keep the home's writes across unmount */
+        } home;
+        const struct fs_mirror_options *mirrors;
+        size_t n_mirrors;
+        uint64_t max_bytes; /* bytes the writable layers may hold */
+        uint64_t max_files; /* entries the writable layers may hold */
+};
 
 /*
  * Prepare the state directory and open every layer of the workspace
- * described by c (nothing is mounted yet). On failure returns a negative
+ * described by o (nothing is mounted yet). On failure returns a negative
  * errno and, if ret_error is not NULL, a malloc'd one-line reason.
  */
-int fs_workspace_new(const struct config *c, fs_workspace **ret, char **ret_error);
+int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_error);
 void fs_workspace_free(fs_workspace *w);
 
 /*

@@ -28,7 +28,7 @@
 #include "fs-private.h"
 #include "gitdir.h"
 #include "state.h"
-#include "util.h"
+#include "lib/util.h"
 
 #define INDEX_MARKER "gitdir-index-done"
 #define INDEX_TMP    UPPER_PREFIX "index.tmp"

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "fs-private.h"
-#include "util.h"
+#include "lib/util.h"
 
 bool fs_name_valid(const char *name)
 {

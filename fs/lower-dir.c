@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "lower-private.h"
-#include "util.h"
+#include "lib/util.h"
 
 static int open_beneath(int root, const char *path, int flags)
 {

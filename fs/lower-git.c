@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "lower-private.h"
-#include "util.h"
+#include "lib/util.h"
 
 struct thread_git {
         git_repository *repo;

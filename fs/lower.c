@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "lower-private.h"
-#include "util.h"
+#include "lib/util.h"
 
 void lent_clear(struct lent *e)
 {

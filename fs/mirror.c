@@ -20,7 +20,7 @@
 #include <unistd.h>
 
 #include "fs-private.h"
-#include "util.h"
+#include "lib/util.h"
 
 static uint64_t mirror_ino(const struct mirror *m, const struct stat *st)
 {

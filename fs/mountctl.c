@@ -20,7 +20,7 @@
 
 #include "fs-private.h"
 #include "fs.h"
-#include "util.h"
+#include "lib/util.h"
 
 static int read_pid(const char *state)
 {

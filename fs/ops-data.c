@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "ops.h"
-#include "util.h"
+#include "lib/util.h"
 
 struct journal_caller ops_caller(fuse_req_t req)
 {

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "ops.h"
-#include "util.h"
+#include "lib/util.h"
 
 double ops_timeout(const struct node *n)
 {

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "ops.h"
-#include "util.h"
+#include "lib/util.h"
 
 static int xattr_fd(struct node *n)
 {

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "fs-private.h"
-#include "util.h"
+#include "lib/util.h"
 
 static int walk(int dfd, uint64_t *files, uint64_t *bytes, unsigned depth)
 {

@@ -20,7 +20,7 @@
 #include "fs-private.h"
 #include "ops.h"
 #include "state.h"
-#include "util.h"
+#include "lib/util.h"
 
 static void ops_init(void *userdata, struct fuse_conn_info *conn)
 {

@@ -24,7 +24,7 @@
 
 #include "fs-private.h"
 #include "state.h"
-#include "util.h"
+#include "lib/util.h"
 
 int state_mkdir_p(const char *path, mode_t mode)
 {

@@ -33,7 +33,7 @@
 #include <sodium.h>
 
 #include "fs-private.h"
-#include "util.h"
+#include "lib/util.h"
 
 /* jansson rejects invalid UTF-8 in json_string(); use that as the check. */
 static bool utf8_ok(const char *s)

@@ -10,7 +10,8 @@
 #include <stddef.h>
 
 #include "config-private.h"
-#include "util.h"
+#include "lib/util.h"
+#include "lib/values.h"
 
 const char *const config_section_names[SECTION_MAX] = {
         [SECTION_WORKSPACE] = "workspace", [SECTION_REPO] = "repo",     [SECTION_HOME] = "home",
@@ -86,18 +87,6 @@ static const struct key keys[] = {
 
 _Static_assert(ELEMENTSOF(keys) <= CONFIG_KEYS_MAX, "raise CONFIG_KEYS_MAX");
 
-static bool name_is_valid(const char *v, size_t max)
-{
-        size_t n = strlen(v);
-
-        if (n == 0 || n > max || v[0] == '.' || v[0] == '-')
-                return false;
-        for (const char *c = v; *c; c++)
-                if (!isalnum((unsigned char)*c) && !strchr("._-", *c))
-                        return false;
-        return true;
-}
-
 static bool user_is_valid(const char *v)
 {
         size_t n = strlen(v);
@@ -118,16 +107,6 @@ static bool env_name_is_valid(const char *v)
                 if (!isalnum((unsigned char)*c) && *c != '_')
                         return false;
         return true;
-}
-
-/* A relative path inside the home: components, no "..", ".", empty or absolute. */
-static bool relative_path_is_clean(const char *p)
-{
-        _cleanup_free_ char *abs = NULL;
-
-        if (!*p || p[0] == '/' || asprintf(&abs, "/%s", p) < 0)
-                return false;
-        return config_path_is_clean_absolute(abs);
 }
 
 static char *strip(char *s)
@@ -209,7 +188,7 @@ static int seed_add(struct parse_state *st, const struct key *k, const char *val
                 return 0;
         if (arrow && !dst)
                 return config_error(st, 0, "out of memory");
-        if (!config_path_is_clean_absolute(src) || streq(src, "/"))
+        if (!value_path_is_clean_absolute(src) || streq(src, "/"))
                 return config_error(st, line,
                                     "key 'seed' in [home]: source '%s' must be a clean "
                                     "absolute path (no '..', '.', '//' or trailing '/')",
@@ -219,7 +198,7 @@ static int seed_add(struct parse_state *st, const struct key *k, const char *val
                 if (!dst)
                         return config_error(st, 0, "out of memory");
         }
-        if (!relative_path_is_clean(dst))
+        if (!value_path_is_clean_relative(dst))
                 return config_error(st, line,
                                     "key 'seed' in [home]: destination '%s' must be a clean "
                                     "relative path inside the home",
@@ -259,15 +238,8 @@ static int number_check(struct parse_state *st, const struct key *k, int r, uint
         return 1;
 }
 
-static int count_parse(const char *v, uint64_t *ret)
-{
-        for (const char *c = v; *c; c++)
-                if (!isdigit((unsigned char)*c))
-                        return -EINVAL;
-        return config_parse_size(v, ret); /* digits only: same overflow checks */
-}
-
-static int value_apply(struct parse_state *st, const struct key *k, void *base, const char *value)
+static int key_value_apply(struct parse_state *st, const struct key *k, void *base,
+                           const char *value)
 {
         unsigned line = config_reader_line(st);
         const char *sec = config_section_names[k->section];
@@ -277,7 +249,7 @@ static int value_apply(struct parse_state *st, const struct key *k, void *base, 
 
         switch (k->type) {
         case KEY_NAME:
-                if (!name_is_valid(value, CONFIG_NAME_MAX))
+                if (!value_name_is_valid(value, CONFIG_NAME_MAX, false))
                         return config_error(st, line,
                                             "key '%s' in [%s]: '%s' must be 1-%d letters, "
                                             "digits, '.', '_' or '-', not starting with '.' "
@@ -288,7 +260,7 @@ static int value_apply(struct parse_state *st, const struct key *k, void *base, 
                 char *expanded = config_expand(st, k->name, value);
                 if (!expanded)
                         return 0;
-                if (!config_path_is_clean_absolute(expanded)) {
+                if (!value_path_is_clean_absolute(expanded)) {
                         config_error(st, line,
                                      "key '%s' in [%s]: '%s' must be a clean absolute "
                                      "path (no '..', '.', '//' or trailing '/')",
@@ -302,7 +274,7 @@ static int value_apply(struct parse_state *st, const struct key *k, void *base, 
                 return 1;
         }
         case KEY_INSIDE_PATH:
-                if (!config_path_is_clean_absolute(value))
+                if (!value_path_is_clean_absolute(value))
                         return config_error(st, line,
                                             "key '%s' in [%s]: '%s' must be a clean absolute "
                                             "path (no '..', '.', '//' or trailing '/')",
@@ -325,26 +297,26 @@ static int value_apply(struct parse_state *st, const struct key *k, void *base, 
                                                     k->name, sec);
                 break;
         case KEY_BOOL:
-                if (config_parse_bool(value, (bool *)field) < 0)
+                if (value_parse_bool(value, (bool *)field) < 0)
                         return config_error(st, line,
                                             "key '%s' in [%s]: '%s' is not a boolean "
                                             "(true/false)",
                                             k->name, sec, value);
                 return 1;
         case KEY_SIZE:
-                r = config_parse_size(value, &n);
+                r = value_parse_size(value, &n);
                 if (number_check(st, k, r, n, value, "a size (e.g. 512M, 4G)") == 0)
                         return 0;
                 *(uint64_t *)field = n;
                 return 1;
         case KEY_DURATION:
-                r = config_parse_duration(value, &n);
+                r = value_parse_duration(value, &n);
                 if (number_check(st, k, r, n, value, "a duration (e.g. 90s, 15m, 2h)") == 0)
                         return 0;
                 *(uint64_t *)field = n;
                 return 1;
         case KEY_COUNT:
-                r = count_parse(value, &n);
+                r = value_parse_uint(value, &n);
                 if (number_check(st, k, r, n, value, "a whole number") == 0)
                         return 0;
                 *(uint64_t *)field = n;
@@ -418,7 +390,7 @@ int config_key_apply(struct parse_state *st, const char *section, const char *na
                         return config_error(st, line, "key '%s' in [%s]: empty value", name, sec);
                 if (k->set_flag)
                         *(bool *)((char *)st->cfg + k->set_flag) = true;
-                return value_apply(st, k, base, value);
+                return key_value_apply(st, k, base, value);
         }
         (void)section;
         return config_error(st, line, "key '%s' in [%s]: unknown key", name, sec);

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "config.h"
-#include "util.h"
+#include "lib/util.h"
 
 /* Host paths whose exposure hands the agent credentials or host control. */
 static const char *const sensitive_home[] = {

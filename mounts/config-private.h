@@ -7,6 +7,7 @@
 #pragma once
 
 #include "config.h"
+#include "lib/inifile.h"
 
 enum section_kind {
         SECTION_WORKSPACE,
@@ -36,7 +37,7 @@ enum {
 struct parse_state {
         const char *file;
         struct config *cfg;
-        struct reader *reader;
+        struct inifile_reader *reader;
         char *current_section;
         enum section_kind section;
         struct config_mirror *mirror;

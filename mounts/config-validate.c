@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "config-private.h"
-#include "util.h"
+#include "lib/util.h"
 
 /* Paths inside the sandbox that cloister run provides itself. */
 static const char *const reserved[] = {

@@ -3,11 +3,9 @@
  * config.c: read a workspace config with inih and turn it into a
  * struct config, or into one precise error line.
  *
- * inih does the lexing. We feed it from memory through ini_parse_stream() so
- * that we can (a) refuse oversized files and NUL bytes before parsing,
- * (b) count lines ourselves (Debian builds inih without INI_HANDLER_LINENO),
- * and (c) refuse lines longer than inih's buffer, which it would otherwise
- * split silently into two "lines".
+ * inih does the lexing, fed from memory by lib/inifile so that oversized
+ * files, NUL bytes and lines longer than inih's buffer are refused, and
+ * lines are counted (Debian builds inih without INI_HANDLER_LINENO).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -19,77 +17,44 @@
 #include <sys/stat.h>
 
 #include "config-private.h"
-#include "util.h"
-
-struct reader {
-        const char *buf, *end, *pos;
-        unsigned line;
-        bool too_long;
-        struct parse_state *st;
-};
+#include "lib/inifile.h"
+#include "lib/util.h"
 
 static int section_parse(struct parse_state *st, const char *section);
-static void section_header_check(struct reader *r, const char *line);
-
-/* ini_reader: like fgets() over the in-memory file, counting lines. */
-static char *reader_gets(char *str, int num, void *stream)
-{
-        struct reader *r = stream;
-        size_t n = 0;
-
-        if (r->pos >= r->end || r->too_long)
-                return NULL;
-        r->line++;
-        while (r->pos < r->end && n + 1 < (size_t)num) {
-                char ch = *r->pos++;
-                str[n++] = ch;
-                if (ch == '\n')
-                        break;
-        }
-        if (n + 1 >= (size_t)num && str[n - 1] != '\n' && r->pos < r->end) {
-                if (*r->pos != '\n') {
-                        r->too_long = true;
-                        return NULL;
-                }
-                r->pos++; /* exactly full: the newline does not need the space */
-        }
-        str[n] = '\0';
-        section_header_check(r, str);
-        if (r->st->error)
-                return NULL; /* stop at the first error: it is the one to fix */
-        return str;
-}
 
 /*
  * inih only calls the handler for keys, so a section header is seen here,
  * where its line is known and an empty or unknown section is not missed.
  * inih's rule: the name is what lies between '[' and the first ']'.
  */
-static void section_header_check(struct reader *r, const char *line)
+static bool section_header_check(void *user, const char *line)
 {
-        struct parse_state *st = r->st;
+        struct parse_state *st = user;
         const char *p = line, *end;
 
         while (*p == ' ' || *p == '\t')
                 p++;
         if (p == line && (unsigned char)p[0] == 0xEF && (unsigned char)p[1] == 0xBB &&
-            (unsigned char)p[2] == 0xBF && r->line == 1)
+            (unsigned char)p[2] == 0xBF && st->reader->line == 1)
                 p += 3; /* UTF-8 BOM, which inih skips too */
         if (*p != '[')
-                return;
+                return !st->error;
         end = strchr(p, ']');
         if (!end) {
-                config_error(st, r->line, "malformed line: expected 'key = value' or '[section]'");
-                return;
+                config_error(st, st->reader->line,
+                             "malformed line: expected 'key = value' or '[section]'");
+                return false;
         }
         _cleanup_free_ char *name = strndup(p + 1, (size_t)(end - p - 1));
         if (!name) {
                 config_error(st, 0, "out of memory");
-                return;
+                return false;
         }
         free(st->current_section);
         st->current_section = TAKE_PTR(name);
         section_parse(st, st->current_section);
+        /* stop at the first error: it is the one to fix */
+        return !st->error;
 }
 
 unsigned config_reader_line(const struct parse_state *st)
@@ -269,81 +234,26 @@ char *config_expand(struct parse_state *st, const char *key, const char *value)
         return TAKE_PTR(out);
 }
 
-static int file_read(const char *path, char **ret, size_t *ret_len, char **ret_error)
-{
-        _cleanup_close_ int fd = -1;
-        _cleanup_free_ char *buf = NULL;
-        struct stat sb;
-        size_t len = 0;
-
-        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0) {
-                int r = negative_errno();
-                if (asprintf(ret_error, "%s: cannot open: %s", path, strerror(-r)) < 0)
-                        *ret_error = NULL;
-                return r;
-        }
-        if (fstat(fd, &sb) < 0)
-                return negative_errno();
-        if (!S_ISREG(sb.st_mode)) {
-                if (asprintf(ret_error, "%s: not a regular file", path) < 0)
-                        *ret_error = NULL;
-                return -EINVAL;
-        }
-        if (sb.st_size > CONFIG_MAX_FILE_SIZE) {
-                if (asprintf(ret_error, "%s: file too large (%lld bytes, at most %d)", path,
-                             (long long)sb.st_size, CONFIG_MAX_FILE_SIZE) < 0)
-                        *ret_error = NULL;
-                return -EFBIG;
-        }
-        buf = malloc(CONFIG_MAX_FILE_SIZE + 1);
-        if (!buf)
-                return -ENOMEM;
-        /* Read to EOF, not st_size: the file may be a growing one. */
-        for (;;) {
-                ssize_t n = read(fd, buf + len, CONFIG_MAX_FILE_SIZE + 1 - len);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                if (n == 0)
-                        break;
-                len += (size_t)n;
-                if (len > CONFIG_MAX_FILE_SIZE) {
-                        if (asprintf(ret_error, "%s: file too large (at most %d bytes)", path,
-                                     CONFIG_MAX_FILE_SIZE) < 0)
-                                *ret_error = NULL;
-                        return -EFBIG;
-                }
-        }
-        buf[len] = '\0';
-        *ret = TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
-}
-
 int config_load(const char *path, struct config **ret, char **ret_error)
 {
         _cleanup_free_ char *buf = NULL;
         _cleanup_free_ char *error = NULL;
         _cleanup_config_ struct config *cfg = NULL;
         struct parse_state st = {.file = path};
-        struct reader rd = {0};
+        struct inifile_reader rd = {0};
         size_t len = 0;
+        unsigned nul_line;
         int r;
 
-        r = file_read(path, &buf, &len, &error);
+        r = inifile_read(path, CONFIG_MAX_FILE_SIZE, &buf, &len, &error);
         if (r < 0)
                 goto fail;
 
-        rd = (struct reader){.buf = buf, .pos = buf, .end = buf + len, .st = &st};
-        const char *nul = memchr(buf, '\0', len);
-        if (nul) {
-                unsigned line = 1;
-                for (const char *c = buf; c < nul; c++)
-                        line += *c == '\n';
-                if (asprintf(&error, "%s:%u: NUL byte in config", path, line) < 0)
+        rd = (struct inifile_reader){
+                .pos = buf, .end = buf + len, .on_line = section_header_check, .user = &st};
+        nul_line = inifile_nul_line(buf, len);
+        if (nul_line) {
+                if (asprintf(&error, "%s:%u: NUL byte in config", path, nul_line) < 0)
                         error = NULL;
                 r = -EINVAL;
                 goto fail;
@@ -373,7 +283,7 @@ int config_load(const char *path, struct config **ret, char **ret_error)
                 goto fail;
         }
 
-        r = ini_parse_stream(reader_gets, &rd, handler, &st);
+        r = ini_parse_stream(inifile_reader_gets, &rd, handler, &st);
         free(st.current_section);
         free(st.config_dir);
         if (rd.too_long && !st.error)

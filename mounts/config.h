@@ -105,15 +105,6 @@ static inline void config_freep(struct config **c)
 }
 #define _cleanup_config_ __attribute__((cleanup(config_freep)))
 
-/* "on"/"off" → bool etc.; exposed for the broker's policy parser. */
-int config_parse_bool(const char *v, bool *ret);
-/* "512", "4K", "10M", "4G", "1T" (binary units) → bytes. */
-int config_parse_size(const char *v, uint64_t *ret);
-/* "90", "90s", "15m", "2h", "1d" → seconds. */
-int config_parse_duration(const char *v, uint64_t *ret);
-/* Absolute, normalized (no "//", no trailing "/", no "." or ".." components). */
-bool config_path_is_clean_absolute(const char *p);
-
 /* Security lint. One line per finding, appended to *lines (NULL-terminated). */
 enum config_lint_level {
         CONFIG_LINT_WARNING,

@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "gitdir.h"
-#include "util.h"
+#include "lib/util.h"
 
 /* Record a one-line message (if none yet) and return r (a negative errno). */
 int gitdir_error(char **err, int r, const char *fmt, ...) _printf_(3, 4);

@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "journal.h"
-#include "util.h"
+#include "lib/util.h"
 
 struct journal_reader {
         FILE *f;

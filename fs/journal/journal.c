@@ -27,7 +27,7 @@
 #include <time.h>
 
 #include "journal.h"
-#include "util.h"
+#include "lib/util.h"
 
 struct pending {
         bool used;

@@ -11,7 +11,7 @@
 #include "audit.h"
 #include "command.h"
 #include "config.h"
-#include "util.h"
+#include "lib/util.h"
 
 static int audit_run(int argc, char **argv)
 {

@@ -16,10 +16,11 @@
 #include "broker.h"
 #include "client.h"
 #include "command.h"
+#include "compose.h"
 #include "config.h"
 #include "keys.h"
 #include "policy.h"
-#include "util.h"
+#include "lib/util.h"
 
 static int rotate_key(int argc, char **argv)
 {
@@ -120,7 +121,9 @@ static int broker_cmd_run(int argc, char **argv)
                         goto out;
                 }
                 n++;
-                r = broker_add_workspace(b, cfgs[n - 1], &error);
+                struct broker_workspace_options o;
+                compose_broker_options(cfgs[n - 1], &o);
+                r = broker_add_workspace(b, &o, &error);
                 if (r < 0) {
                         ret = command_fail(&command_broker, r == -EINVAL ? EXIT_USAGE : 1, "%s",
                                            error ? error : strerror(-r));

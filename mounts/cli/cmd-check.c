@@ -12,7 +12,7 @@
 
 #include "command.h"
 #include "config.h"
-#include "util.h"
+#include "lib/util.h"
 
 /* Every home directory the invoking person may have: $HOME, uid's, sudoer's. */
 static size_t homes_collect(const char *homes[3])

@@ -17,7 +17,7 @@
 #include "config.h"
 #include "review-workspace.h"
 #include "review.h"
-#include "util.h"
+#include "lib/util.h"
 
 static void home_print(FILE *out, const struct review_home_change *c, size_t n)
 {

@@ -23,7 +23,7 @@
 #include "config.h"
 #include "review-workspace.h"
 #include "review.h"
-#include "util.h"
+#include "lib/util.h"
 
 enum mode { MODE_NONE, MODE_COMMIT, MODE_COMMITS, MODE_MBOX, MODE_DISCARD };
 

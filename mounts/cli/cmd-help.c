@@ -5,7 +5,7 @@
 #include <stdio.h>
 
 #include "command.h"
-#include "util.h"
+#include "lib/util.h"
 
 static int help_run(int argc, char **argv)
 {

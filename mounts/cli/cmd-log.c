@@ -17,7 +17,8 @@
 #include "config.h"
 #include "journal.h"
 #include "review.h"
-#include "util.h"
+#include "lib/util.h"
+#include "lib/values.h"
 
 /* RFC 3339 ("2026-12-02T16:00:00Z"), a date, "@EPOCH", or a duration ago ("15m"). */
 static int since_parse(const char *s, double *ret)
@@ -42,7 +43,7 @@ static int since_parse(const char *s, double *ret)
                 *ret = (double)timegm(&tm);
                 return 0;
         }
-        if (config_parse_duration(s, &secs) == 0) {
+        if (value_parse_duration(s, &secs) == 0) {
                 *ret = (double)time(NULL) - (double)secs;
                 return 0;
         }

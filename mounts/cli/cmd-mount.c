@@ -19,9 +19,10 @@
 #include <unistd.h>
 
 #include "command.h"
+#include "compose.h"
 #include "config.h"
 #include "fs.h"
-#include "util.h"
+#include "lib/util.h"
 
 #define EXIT_ALREADY 3
 
@@ -34,17 +35,32 @@ static int load(const struct command *cmd, const char *path, struct config **ret
         return 0;
 }
 
+/* The filesystem of c; f holds what its options borrow, until ws is freed. */
+static int workspace_open(const struct config *c, struct compose_fs *f, fs_workspace **ws,
+                          char **err)
+{
+        int r = compose_fs_options(c, f);
+        if (r < 0)
+                return r;
+        r = fs_workspace_new(&f->options, ws, err);
+        if (r < 0)
+                compose_fs_options_free(f);
+        return r;
+}
+
 static int serve(const struct config *c, int ready_fd)
 {
+        struct compose_fs f;
         fs_workspace *ws = NULL;
         _cleanup_free_ char *err = NULL;
         int r;
 
-        r = fs_workspace_new(c, &ws, &err);
+        r = workspace_open(c, &f, &ws, &err);
         if (r < 0)
                 return command_fail(&command_mount, 1, "%s", err ? err : strerror(-r));
         r = fs_workspace_serve(ws, ready_fd, &err);
         fs_workspace_free(ws);
+        compose_fs_options_free(&f);
         if (r < 0)
                 return command_fail(&command_mount, 1, "%s", err ? err : strerror(-r));
         return 0;
@@ -119,9 +135,10 @@ static int mount_run(int argc, char **argv)
                         _exit(1);
                 /* Errors before serving go to the caller's stderr; after, to the log. */
                 {
+                        struct compose_fs f;
                         fs_workspace *ws = NULL;
                         _cleanup_free_ char *err = NULL;
-                        r = fs_workspace_new(c, &ws, &err);
+                        r = workspace_open(c, &f, &ws, &err);
                         if (r < 0)
                                 _exit(command_fail(&command_mount, 1, "%s",
                                                    err ? err : strerror(-r)));
@@ -130,6 +147,7 @@ static int mount_run(int argc, char **argv)
                         if (r < 0)
                                 fprintf(stderr, "cloister mount: %s\n", err ? err : strerror(-r));
                         fs_workspace_free(ws);
+                        compose_fs_options_free(&f);
                         exit(r < 0 ? 1 : 0); /* exit, not _exit: LeakSanitizer runs at exit */
                 }
         }

@@ -14,7 +14,7 @@
 #include "config.h"
 #include "run-common.h"
 #include "sandbox.h"
-#include "util.h"
+#include "lib/util.h"
 
 extern char **environ;
 

@@ -16,7 +16,7 @@
 #include "config.h"
 #include "policy.h"
 #include "secrets.h"
-#include "util.h"
+#include "lib/util.h"
 
 #define FAIL(code, ...) command_fail(&command_secret, code, __VA_ARGS__)
 

@@ -21,7 +21,7 @@
 #include "config.h"
 #include "keys.h"
 #include "paseto.h"
-#include "util.h"
+#include "lib/util.h"
 #include "verify.h"
 
 #define FAIL(code, ...) command_fail(&command_token, code, __VA_ARGS__)

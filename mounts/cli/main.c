@@ -8,7 +8,7 @@
 
 #include "cloister-config.h"
 #include "command.h"
-#include "util.h"
+#include "lib/util.h"
 
 const struct command *const commands[] = {
         &command_help,  &command_check,

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 
 #include "review.h"
-#include "util.h"
+#include "lib/util.h"
 
 /* One path of the changes file that belongs to the hidden home. */
 struct review_home_path {

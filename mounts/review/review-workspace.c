@@ -15,7 +15,7 @@
 
 #include "config.h"
 #include "review-workspace.h"
-#include "util.h"
+#include "lib/util.h"
 
 extern char **environ;
 

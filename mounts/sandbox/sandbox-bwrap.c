@@ -28,7 +28,7 @@
 #include "cloister-config.h"
 #include "config.h"
 #include "sandbox-private.h"
-#include "util.h"
+#include "lib/util.h"
 
 void sandbox_strv_add(struct strv_builder *b, const char *s)
 {

@@ -16,7 +16,7 @@
 
 #include "config.h"
 #include "sandbox-private.h"
-#include "util.h"
+#include "lib/util.h"
 
 #define SANDBOX_PATH "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
 

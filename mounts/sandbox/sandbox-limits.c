@@ -26,7 +26,7 @@
 
 #include "config.h"
 #include "sandbox-private.h"
-#include "util.h"
+#include "lib/util.h"
 
 struct sandbox_cgroup {
         char *path;        /* the pids cgroup (v2: memory too, if enabled there) */

@@ -19,7 +19,7 @@
 #include <sys/stat.h>
 
 #include "sandbox-private.h"
-#include "util.h"
+#include "lib/util.h"
 
 /* Field 22 of /proc/PID/stat: start time in clock ticks since boot. */
 static int proc_starttime(pid_t pid, unsigned long long *ret)

@@ -30,7 +30,7 @@
 #include <sys/socket.h>
 
 #include "sandbox-private.h"
-#include "util.h"
+#include "lib/util.h"
 
 #ifndef CLONE_NEWTIME
 #define CLONE_NEWTIME 0x00000080

@@ -29,7 +29,7 @@
 #include "cloister-config.h"
 #include "config.h"
 #include "sandbox-private.h"
-#include "util.h"
+#include "lib/util.h"
 
 #ifndef FUSE_SUPER_MAGIC
 #define FUSE_SUPER_MAGIC 0x65735546

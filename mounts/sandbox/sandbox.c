@@ -33,7 +33,7 @@
 #include "cloister-config.h"
 #include "config.h"
 #include "sandbox-private.h"
-#include "util.h"
+#include "lib/util.h"
 
 #define STATUS_MAX 4096 /* bwrap's status documents are a few dozen bytes each */
 

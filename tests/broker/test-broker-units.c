@@ -20,7 +20,7 @@
 #include "paseto.h"
 #include "policy.h"
 #include "server-private.h"
-#include "util.h"
+#include "lib/util.h"
 #include "verify.h"
 
 static char tmpdir[] = "/tmp/cloister-broker-unit.XXXXXX";

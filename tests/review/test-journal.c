@@ -16,7 +16,7 @@
 #include <jansson.h>
 
 #include "journal.h"
-#include "util.h"
+#include "lib/util.h"
 
 static char tmpdir[64];
 static int dirfd_ = -1;

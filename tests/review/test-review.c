@@ -13,7 +13,7 @@
 
 #include "review-fixture.h"
 #include "review.h"
-#include "util.h"
+#include "lib/util.h"
 
 static char src[192], view[192], changes[192];
 

@@ -13,7 +13,7 @@
 #include "cloister-config.h"
 #include "config.h"
 #include "sandbox-private.h"
-#include "util.h"
+#include "lib/util.h"
 
 static char tmpdir[] = "/tmp/cloister-test-sandbox.XXXXXX";
 static struct config *cfg;

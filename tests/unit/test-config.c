@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "util.h"
+#include "lib/util.h"
 
 static char tmpdir[] = "/tmp/cloister-config-test-XXXXXX";
 static char cfgpath[4096];

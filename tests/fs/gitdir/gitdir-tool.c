@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "gitdir.h"
-#include "util.h"
+#include "lib/util.h"
 
 static int cmd_prepare(int argc, char **argv)
 {

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "gitdir.h"
-#include "util.h"
+#include "lib/util.h"
 
 static char tmp[] = "/tmp/test-gitdir.XXXXXX";
 static char source[512];

@@ -3,9 +3,9 @@
  * util.h: small helpers shared by every cloister module.
  *
  * Cleanup attributes in the style of systemd's alloc-util.h and bubblewrap's
- * utils.h, so that every early return frees what it owns. Header-only on
- * purpose: fs/, broker/ and mounts/ all include it without a link-time
- * dependency on one another.
+ * utils.h, so that every early return frees what it owns. It lives in lib/,
+ * the bottom layer, so fs/, broker/ and mounts/ all use it without any of
+ * them depending on another; header-only, so it costs no link dependency.
  */
 #pragma once
 

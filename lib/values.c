@@ -1,19 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * config-values.c: parsers for the value types a config (or a broker
- * policy) may hold: booleans, sizes, durations and clean absolute paths.
- * Strict on purpose: "10 MB", "-1" or "1e9" are errors, not guesses.
+ * values.c: the value types of cloister's INI files (see values.h).
  */
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdint.h>
 #include <string.h>
+#include <strings.h>
 
-#include "config.h"
-#include "util.h"
+#include "lib/util.h"
+#include "values.h"
 
-int config_parse_bool(const char *v, bool *ret)
+int value_parse_bool(const char *v, bool *ret)
 {
         static const char *const yes[] = {"true", "yes", "on", "1"};
         static const char *const no[] = {"false", "no", "off", "0"};
@@ -46,7 +45,7 @@ static int parse_scaled(const char *v, const char *units, const uint64_t *mult, 
                 n = n * 10 + d;
         }
         if (*p) {
-                const char *u = strchr(units, *p);
+                const char *u = units ? strchr(units, *p) : NULL;
                 if (!u || p[1] != '\0')
                         return -EINVAL;
                 uint64_t m = mult[u - units];
@@ -58,19 +57,36 @@ static int parse_scaled(const char *v, const char *units, const uint64_t *mult, 
         return 0;
 }
 
-int config_parse_size(const char *v, uint64_t *ret)
+int value_parse_uint(const char *v, uint64_t *ret)
+{
+        return parse_scaled(v, NULL, NULL, ret);
+}
+
+int value_parse_size(const char *v, uint64_t *ret)
 {
         static const uint64_t mult[] = {1, 1ULL << 10, 1ULL << 20, 1ULL << 30, 1ULL << 40};
         return parse_scaled(v, "BKMGT", mult, ret);
 }
 
-int config_parse_duration(const char *v, uint64_t *ret)
+int value_parse_duration(const char *v, uint64_t *ret)
 {
         static const uint64_t mult[] = {1, 60, 3600, 86400};
         return parse_scaled(v, "smhd", mult, ret);
 }
 
-bool config_path_is_clean_absolute(const char *p)
+bool value_name_is_valid(const char *v, size_t max, bool allow_dash_first)
+{
+        size_t n = strlen(v);
+
+        if (n == 0 || n > max || v[0] == '.' || (v[0] == '-' && !allow_dash_first))
+                return false;
+        for (const char *c = v; *c; c++)
+                if (!isalnum((unsigned char)*c) && !strchr("._-", *c))
+                        return false;
+        return true;
+}
+
+bool value_path_is_clean_absolute(const char *p)
 {
         size_t len = strlen(p);
 
@@ -97,4 +113,16 @@ bool config_path_is_clean_absolute(const char *p)
                 if (iscntrl((unsigned char)*c))
                         return false;
         return true;
+}
+
+bool value_path_is_clean_relative(const char *p)
+{
+        char buf[PATH_MAX];
+        size_t n = strlen(p);
+
+        if (n == 0 || p[0] == '/' || n + 2 > sizeof(buf))
+                return false;
+        buf[0] = '/';
+        memcpy(buf + 1, p, n + 1);
+        return value_path_is_clean_absolute(buf);
 }

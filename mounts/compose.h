@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * compose.h: the workspace config, handed down to the layers below.
+ *
+ * fs/ and broker/ know nothing of the workspace config: each takes its own
+ * options struct. This is the one place that fills them in, so the arrows
+ * run one way (lib <- fs, broker <- mounts).
+ */
+#pragma once
+
+#include "broker.h"
+#include "config.h"
+#include "fs.h"
+
+/* Options that borrow c's strings; arrays are owned (compose_fs_options_free). */
+struct compose_fs {
+        struct fs_options options;
+        struct fs_seed *seeds;
+        struct fs_mirror_options *mirrors;
+};
+
+int compose_fs_options(const struct config *c, struct compose_fs *ret);
+void compose_fs_options_free(struct compose_fs *f);
+
+/* Options that borrow c's strings; nothing to free. */
+void compose_broker_options(const struct config *c, struct broker_workspace_options *ret);
