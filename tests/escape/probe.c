@@ -11,6 +11,9 @@
  *
  * It is built without sanitizers: it runs under RLIMIT_AS, which an ASan
  * binary's shadow memory cannot fit.
+ *
+ * Numeric arguments are read with strtoull(.., 0): "0x100000028" is AF_VSOCK
+ * with bit 32 set, which the kernel ignores and a filter must not.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,6 +24,7 @@
 #include <linux/perf_event.h>
 #include <netinet/in.h>
 #include <sched.h>
+#include <seccomp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -110,6 +114,111 @@ static long do_x32(char **a)
 }
 #define do_i386 do_x32
 #endif
+
+/* A syscall this probe knows by name (socket, ioctl...), or -1. */
+static int nr_of(const char *name)
+{
+        int nr = seccomp_syscall_resolve_name(name);
+        return nr == __NR_SCMP_ERROR ? -1 : nr;
+}
+
+static unsigned long long num(const char *s)
+{
+        return strtoull(s, NULL, 0);
+}
+
+/* sock socket|socketpair A0 A1 A2: the raw call, all 64 bits of each argument as given. */
+static long do_sock(char **a)
+{
+        int sv[2];
+        int nr = nr_of(a[0]);
+
+        if (nr < 0 || !a[1] || !a[2] || !a[3]) {
+                errno = EINVAL;
+                return -1;
+        }
+        return syscall(nr, num(a[1]), num(a[2]), num(a[3]), (unsigned long)sv);
+}
+
+/*
+ * Would cloister's filter let this call through? The probe stacks a filter
+ * of its own that answers SECCOMP_RET_TRACE for the call. With no tracer,
+ * the kernel then fails the call with ENOSYS and never runs it; and since
+ * the strictest answer of all filters wins and ERRNO and KILL beat TRACE,
+ * the outcome is cloister's verdict alone, whatever this kernel supports:
+ * the errno the filter chose, or ENOSYS ("passes") if it allowed the call.
+ */
+static int gate_install(int nr)
+{
+        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        int r;
+
+        if (!ctx)
+                return -ENOMEM;
+        r = seccomp_rule_add(ctx, SCMP_ACT_TRACE(0), nr, 0);
+        if (r == 0)
+                r = seccomp_load(ctx);
+        seccomp_release(ctx);
+        return r;
+}
+
+static long gate_call(int nr, const unsigned long long *v)
+{
+        return syscall(nr, v[0], v[1], v[2], v[3], v[4], v[5]);
+}
+
+/* gate NAME [A0..A5]: prints "passes" or the errno cloister's filter answers. */
+static long do_gate(char **a)
+{
+        unsigned long long v[6] = {0};
+        int nr = nr_of(a[0]);
+
+        for (int i = 0; i < 6 && a[i + 1]; i++)
+                v[i] = num(a[i + 1]);
+        if (nr < 0 || gate_install(nr) < 0) {
+                printf("cannot gate %s\n", a[0]);
+                _exit(0);
+        }
+        if (gate_call(nr, v) < 0 && errno == ENOSYS)
+                printf("passes\n");
+        else
+                report(-1);
+        fflush(stdout);
+        _exit(0);
+}
+
+/*
+ * gate-sweep NAME POS FROM TO [A0..A5]: the values FROM..TO of argument POS
+ * (the others as given) that cloister's filter lets through, in order, or
+ * "none".
+ */
+static long do_gate_sweep(char **a)
+{
+        unsigned long long v[6] = {0}, from, to;
+        int nr = nr_of(a[0]), pos, n = 0;
+
+        if (!a[1] || !a[2] || !a[3]) {
+                printf("usage\n");
+                _exit(0);
+        }
+        pos = atoi(a[1]);
+        from = num(a[2]);
+        to = num(a[3]);
+        for (int i = 0; i < 6 && a[i + 4]; i++)
+                v[i] = num(a[i + 4]);
+        if (nr < 0 || pos < 0 || pos > 5 || to - from > 100000 || gate_install(nr) < 0) {
+                printf("cannot gate %s\n", a[0]);
+                _exit(0);
+        }
+        for (unsigned long long x = from; x <= to; x++) {
+                v[pos] = x;
+                if (gate_call(nr, v) < 0 && errno == ENOSYS)
+                        printf("%s%llu", n++ ? " " : "", x);
+        }
+        printf("%s\n", n ? "" : "none");
+        fflush(stdout);
+        _exit(0);
+}
 
 static long do_ptrace(char **a)
 {
@@ -605,9 +714,21 @@ static long sys_call(char **a)
                 return syscall(SYS_init_module, buf, sizeof(buf), "");
         if (!strcmp(w, "personality"))
                 return personality(ADDR_NO_RANDOMIZE);
+        if (!strcmp(w, "personality-high"))
+                return syscall(SYS_personality, 0x100000000UL | ADDR_NO_RANDOMIZE);
         if (!strcmp(w, "tiocsti")) {
                 char c = 'x';
                 return ioctl(0, TIOCSTI, &c);
+        }
+        if (!strcmp(w, "tiocsti-high")) {
+                char c = 'x';
+                return syscall(SYS_ioctl, 0, 0x100000000UL | TIOCSTI, &c);
+        }
+        if (!strcmp(w, "clone-newuser-high")) {
+                long r = syscall(SYS_clone, 0x100000000UL | CLONE_NEWUSER | SIGCHLD, 0, 0, 0, 0);
+                if (r == 0)
+                        _exit(0);
+                return r < 0 ? r : 0;
         }
         if (!strcmp(w, "setuid0"))
                 return setuid(0);
@@ -665,6 +786,12 @@ int main(int argc, char **argv)
                 return in_child(do_i386, argv + 2);
         if (!strcmp(a, "sys") && argc >= 3)
                 return in_child(sys_call, argv + 2);
+        if (!strcmp(a, "sock") && argc == 6)
+                return in_child(do_sock, argv + 2);
+        if (!strcmp(a, "gate") && argc >= 3 && argc <= 9)
+                return in_child(do_gate, argv + 2);
+        if (!strcmp(a, "gate-sweep") && argc >= 6 && argc <= 12)
+                return in_child(do_gate_sweep, argv + 2);
         if (!strcmp(a, "issue") && (argc == 3 || argc == 4))
                 return broker_issue(argv[2], argc == 4 ? argv[3] : NULL);
         if (!strcmp(a, "introspect") && argc == 3)
