@@ -98,6 +98,13 @@ void config_finish(struct parse_state *st)
                 c->limits.cpu = 3600;
         if (!c->limits.tmp)
                 c->limits.tmp = 512ULL << 20;
+        /*
+         * An empty file costs a tmpfs no blocks but about a KiB of kernel
+         * memory: the size alone doesn't bound it. One inode per 16 KiB of
+         * size keeps what the inodes can take to a sixteenth of that.
+         */
+        if (!c->limits.tmp_files)
+                c->limits.tmp_files = MAX(c->limits.tmp / (16 * 1024), (uint64_t)16);
 
         /* The parts inside the workspace: none may nest in, or equal, another. */
         parts[n++] =

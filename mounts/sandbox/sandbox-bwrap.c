@@ -12,14 +12,14 @@
  *     (<root>/<path> -> <path>); mirrors read-only a second time here;
  *   - <root>/.cloister/objects read-only at /.cloister/objects, which the
  *     workspace's .git/objects/info/alternates names relatively;
- *   - a new /proc, a minimal /dev (null, zero, full, random, urandom, tty,
- *     pts, shm) and a size-limited /tmp tmpfs;
+ *   - a new /proc, a minimal read-only /dev (null, zero, full, random,
+ *     urandom, tty, pts, shm), and /tmp and /dev/shm, tmpfs limited in size
+ *     and inodes (sandbox-tmpfs.c);
  *   - the broker socket at SANDBOX_BROKER_SOCKET, if there is a broker.
  * No host home, /root, /var, /run, /sys, /mnt, D-Bus or docker socket.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <sys/mman.h>
@@ -386,15 +386,22 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
         sandbox_strv_add(&b, "/proc/sysrq-trigger");
         sandbox_strv_add(&b, "--dev");
         sandbox_strv_add(&b, "/dev");
-        /* /dev/shm is RAM like /tmp: the same size limit, or it bypasses it. */
-        sandbox_strv_add(&b, "--size");
-        sandbox_strv_addf(&b, "%" PRIu64, c->limits.tmp);
-        sandbox_strv_add(&b, "--tmpfs");
-        sandbox_strv_add(&b, "/dev/shm");
-        sandbox_strv_add(&b, "--size");
-        sandbox_strv_addf(&b, "%" PRIu64, c->limits.tmp);
-        sandbox_strv_add(&b, "--tmpfs");
-        sandbox_strv_add(&b, "/tmp");
+        /*
+         * /dev/shm is RAM like /tmp: the same limits, or it bypasses them.
+         * Both are mounted before bwrap runs, with an inode limit bwrap's
+         * --tmpfs can't set (sandbox-tmpfs.c).
+         */
+        if (!fds->tmpfs) {
+                r = sandbox_errorf(ret_error, -EINVAL, "the sandbox's /tmp was not prepared");
+                goto out;
+        }
+        sandbox_tmpfs_bind_args(fds->tmpfs, &b);
+        /*
+         * --dev's own tmpfs is unlimited and the agent owns it: read-only,
+         * so no file can be made there (device nodes stay writable).
+         */
+        sandbox_strv_add(&b, "--remount-ro");
+        sandbox_strv_add(&b, "/dev");
         sandbox_strv_add(&b, "--dir");
         sandbox_strv_add(&b, "/var");
         sandbox_strv_add(&b, "--symlink");

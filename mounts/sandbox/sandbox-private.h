@@ -6,7 +6,9 @@
 #pragma once
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "sandbox.h"
@@ -30,7 +32,34 @@ struct sandbox_fds {
         int status_w; /* --json-status-fd, write end */
         int etc[8];   /* --ro-bind-data sources */
         size_t n_etc;
+        const struct sandbox_tmpfs *tmpfs; /* the /tmp and /dev/shm to bind */
 };
+
+/*
+ * /tmp and /dev/shm, each a tmpfs of [limits] tmp bytes and tmp_files
+ * inodes, mounted by the child that execs bwrap in a mount namespace of its
+ * own (sandbox-tmpfs.c says why and how).
+ */
+#define SANDBOX_TMPFS_N 2
+struct sandbox_tmpfs {
+        char *stage;                 /* <state>/sandbox-tmpfs, the staging mountpoint */
+        char *dirs[SANDBOX_TMPFS_N]; /* in it: the tmpfs bwrap binds, one per directory */
+        char *options;               /* "size=...,nr_inodes=...,mode=1777" */
+        uint64_t size, nr_inodes;
+        bool userns; /* not root: mount inside a user namespace of our own */
+        char uid_map[32], gid_map[32];
+};
+/* In the parent: the names, options and maps, and the (empty) staging directory. */
+int sandbox_tmpfs_prepare(const struct config *c, struct sandbox_tmpfs *t, char **ret_error);
+void sandbox_tmpfs_clear(struct sandbox_tmpfs *t);
+/* --bind arguments that put the mounts in place. */
+void sandbox_tmpfs_bind_args(const struct sandbox_tmpfs *t, struct strv_builder *b);
+/*
+ * In the child between fork and exec of bwrap (system calls only): the
+ * namespace and the mounts. Prints why on stderr and returns < 0 on failure;
+ * then nothing may run.
+ */
+int sandbox_tmpfs_enter(const struct sandbox_tmpfs *t);
 
 /*
  * Build bwrap's argv (argv[0] is CLOISTER_BWRAP). Opens the /etc data memfds

@@ -115,6 +115,9 @@ static _noreturn_ void child_exec(const struct sandbox_options *o, char **argv,
         /* Keep a terminal's ^C away from bwrap itself unless a person drives it. */
         if (!o->interactive)
                 (void)setpgid(0, 0);
+        /* /tmp and /dev/shm with their inode limit, in a mount namespace of ours. */
+        if (sandbox_tmpfs_enter(fds->tmpfs) < 0)
+                _exit(127);
         /* Nothing of ours or our caller's leaks in: only stdio and bwrap's fds. */
         if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
                 _exit(127);
@@ -207,7 +210,8 @@ int sandbox_check_userns(char **ret_error)
 
 int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, char **ret_error)
 {
-        struct sandbox_fds fds = {.seccomp = -1, .status_w = -1};
+        struct sandbox_tmpfs tmpfs = {0};
+        struct sandbox_fds fds = {.seccomp = -1, .status_w = -1, .tmpfs = &tmpfs};
         _cleanup_close_ int status_r = -1, seccomp_w = -1, sfd = -1, pidfd = -1;
         _cleanup_free_ void *filter = NULL;
         size_t filter_len = 0;
@@ -262,6 +266,9 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
         }
         status_r = pipefd[0];
         fds.status_w = pipefd[1];
+        r = sandbox_tmpfs_prepare(o->config, &tmpfs, ret_error);
+        if (r < 0)
+                goto out;
         r = sandbox_bwrap_argv(o, &fds, &argv, ret_error);
         if (r < 0)
                 goto out;
@@ -378,6 +385,7 @@ out:
         sandbox_cgroup_free(cg);
         sandbox_registry_remove(record);
         fds_close(&fds);
+        sandbox_tmpfs_clear(&tmpfs);
         free(st);
         sigaction(SIGINT, &old_int, NULL);
         sigaction(SIGQUIT, &old_quit, NULL);

@@ -71,6 +71,8 @@ probes=(
 "write_root_dir_fails|EROFS|write /cloister-escape"
 "write_etc_passwd_fails|EROFS|write /etc/passwd"
 "mkdir_in_etc_fails|EROFS|mkdir /etc/cloister-escape"
+"write_dev_fails|EROFS|write /dev/cloister-escape"
+"mkdir_in_dev_fails|EROFS|mkdir /dev/cloister-escape"
 "write_mirror_fails|EROFS|write /opt/mirror/cloister-escape"
 "overwrite_mirror_file_fails|EROFS|write /opt/mirror/sub/readme"
 "write_proc_sys_fails|$sysctl|write /proc/sys/kernel/hostname"
@@ -267,7 +269,8 @@ limit_ws() { # limit_ws NAME INI: a second workspace with other limits
 
 limit_ws mem "[limits]
 memory = 64M
-tmp = 8M"
+tmp = 8M
+tmp_files = 300"
 out=$(crun "$CFG" -- $P alloc 256 2>&1)
 is memory_limit_refuses_allocation "$out" ENOMEM
 out=$(crun "$CFG" -- $P alloc 8 2>&1)
@@ -276,6 +279,16 @@ out=$(crun "$CFG" -- $P fill /tmp/big 16 2>&1)
 is tmp_beyond_its_size_fails "$out" ENOSPC
 out=$(crun "$CFG" -- $P fill /dev/shm/big 16 2>&1)
 is dev_shm_beyond_the_tmp_size_fails "$out" ENOSPC
+# Empty files cost no blocks, only kernel memory: the inode limit stops them
+# (300 inodes, one of them the root directory).
+out=$(crun "$CFG" -- $P mkfiles /tmp 100000 2>&1)
+is tmp_file_flood_stops_at_tmp_files "$out" "ENOSPC 299"
+out=$(crun "$CFG" -- $P mkfiles /dev/shm 100000 2>&1)
+is dev_shm_file_flood_stops_at_tmp_files "$out" "ENOSPC 299"
+out=$(crun "$CFG" -- sh -c "$P mkfiles /tmp 100000 >/dev/null; $P mkfiles /dev/shm 10" 2>&1)
+is tmp_and_dev_shm_have_separate_inodes "$out" "ok 10"
+# They are mounted in a namespace of the run's own: never on the host.
+is sandbox_tmpfs_is_not_mounted_on_the_host "$(grep -c sandbox-tmpfs /proc/self/mountinfo)" 0
 # Memory RLIMIT_AS can't see (a memfd written, never mapped) is capped by the
 # sandbox's memory cgroup, which cloister makes when it runs as root.
 if [ "$(id -u)" = 0 ]; then

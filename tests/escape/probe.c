@@ -291,6 +291,26 @@ static int fill(const char *path, const char *arg)
         return report(close(fd));
 }
 
+/* mkfiles DIR N: make up to N empty files; "ok N", or the errno and how many were made. */
+static int mkfiles(const char *dir, const char *arg)
+{
+        long n = atol(arg), i;
+        char p[4096];
+
+        for (i = 0; i < n; i++) {
+                snprintf(p, sizeof(p), "%s/f%ld", dir, i);
+                int fd = open(p, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+                if (fd < 0)
+                        break;
+                close(fd);
+        }
+        if (i < n)
+                printf("%s %ld\n", strerrorname_np(errno) ? strerrorname_np(errno) : "E?", i);
+        else
+                printf("ok %ld\n", i);
+        return 0;
+}
+
 static int alloc(const char *arg)
 {
         size_t n = strtoull(arg, NULL, 10) * 1024 * 1024;
@@ -774,6 +794,8 @@ int main(int argc, char **argv)
                 return alloc(argv[2]);
         if (!strcmp(a, "fill") && argc == 4)
                 return fill(argv[2], argv[3]);
+        if (!strcmp(a, "mkfiles") && argc == 4)
+                return mkfiles(argv[2], argv[3]);
         if (!strcmp(a, "memfd") && argc == 3)
                 return in_child(do_memfd, argv + 2);
         if (!strcmp(a, "fork-bomb") && argc == 3)

@@ -10,8 +10,11 @@
  * CONFIG_SECCOMP_FILTER, then execs CMD. With --load-only, only installing
  * a filter fails (seccomp(SECCOMP_SET_MODE_FILTER), prctl(PR_SET_SECCOMP)):
  * libseccomp can still probe the kernel and build one, and bubblewrap is
- * the one that fails. Everything CMD starts inherits the filter. Exit 77
- * if the filter itself can't be installed.
+ * the one that fails. With --no-mount-ns, mount(2) fails with EPERM
+ * instead, as where a security module keeps unprivileged namespaces from
+ * mounting: cloister's own tmpfs setup is the first to need it.
+ * Everything CMD starts inherits the filter. Exit 77 if the filter itself
+ * can't be installed.
  */
 #include <errno.h>
 #include <linux/seccomp.h>
@@ -26,14 +29,15 @@ int main(int argc, char **argv)
 {
         scmp_filter_ctx ctx;
         bool load_only = argc > 1 && strcmp(argv[1], "--load-only") == 0;
+        bool no_mount = argc > 1 && strcmp(argv[1], "--no-mount-ns") == 0;
         int r;
 
-        if (load_only) {
+        if (load_only || no_mount) {
                 argv++;
                 argc--;
         }
         if (argc < 2) {
-                fprintf(stderr, "usage: no-seccomp [--load-only] CMD [ARG...]\n");
+                fprintf(stderr, "usage: no-seccomp [--load-only|--no-mount-ns] CMD [ARG...]\n");
                 return 2;
         }
         ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -41,12 +45,14 @@ int main(int argc, char **argv)
                 fprintf(stderr, "no-seccomp: seccomp_init failed\n");
                 return 77;
         }
-        if (load_only)
+        if (no_mount)
+                r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(mount), 0);
+        else if (load_only)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EINVAL), SCMP_SYS(seccomp), 1,
                                      SCMP_A0(SCMP_CMP_EQ, SECCOMP_SET_MODE_FILTER));
         else
                 r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EINVAL), SCMP_SYS(seccomp), 0);
-        if (r == 0)
+        if (r == 0 && !no_mount)
                 r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EINVAL), SCMP_SYS(prctl), 1,
                                      SCMP_A0(SCMP_CMP_EQ, PR_SET_SECCOMP));
         if (r == 0)

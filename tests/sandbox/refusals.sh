@@ -69,6 +69,15 @@ no_seccomp() {
 no_seccomp no_seccomp "" "cannot build the seccomp filter"
 # The filter builds but bubblewrap cannot install it.
 no_seccomp seccomp_load_failure --load-only "bubblewrap could not start the command"
+# /tmp's inode limit can't be set (mounting is refused): nothing runs. The
+# workspace is mounted first, outside the filter, so that only cloister's
+# own tmpfs setup meets it.
+if [ "$fs_mode" = fuse ]; then
+        ws_mount
+        at_exit "'$CLOISTER' unmount '$CFG' >/dev/null 2>&1"
+fi
+no_seccomp tmpfs_limit_failure --no-mount-ns "inode limit ([limits] tmp_files), so nothing runs"
+[ "$fs_mode" = fuse ] && "$CLOISTER" unmount "$CFG" >/dev/null 2>&1
 # A refused run leaves no sandbox and no mount behind.
 if [ "$fs_mode" = fuse ]; then
         mountpoint -q "$MNT" && not_ok refused_runs_leave_no_mount "still mounted" ||

@@ -70,6 +70,8 @@ out=$(crun "$A_CFG" -- cat /workspace/made.txt /home/agent/h.txt | tr '\n' ' ')
 is workspace_write_persists_to_the_next_run "$out" "made home "
 crun "$A_CFG" -- sh -c 'head -c 2097152 /dev/zero > /tmp/big' 2>/dev/null
 is tmp_is_size_limited "$?" 1
+out=$(crun "$A_CFG" -- stat -f -c %c /tmp /dev/shm | tr '\n' ' ')
+is tmp_inodes_follow_the_tmp_size "$out" "64 64 " # tmp = 1M: one inode per 16 KiB
 out=$(crun "$A_CFG" -- sh -c 'cat /proc/net/dev | tail -n +3 | cut -d: -f1 | tr -d " "')
 is network_has_only_loopback "$out" lo
 
@@ -177,6 +179,9 @@ for _ in $(seq 100); do pgrep -f '^sleep 4343$' >/dev/null && break; sleep 0.1; 
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 gone "sleep 4343" && ok sigkill_to_run_kills_the_sandbox || not_ok sigkill_to_run_kills_the_sandbox "still running: $(pgrep -af "sleep 4343" | cut -c1-200 | tr "\n" " ")"
+# /tmp and /dev/shm lived in the killed run's own mount namespace: gone with it.
+is sigkill_leaves_no_tmpfs_mounted "$(grep -c "$A_STATE/sandbox-tmpfs" /proc/self/mountinfo)" 0
+is sigkill_leaves_the_tmpfs_stage_empty "$(ls -A "$A_STATE/sandbox-tmpfs")" ""
 
 # A sandbox left running by a run that died (the instant before bwrap ties
 # them together) is killed by the next run. Stand-in: a process recorded as

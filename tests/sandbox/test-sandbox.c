@@ -143,7 +143,8 @@ static void layout_make(void)
 {
         char p[PATH_MAX];
 
-        snprintf(p, sizeof(p), "mkdir -p '%s/mnt/workspace' '%s/mnt/home/agent'", tmpdir, tmpdir);
+        snprintf(p, sizeof(p), "mkdir -p '%s/mnt/workspace' '%s/mnt/home/agent' '%s/state'", tmpdir,
+                 tmpdir, tmpdir);
         ck_assert_int_eq(system(p), 0);
 }
 
@@ -151,13 +152,17 @@ START_TEST(bwrap_command_line_holds_the_hardening)
 {
         char *argv[] = {"true", NULL}, root[PATH_MAX], bind[PATH_MAX];
         struct sandbox_options o = {.config = cfg, .argv = argv, .root = root};
-        struct sandbox_fds fds = {.seccomp = 5, .status_w = 6};
+        struct sandbox_tmpfs tmpfs;
+        struct sandbox_fds fds = {.seccomp = 5, .status_w = 6, .tmpfs = &tmpfs};
         _cleanup_strv_free_ char **v = NULL;
         _cleanup_free_ char *err = NULL;
+        char stage_tmp[PATH_MAX];
 
         layout_make();
         snprintf(root, sizeof(root), "%s/mnt", tmpdir);
         snprintf(bind, sizeof(bind), "%s/mnt/workspace", tmpdir);
+        snprintf(stage_tmp, sizeof(stage_tmp), "%s/state/sandbox-tmpfs/tmp", tmpdir);
+        ck_assert_int_eq(sandbox_tmpfs_prepare(cfg, &tmpfs, &err), 0);
         ck_assert_int_eq(sandbox_bwrap_argv(&o, &fds, &v, &err), 0);
         for (size_t i = 0; i < fds.n_etc; i++)
                 close(fds.etc[i]);
@@ -172,6 +177,12 @@ START_TEST(bwrap_command_line_holds_the_hardening)
         ck_assert(!strv_has(v, "/root"));
         ck_assert(!strv_has(v, "/sys"));
         ck_assert_str_eq(v[0], CLOISTER_BWRAP);
+        /* /tmp comes from the prepared tmpfs, never from bwrap's unlimited --tmpfs. */
+        ck_assert(strv_has(v, stage_tmp));
+        ck_assert(!strv_has(v, "--tmpfs"));
+        ck_assert_uint_eq(tmpfs.nr_inodes, 32768);
+        ck_assert_str_eq(tmpfs.options, "size=536870912,nr_inodes=32768,mode=1777");
+        sandbox_tmpfs_clear(&tmpfs);
 }
 END_TEST
 
@@ -183,18 +194,21 @@ START_TEST(bwrap_command_line_for_a_shell_with_host_network)
                                     .root = root,
                                     .interactive = true,
                                     .host_network = true};
-        struct sandbox_fds fds = {.seccomp = 5, .status_w = 6};
+        struct sandbox_tmpfs tmpfs;
+        struct sandbox_fds fds = {.seccomp = 5, .status_w = 6, .tmpfs = &tmpfs};
         _cleanup_strv_free_ char **v = NULL;
         _cleanup_free_ char *err = NULL;
 
         layout_make();
         snprintf(root, sizeof(root), "%s/mnt", tmpdir);
+        ck_assert_int_eq(sandbox_tmpfs_prepare(cfg, &tmpfs, &err), 0);
         ck_assert_int_eq(sandbox_bwrap_argv(&o, &fds, &v, &err), 0);
         for (size_t i = 0; i < fds.n_etc; i++)
                 close(fds.etc[i]);
         ck_assert(!strv_has(v, "--unshare-net"));
         ck_assert(!strv_has(v, "--new-session"));
         ck_assert(strv_has(v, "--unshare-user"));
+        sandbox_tmpfs_clear(&tmpfs);
 }
 END_TEST
 
@@ -202,7 +216,8 @@ START_TEST(missing_layout_is_refused_with_the_path)
 {
         char *argv[] = {"true", NULL}, root[PATH_MAX];
         struct sandbox_options o = {.config = cfg, .argv = argv, .root = root};
-        struct sandbox_fds fds = {.seccomp = 5, .status_w = 6};
+        struct sandbox_tmpfs tmpfs = {.dirs = {"/x/tmp", "/x/shm"}};
+        struct sandbox_fds fds = {.seccomp = 5, .status_w = 6, .tmpfs = &tmpfs};
         char **v = NULL;
         _cleanup_free_ char *err = NULL;
 

@@ -94,6 +94,7 @@ START_TEST(defaults_apply_when_keys_are_absent)
         ck_assert_uint_eq(c->limits.processes, 512);
         ck_assert_uint_eq(c->limits.cpu, 3600);
         ck_assert_uint_eq(c->limits.tmp, 512ULL << 20);
+        ck_assert_uint_eq(c->limits.tmp_files, 32768); /* one per 16 KiB of tmp */
         ck_assert(!c->limits.set_bytes);
         ck_assert_int_eq(c->network.mode, CONFIG_NETWORK_NONE);
         ck_assert_ptr_nonnull(c->run.env);
@@ -150,6 +151,7 @@ START_TEST(every_key_is_parsed)
         ck_assert_uint_eq(c->limits.processes, 64);
         ck_assert_uint_eq(c->limits.cpu, 7200);
         ck_assert_uint_eq(c->limits.tmp, 64ULL << 20);
+        ck_assert_uint_eq(c->limits.tmp_files, 4096); /* derived from tmp */
         ck_assert(c->limits.set_bytes && c->limits.set_processes);
         ck_assert_int_eq(c->network.mode, CONFIG_NETWORK_HOST);
         ck_assert_str_eq(c->run.env[0], "TERM");
@@ -296,6 +298,19 @@ START_TEST(out_of_range_values_are_refused)
               ":7: key 'memory' in [limits]: '99999999999999999999999' is too large");
         FAILS(HEAD "[limits]\nbytes = 20000000T\n",
               ":7: key 'bytes' in [limits]: '20000000T' is too large");
+        FAILS(HEAD "[limits]\ntmp_files = 8\n",
+              ":7: key 'tmp_files' in [limits]: 8 is out of range (16 to 100000000)");
+}
+END_TEST
+
+START_TEST(tmp_files_given_overrides_the_derived_count)
+{
+        _cleanup_config_ struct config *c = load_ok(HEAD "[limits]\ntmp = 1M\ntmp_files = 100\n");
+
+        ck_assert_uint_eq(c->limits.tmp_files, 100);
+        config_free(c);
+        c = load_ok(HEAD "[limits]\ntmp = 1M\n");
+        ck_assert_uint_eq(c->limits.tmp_files, 64);
 }
 END_TEST
 
@@ -476,6 +491,7 @@ static Suite *config_suite(void)
         tcase_add_test(tc, duplicate_key_is_refused);
         tcase_add_test(tc, bad_types_are_refused);
         tcase_add_test(tc, out_of_range_values_are_refused);
+        tcase_add_test(tc, tmp_files_given_overrides_the_derived_count);
         tcase_add_test(tc, empty_value_is_refused);
         tcase_add_test(tc, bad_revision_is_refused);
         tcase_add_test(tc, missing_required_keys_are_named);
