@@ -109,7 +109,7 @@ struct journal_record {
         /*
          * Names are the exact bytes the agent used (decoded from path_hex
          * etc. when they are not UTF-8), so they may be any bytes but NUL:
-         * quote them before printing (review_path_print).
+         * quote them before printing (quote_fputs, lib/quote.h).
          */
         const char *path;  /* never NULL ("" if absent) */
         const char *path2; /* NULL if absent */

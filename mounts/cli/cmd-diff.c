@@ -17,6 +17,7 @@
 #include "config.h"
 #include "review-workspace.h"
 #include "review.h"
+#include "lib/quote.h"
 #include "lib/util.h"
 
 static void home_print(FILE *out, const struct review_home_change *c, size_t n)
@@ -32,7 +33,7 @@ static void home_print(FILE *out, const struct review_home_change *c, size_t n)
                 else
                         fprintf(out, "%-8s %12s  ", t, "-");
                 /* The agent named it: one line per change, nothing for the terminal. */
-                review_path_print(out, c[i].path);
+                quote_fputs(out, c[i].path, 0);
                 fputc('\n', out);
         }
 }

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "journal.h"
 #include "review.h"
+#include "lib/quote.h"
 #include "lib/util.h"
 #include "lib/values.h"
 
@@ -51,17 +52,17 @@ static int since_parse(const char *s, double *ret)
 }
 
 /* Agent-chosen strings (paths, link targets, xattr and command names) are quoted as git
- * quotes paths. */
+ * quotes paths (lib/quote). */
 static void record_print(const struct journal_record *rec)
 {
         json_t *o = (json_t *)rec->json;
         json_t *v;
 
         printf("%s %-9s ", rec->time_str, rec->op);
-        review_path_print(stdout, rec->path);
+        quote_fputs(stdout, rec->path, 0);
         if (rec->path2) {
                 fputs(" -> ", stdout);
-                review_path_print(stdout, rec->path2);
+                quote_fputs(stdout, rec->path2, 0);
         }
         if ((v = json_object_get(o, "length")) && json_is_integer(v)) {
                 printf(" [%" JSON_INTEGER_FORMAT "+%" JSON_INTEGER_FORMAT,
@@ -77,17 +78,35 @@ static void record_print(const struct journal_record *rec)
                 printf(" mode %04llo", (unsigned long long)json_integer_value(v) & 07777);
         if (rec->name) {
                 putchar(' ');
-                review_path_print(stdout, rec->name);
+                quote_fputs(stdout, rec->name, 0);
         }
         fputs("  (", stdout);
-        review_path_print(stdout, rec->comm ? rec->comm : "?");
+        quote_fputs(stdout, rec->comm ? rec->comm : "?", 0);
         printf("[%" PRId64 "] uid %" PRId64 ")", rec->pid, rec->uid);
         if (rec->result < 0) {
                 v = json_object_get(o, "error");
                 fputs(" failed: ", stdout);
-                review_path_print(stdout, json_is_string(v) ? json_string_value(v) : "error");
+                quote_fputs(stdout, json_is_string(v) ? json_string_value(v) : "error", 0);
         }
         putchar('\n');
+}
+
+/*
+ * --json: the line as the journal holds it. jansson escaped its control
+ * characters but wrote other UTF-8 as it is, C1 controls and bidi overrides
+ * included; a line with any byte from 0x80 is written again as ASCII.
+ */
+static void record_print_json(const struct journal_record *rec)
+{
+        _cleanup_free_ char *ascii = NULL;
+
+        for (const unsigned char *c = (const unsigned char *)rec->line; *c; c++)
+                if (*c >= 0x80) {
+                        ascii = json_dumps((const json_t *)rec->json,
+                                           JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_ENSURE_ASCII);
+                        break;
+                }
+        puts(ascii ? ascii : rec->line);
 }
 
 static bool record_matches(const struct journal_record *rec, const char *glob)
@@ -163,7 +182,7 @@ static int log_run(int argc, char **argv)
                 if (!record_matches(&rec, glob))
                         continue;
                 if (json)
-                        puts(rec.line);
+                        record_print_json(&rec);
                 else
                         record_print(&rec);
         }

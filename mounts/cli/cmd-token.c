@@ -21,6 +21,7 @@
 #include "config.h"
 #include "keys.h"
 #include "paseto.h"
+#include "lib/quote.h"
 #include "lib/util.h"
 #include "verify.h"
 
@@ -212,7 +213,7 @@ static int token_issue(struct args *a)
                 fprintf(stderr, "cloister token: note: %s\n", note);
         if (a->json) {
                 json_object_del(resp, "ok");
-                char *s = json_dumps(resp, JSON_INDENT(2) | JSON_SORT_KEYS);
+                char *s = json_dumps(resp, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
                 if (s) {
                         printf("%s\n", s);
                         sodium_memzero(s, strlen(s)); /* it holds the token */
@@ -361,18 +362,30 @@ static int token_verify(struct args *a)
                                           claims.scope, "jti", claims.jti, "kid", claims.kid, "iat",
                                           (json_int_t)claims.iat, "nbf", (json_int_t)claims.nbf,
                                           "exp", (json_int_t)claims.exp));
-                char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
+                char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII)
+                            : NULL;
                 if (s)
                         printf("%s\n", s);
                 free(s);
                 json_decref(j);
         } else if (r == 0) {
-                printf("valid: scope %s, audience %s, workspace %s, jti %s, expires %lld\n",
-                       claims.scope, claims.aud, claims.sub, claims.jti, (long long)claims.exp);
+                _cleanup_free_ char *line = NULL;
+
+                if (asprintf(&line,
+                             "valid: scope %s, audience %s, workspace %s, jti %s, expires %lld",
+                             claims.scope, claims.aud, claims.sub, claims.jti,
+                             (long long)claims.exp) < 0)
+                        line = NULL;
+                quote_fputs(stdout, line ? line : "valid", QUOTE_UTF8 | QUOTE_BARE);
+                putchar('\n');
         }
         broker_claims_done(&claims);
-        if (r != 0)
-                fprintf(stderr, "cloister token: invalid: %s\n", reason);
+        if (r != 0) {
+                /* The reason may quote the token's unverified footer (its kid). */
+                fputs("cloister token: invalid: ", stderr);
+                quote_fputs(stderr, reason, QUOTE_UTF8 | QUOTE_BARE);
+                fputc('\n', stderr);
+        }
         return r;
 }
 
@@ -422,7 +435,7 @@ static int token_introspect(struct args *a)
         if (r)
                 return r;
         json_object_del(resp, "ok");
-        s = json_dumps(resp, JSON_INDENT(2) | JSON_SORT_KEYS);
+        s = json_dumps(resp, JSON_INDENT(2) | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
         if (s)
                 printf("%s\n", s);
         free(s);

@@ -13,6 +13,7 @@
 
 #include "journal.h"
 #include "review-private.h"
+#include "lib/quote.h"
 
 int review_diff(review *r, git_diff **ret)
 {
@@ -60,41 +61,14 @@ static int line_print(const git_diff_delta *delta, const git_diff_hunk *hunk,
         return 0;
 }
 
-static bool path_is_plain(const char *p)
-{
-        for (const unsigned char *c = (const unsigned char *)p; *c; c++)
-                if (*c < 0x20 || *c >= 0x7f || *c == '"' || *c == '\\')
-                        return false;
-        return true;
-}
-
 /*
- * A path as git prints it with core.quotePath on: C-quoted if it holds odd
- * bytes. Agent-chosen names go through here before they reach a terminal:
- * quoted, a newline cannot forge a line and an escape sequence (C0, or C1
- * such as CSI in UTF-8) cannot drive the terminal.
+ * Agent-chosen names reach a terminal only through lib/quote, quoted as git
+ * quotes paths (core.quotePath): a newline cannot forge a line and an
+ * escape sequence cannot drive the terminal.
  */
-void review_path_print(FILE *out, const char *p)
+static void path_print(FILE *out, const char *p)
 {
-        if (path_is_plain(p)) {
-                fputs(p, out);
-                return;
-        }
-        fputc('"', out);
-        for (const unsigned char *c = (const unsigned char *)p; *c; c++) {
-                const char *esc = *c == '"'    ? "\\\""
-                                  : *c == '\\' ? "\\\\"
-                                  : *c == '\n' ? "\\n"
-                                  : *c == '\t' ? "\\t"
-                                               : NULL;
-                if (esc)
-                        fputs(esc, out);
-                else if (*c < 0x20 || *c >= 0x7f)
-                        fprintf(out, "\\%03o", *c);
-                else
-                        fputc(*c, out);
-        }
-        fputc('"', out);
+        quote_fputs(out, p, 0);
 }
 
 /*
@@ -111,13 +85,13 @@ static int name_status_print(git_diff *diff, FILE *out)
                 char c = git_diff_status_char(d->status);
                 if (d->status == GIT_DELTA_RENAMED || d->status == GIT_DELTA_COPIED) {
                         fprintf(out, "%c%03u\t", c, (unsigned)d->similarity);
-                        review_path_print(out, d->old_file.path);
+                        path_print(out, d->old_file.path);
                         fputc('\t', out);
-                        review_path_print(out, d->new_file.path);
+                        path_print(out, d->new_file.path);
                 } else {
                         fprintf(out, "%c\t", c);
-                        review_path_print(out, d->status == GIT_DELTA_DELETED ? d->old_file.path
-                                                                              : d->new_file.path);
+                        path_print(out, d->status == GIT_DELTA_DELETED ? d->old_file.path
+                                                                       : d->new_file.path);
                 }
                 if (fputc('\n', out) == EOF)
                         return -1;
@@ -131,7 +105,7 @@ static bool stat_names_plain(git_diff *diff)
 
         for (size_t i = 0; i < n; i++) {
                 const git_diff_delta *d = git_diff_get_delta(diff, i);
-                if (!path_is_plain(d->old_file.path) || !path_is_plain(d->new_file.path))
+                if (!quote_is_plain(d->old_file.path, 0) || !quote_is_plain(d->new_file.path, 0))
                         return false;
         }
         return true;
@@ -143,7 +117,7 @@ static bool stat_names_plain(git_diff *diff)
  * quoted as git quotes it, the bars scaled to at most STAT_BAR characters.
  */
 #define STAT_BAR 40
-static int stat_print(git_diff *diff, FILE *out)
+static int stat_print(git_diff *diff, FILE *out, bool summary)
 {
         size_t n = git_diff_num_deltas(diff), total_add = 0, total_del = 0, most = 0;
         _cleanup_free_ size_t *adds = calloc(n + 1, sizeof(size_t)),
@@ -170,11 +144,11 @@ static int stat_print(git_diff *diff, FILE *out)
 
                 fputc(' ', out);
                 if (d->status == GIT_DELTA_RENAMED || d->status == GIT_DELTA_COPIED) {
-                        review_path_print(out, d->old_file.path);
+                        path_print(out, d->old_file.path);
                         fputs(" => ", out);
                 }
-                review_path_print(out, d->status == GIT_DELTA_DELETED ? d->old_file.path
-                                                                      : d->new_file.path);
+                path_print(out,
+                           d->status == GIT_DELTA_DELETED ? d->old_file.path : d->new_file.path);
                 if (d->flags & GIT_DIFF_FLAG_BINARY) {
                         fprintf(out, " | Bin %" PRIu64 " -> %" PRIu64 " bytes\n",
                                 (uint64_t)d->old_file.size, (uint64_t)d->new_file.size);
@@ -197,9 +171,46 @@ static int stat_print(git_diff *diff, FILE *out)
                 fprintf(out, ", %zu insertion%s(+)", total_add, total_add == 1 ? "" : "s");
         if (total_del || !total_add)
                 fprintf(out, ", %zu deletion%s(-)", total_del, total_del == 1 ? "" : "s");
-        if (fputc('\n', out) == EOF)
-                return -1;
-        return 0;
+        fputc('\n', out);
+        /* The summary git format-patch adds, with the names quoted. */
+        for (size_t i = 0; summary && i < n; i++) {
+                const git_diff_delta *d = git_diff_get_delta(diff, i);
+
+                if (d->old_file.mode == d->new_file.mode)
+                        continue;
+                if (d->old_file.mode == 0)
+                        fprintf(out, " create mode %06o ", d->new_file.mode);
+                else if (d->new_file.mode == 0)
+                        fprintf(out, " delete mode %06o ", d->old_file.mode);
+                else
+                        fprintf(out, " mode change %06o => %06o ", d->old_file.mode,
+                                d->new_file.mode);
+                path_print(out, d->new_file.mode ? d->new_file.path : d->old_file.path);
+                fputc('\n', out);
+        }
+        return ferror(out) ? -1 : 0;
+}
+
+int review_stat_write(git_diff *diff, FILE *out, bool email)
+{
+        git_diff_stats *stats = NULL;
+        git_buf buf = GIT_BUF_INIT;
+        int g;
+
+        /* libgit2 prints names raw here; see stat_print. */
+        if (!stat_names_plain(diff))
+                return stat_print(diff, out, email);
+        /* As git diff --stat, or as libgit2's emails: full bars and the summary. */
+        g = git_diff_get_stats(&stats, diff);
+        if (g == 0 && (email || git_diff_num_deltas(diff) > 0))
+                g = git_diff_stats_to_buf(&buf, stats,
+                                          GIT_DIFF_STATS_FULL | GIT_DIFF_STATS_INCLUDE_SUMMARY,
+                                          email ? 0 : 80);
+        if (g == 0 && buf.size && fwrite(buf.ptr, 1, buf.size, out) != buf.size)
+                g = -1;
+        git_buf_dispose(&buf);
+        git_diff_stats_free(stats);
+        return g;
 }
 
 int review_print(review *r, enum review_format fmt, FILE *out)
@@ -217,25 +228,9 @@ int review_print(review *r, enum review_format fmt, FILE *out)
         case REVIEW_NAME_STATUS:
                 g = name_status_print(diff, out);
                 break;
-        case REVIEW_STAT: {
-                git_diff_stats *stats = NULL;
-                git_buf buf = GIT_BUF_INIT;
-                if (!stat_names_plain(diff)) {
-                        /* libgit2 prints names raw here; see stat_print. */
-                        g = stat_print(diff, out);
-                        break;
-                }
-                g = git_diff_get_stats(&stats, diff);
-                if (g == 0 && git_diff_num_deltas(diff) > 0)
-                        g = git_diff_stats_to_buf(
-                                &buf, stats, GIT_DIFF_STATS_FULL | GIT_DIFF_STATS_INCLUDE_SUMMARY,
-                                80);
-                if (g == 0 && buf.size && fwrite(buf.ptr, 1, buf.size, out) != buf.size)
-                        g = -1;
-                git_buf_dispose(&buf);
-                git_diff_stats_free(stats);
+        case REVIEW_STAT:
+                g = review_stat_write(diff, out, false);
                 break;
-        }
         default:
                 g = -1;
         }

@@ -6,8 +6,17 @@
  * The source repository is touched in exactly two ways: new objects (or
  * none, for an in-memory review) and the one ref refs/cloister/NAME. HEAD,
  * the index, the working tree and every other ref stay as they were.
+ *
+ * The mbox is written here rather than by git_email_create_from_diff(),
+ * which prints the agent's subject, author and the diffstat's and summary's
+ * file names raw: each goes through lib/quote instead. The layout is
+ * libgit2's (and git format-patch's), so `git am` reads it the same way.
  */
+#include <git2/version.h>
+#include <time.h>
+
 #include "review-private.h"
+#include "lib/quote.h"
 
 /* "Name <email>" -> signature "now". */
 static int signature_parse(review *r, const char *s, git_signature **ret)
@@ -124,19 +133,101 @@ static git_repository *commits_repo(review *r)
         return r->scratch_repo ? r->scratch_repo : r->repo;
 }
 
+/* RFC 2822, as libgit2 and git write it: "Tue, 3 Dec 2024 07:57:00 +0100". */
+static void date_print(FILE *out, const git_time *when)
+{
+        static const char wday[7][4] = {"Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"};
+        static const char mon[12][4] = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                        "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
+        time_t t = (time_t)(when->time + (git_time_t)when->offset * 60);
+        int off = when->offset < 0 ? -when->offset : when->offset;
+        struct tm tm;
+
+        if (!gmtime_r(&t, &tm))
+                tm = (struct tm){.tm_mday = 1, .tm_year = 70, .tm_wday = 4};
+        fprintf(out, "Date: %s, %d %s %04d %02d:%02d:%02d %c%02d%02d\n", wday[tm.tm_wday],
+                tm.tm_mday, mon[tm.tm_mon], tm.tm_year + 1900, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                when->offset < 0 ? '-' : '+', off / 60, off % 60);
+}
+
+/*
+ * The message, each line quoted on its own (a line with a control
+ * character in it becomes a quoted string; other lines stay as they are).
+ */
+static void text_print(FILE *out, const char *text)
+{
+        _cleanup_free_ char *copy = strdup(text);
+        char *line = copy;
+
+        if (!copy)
+                return;
+        while (*line) {
+                char *nl = strchr(line, '\n');
+
+                if (nl)
+                        *nl = '\0';
+                quote_fputs(out, line, QUOTE_UTF8);
+                fputc('\n', out);
+                if (!nl)
+                        break;
+                line = nl + 1;
+        }
+}
+
+static int email_write(git_diff *diff, size_t i, size_t n, const git_oid *id, git_commit *c,
+                       FILE *out)
+{
+        const git_signature *a = git_commit_author(c);
+        const char *summary = git_commit_summary(c), *body = git_commit_body(c);
+        char hex[GIT_OID_HEXSZ + 1];
+        int g;
+
+        fprintf(out,
+                "From %s Mon Sep 17 00:00:00 2001\nFrom: ", git_oid_tostr(hex, sizeof(hex), id));
+        quote_fputs(out, a->name, QUOTE_UTF8);
+        fputs(" <", out);
+        quote_fputs(out, a->email, QUOTE_UTF8);
+        fputs(">\n", out);
+        date_print(out, &a->when);
+        /* Numbered [PATCH i/n] like git format-patch; git am takes either. */
+        if (n > 1)
+                fprintf(out, "Subject: [PATCH %zu/%zu] ", i, n);
+        else
+                fputs("Subject: [PATCH] ", out);
+        quote_fputs(out, summary ? summary : "", QUOTE_UTF8);
+        fputs("\n\n", out);
+        if (body)
+                text_print(out, body);
+        fputs("---\n", out);
+        g = review_stat_write(diff, out, true);
+        fputc('\n', out);
+        for (size_t d = 0; g == 0 && d < git_diff_num_deltas(diff); d++) {
+                git_patch *patch = NULL;
+                git_buf buf = GIT_BUF_INIT;
+
+                g = git_patch_from_diff(&patch, diff, d);
+                if (g == 0)
+                        g = git_patch_to_buf(&buf, patch);
+                if (g == 0 && fwrite(buf.ptr, 1, buf.size, out) != buf.size)
+                        g = -1;
+                git_buf_dispose(&buf);
+                git_patch_free(patch);
+        }
+        fputs("--\nlibgit2 " LIBGIT2_VERSION "\n\n", out);
+        return g;
+}
+
 int review_mbox(review *r, const git_oid *commits, size_t n, FILE *out)
 {
         git_repository *repo = commits_repo(r);
         int k = 0;
 
         for (size_t i = 0; i < n && k == 0; i++) {
-                git_email_create_options eo = GIT_EMAIL_CREATE_OPTIONS_INIT;
                 git_diff_options dopts = GIT_DIFF_OPTIONS_INIT;
                 git_diff_find_options fopts = GIT_DIFF_FIND_OPTIONS_INIT;
                 git_commit *c = NULL, *parent = NULL;
                 git_tree *t = NULL, *pt = NULL;
                 git_diff *diff = NULL;
-                git_buf buf = GIT_BUF_INIT;
                 char idstr[GIT_OID_HEXSZ + 1];
                 int g;
 
@@ -161,19 +252,19 @@ int review_mbox(review *r, const git_oid *commits, size_t n, FILE *out)
                 fopts.flags = GIT_DIFF_FIND_RENAMES;
                 if (g == 0)
                         g = git_diff_find_similar(diff, &fopts);
-                /* Numbered [PATCH i/n] like git format-patch; git am takes either. */
                 if (g == 0)
-                        g = git_email_create_from_diff(&buf, diff, i + 1, n, &commits[i],
-                                                       git_commit_summary(c), git_commit_body(c),
-                                                       git_commit_author(c), &eo);
+                        g = email_write(diff, i + 1, n, &commits[i], c, out);
+                if (g < 0 && ferror(out)) {
+                        k = review_fail(r, -EIO, "writing the mbox: %m");
+                        goto next;
+                }
                 if (g < 0) {
                         k = review_git_fail(r, g, "formatting commit %s as an email", idstr);
                         goto next;
                 }
-                if (fwrite(buf.ptr, 1, buf.size, out) != buf.size)
+                if (ferror(out))
                         k = review_fail(r, -EIO, "writing the mbox: %m");
         next:
-                git_buf_dispose(&buf);
                 git_diff_free(diff);
                 git_tree_free(t);
                 git_tree_free(pt);

@@ -40,6 +40,12 @@ struct review {
         char warning[1200]; /* something the user should know; "" if none */
 };
 
+/*
+ * diff --stat (email: as in a format-patch mail, bars unscaled, with the
+ * create/delete/mode summary), agent-chosen names quoted.
+ */
+int review_stat_write(git_diff *diff, FILE *out, bool email);
+
 /* Record a message for review_error() and return `code` (a negative errno). */
 int review_fail(review *r, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The same, with libgit2's last message appended; maps libgit2's code to an errno. */

@@ -10,6 +10,25 @@
 #include <stdarg.h>
 
 #include "review-private.h"
+#include "lib/quote.h"
+
+/*
+ * Messages name agent-chosen paths (and libgit2 quotes agent refs and
+ * paths raw): their control characters are escaped here, once, before the
+ * CLI prints them.
+ */
+static void err_defuse(review *r)
+{
+        _cleanup_free_ char *q = NULL;
+
+        if (quote_is_plain(r->err, QUOTE_UTF8 | QUOTE_BARE))
+                return;
+        q = quote_dup(r->err, QUOTE_UTF8 | QUOTE_BARE);
+        if (q)
+                snprintf(r->err, sizeof(r->err), "%s", q);
+        else
+                snprintf(r->err, sizeof(r->err), "(an error message with control characters)");
+}
 
 int review_fail(review *r, int code, const char *fmt, ...)
 {
@@ -18,6 +37,7 @@ int review_fail(review *r, int code, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(r->err, sizeof(r->err), fmt, ap);
         va_end(ap);
+        err_defuse(r);
         return code;
 }
 
@@ -33,6 +53,7 @@ int review_git_fail(review *r, int gerr, const char *fmt, ...)
         n = strlen(r->err);
         snprintf(r->err + n, sizeof(r->err) - n, ": %s",
                  e && e->message ? e->message : "libgit2 error");
+        err_defuse(r);
         switch (gerr) {
         case GIT_ENOTFOUND:
                 return -ENOENT;

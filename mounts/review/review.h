@@ -92,13 +92,6 @@ enum review_format {
 /* Diff base..workspace with rename detection. Builds first if needed. */
 int review_diff(review *r, git_diff **ret);
 int review_print(review *r, enum review_format fmt, FILE *out);
-/*
- * Print a name the agent chose as git prints paths (core.quotePath): as it
- * is when it is printable ASCII without '"' or '\\', else double-quoted with
- * C escapes and octal for every other byte. One name stays one line, and
- * no escape sequence reaches the terminal.
- */
-void review_path_print(FILE *out, const char *p);
 
 /* A change in the hidden home: never its contents. */
 struct review_home_change {

@@ -50,6 +50,17 @@ i=a.index(c); print(a[i+1] if (i % (1<<bits)) == 0 else a[i-1])' "$last" "$foote
                 "$CLOISTER" token verify "${tok%.*}.${footer%?}$alt" --config "$T/ws1.ini"
 fi
 
+# A forged token whose (unverified) footer names a key id that drives the
+# terminal: the refusal quotes it, here and in --json.
+evil_footer=$(printf '{"kid":"\\u001b]0;owned\\u0007\\u202e"}' | base64 -w0 | tr '+/' '-_' | tr -d =)
+check_rc "unknown_key_exits_4" 4 "$CLOISTER" token verify "${tok%.*}.$evil_footer" --config "$T/ws1.ini"
+if LC_ALL=C grep -q "$(printf '[\033\007]')" "$T/err" || LC_ALL=C grep -q "$(printf '\342\200\256')" "$T/err"; then
+        not_ok "forged_kid_is_quoted_in_the_refusal"; sed 's/^/# /' "$T/err" | cat -v
+elif grep -qF 'kid \033]0;owned\a\342\200\256' "$T/err"; then ok "forged_kid_is_quoted_in_the_refusal"
+else not_ok "forged_kid_is_quoted_in_the_refusal"; sed 's/^/# /' "$T/err" | cat -v; fi
+check_rc "unknown_key_json_exits_4" 4 "$CLOISTER" token verify "${tok%.*}.$evil_footer" --config "$T/ws1.ini" --json
+check "forged_kid_is_escaped_in_json" sh -c "! LC_ALL=C grep -q \"\$(printf '[\\033\\007]')\" '$T/out' && grep -qF 'kid \\u001B]0;owned\\u0007\\u202E' '$T/out'"
+
 json=$("$CLOISTER" token issue git --ttl 99999 --json 2>"$T/clamp.err")
 check "ttl_above_max_is_clamped_to_max_ttl" test "$(echo "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["ttl"])')" = 900
 check "clamped_response_says_so" test "$(echo "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["clamped"])')" = True

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # cloister log: prints the journal, filters by --since/--path, passes --json
-# lines through verbatim, and reports (without failing) a damaged journal.
+# lines through verbatim (as ASCII if they are not), and reports (without
+# failing) a damaged journal.
 set -uo pipefail
 : "${CLOISTER:?run through meson test}"
 t=$(mktemp -d /tmp/cloister-log.XXXXXX)
@@ -20,7 +21,7 @@ ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
 # st: the exit status of the command just before the check.
 check() { st=$?; if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
-echo "1..10"
+echo "1..11"
 
 out=$("$CLOISTER" log "$t/ws.ini" 2>&1)
 check "missing_journal_prints_nothing_and_succeeds" '[ $st -eq 0 ] && [ -z "$out" ]'
@@ -67,3 +68,10 @@ J
 out=$("$CLOISTER" log "$t/ws.ini")
 check "non_utf8_names_are_printed_as_their_exact_bytes_escaped" \
         'grep -qF "create    \"/workspace/\\377\\376\"" <<<"$out"'
+# jansson escapes control characters but writes other UTF-8 raw, U+009B
+# (a one-character CSI) and U+202E (right-to-left override) included:
+# --json writes such a line again as ASCII.
+printf '{"time":"2026-01-01T10:00:00.000000Z","op":"create","path":"/workspace/\302\23331m\342\200\256evil","mode":33188,"result":0,"pid":7,"uid":1000,"gid":1000,"comm":"sh"}\n' >"$t/state/journal.jsonl"
+out=$("$CLOISTER" log "$t/ws.ini" --json)
+check "json_writes_c1_and_bidi_controls_as_escapes" \
+        '! LC_ALL=C grep -q "$(printf "\302\233")" <<<"$out" && ! LC_ALL=C grep -q "$(printf "\342\200\256")" <<<"$out" && grep -qF "\"path\":\"/workspace/\\u009B31m\\u202Eevil\"" <<<"$out"'

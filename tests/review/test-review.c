@@ -670,10 +670,145 @@ START_TEST(stat_quotes_names_that_could_forge_lines_or_drive_a_terminal)
         /* One line per file plus the summary; no ESC byte; names as git quotes them. */
         ck_assert_int_eq(fx_sh("[ $(wc -l < stat) -eq 3 ] && ! grep -q \"$(printf '\\033')\" stat"),
                          0);
-        ck_assert_int_eq(fx_sh("grep -qxF ' \"e\\033]0;owned\\007x\" | 1 +' stat && "
+        ck_assert_int_eq(fx_sh("grep -qxF ' \"e\\033]0;owned\\ax\" | 1 +' stat && "
                                "grep -qxF ' \"nl\\n 9 files changed\" | 1 +' stat && "
                                "grep -qxF ' 2 files changed, 2 insertions(+)' stat"),
                          0);
+}
+END_TEST
+
+/* No byte of fx_dir/NAME that a terminal acts on: C0 but LF and TAB, DEL, C1, bidi controls. */
+static void assert_terminal_safe(const char *name)
+{
+        char p[256], *buf = NULL;
+        size_t n = 0;
+        FILE *f;
+
+        snprintf(p, sizeof(p), "%s/%s", fx_dir, name);
+        f = fopen(p, "re");
+        ck_assert_ptr_nonnull(f);
+        buf = calloc(1, 1 << 20);
+        ck_assert_ptr_nonnull(buf);
+        n = fread(buf, 1, (1 << 20) - 1, f);
+        fclose(f);
+        for (size_t i = 0; i < n; i++) {
+                unsigned char c = (unsigned char)buf[i];
+                ck_assert_msg((c >= 0x20 && c != 0x7f && c != 0xff) || c == '\n' || c == '\t',
+                              "byte 0x%02x at %zu of %s", c, i, name);
+                ck_assert_msg(!(c == 0xe2 && i + 2 < n && (unsigned char)buf[i + 1] == 0x80 &&
+                                (unsigned char)buf[i + 2] == 0xae),
+                              "U+202E at %zu of %s", i, name);
+                ck_assert_msg(!(c == 0xc2 && i + 1 < n && (unsigned char)buf[i + 1] >= 0x80 &&
+                                (unsigned char)buf[i + 1] <= 0x9f),
+                              "C1 control at %zu of %s", i, name);
+        }
+        free(buf);
+}
+
+START_TEST(mbox_quotes_names_in_the_diffstat_and_create_mode_lines)
+{
+        struct review_commit_options co = {.message = "Names", .author = "M Box <m@box.org>"};
+        review *r;
+        git_oid id;
+        char p[256];
+        FILE *f;
+
+        fx_write_str("e\033]0;owned\007x", "x\n"), fx_touch("e\033]0;owned\007x", false);
+        fx_write_str("cr\rhidden", "x\n"), fx_touch("cr\rhidden", false);
+        fx_write_str("nl\n 9 files changed", "x\n"), fx_touch("nl\n 9 files changed", false);
+        fx_write_str("bin\001\377name", "x\n"), fx_touch("bin\001\377name", false);
+        fx_write_str("invoice\342\200\256fdp.exe", "x\n"),
+                fx_touch("invoice\342\200\256fdp.exe", false);
+        fx_changes_write();
+        r = review_new(true, true);
+        ck_assert_msg(review_commit(r, &co, &id) == 0, "%s", review_error(r));
+        snprintf(p, sizeof(p), "%s/names.mbox", fx_dir);
+        f = fopen(p, "w");
+        ck_assert_int_eq(review_mbox(r, &id, 1, f), 0);
+        fclose(f);
+        review_free(r);
+        assert_terminal_safe("names.mbox");
+        ck_assert_int_eq(
+                fx_sh("grep -qF ' \"e\\033]0;owned\\ax\" | 1 +' names.mbox && "
+                      "grep -qF ' \"cr\\rhidden\" | 1 +' names.mbox && "
+                      "grep -qF ' \"nl\\n 9 files changed\" | 1 +' names.mbox && "
+                      "grep -qxF ' 5 files changed, 5 insertions(+)' names.mbox && "
+                      "grep -qxF ' create mode 100644 \"bin\\001\\377name\"' names.mbox && "
+                      "grep -qxF ' create mode 100644 \"invoice\\342\\200\\256fdp.exe\"' "
+                      "names.mbox && "
+                      "[ $(grep -c '^ create mode ' names.mbox) -eq 5 ]"),
+                0);
+        /* Still what git am takes: the same files, names and all. */
+        ck_assert_int_eq(fx_apply_and_compare("names.mbox", true), 0);
+}
+END_TEST
+
+START_TEST(mbox_quotes_agent_subjects_authors_and_messages)
+{
+        review *r;
+        git_oid *ids = NULL;
+        size_t n = 0;
+        char p[256];
+        FILE *f;
+
+        ck_assert_int_eq(
+                fx_sh("cd view && printf 'x\\n' > c1 && git add c1 && "
+                      "GIT_AUTHOR_NAME=\"$(printf 'Ev\\033]0;x\\007il')\" "
+                      "GIT_AUTHOR_EMAIL=\"$(printf 'ev\\r@agent')\" "
+                      "git commit -q -m \"$(printf 'evil \\033[2J \\342\\200\\256gnp.exe')\" "
+                      "-m \"$(printf 'body \\033]52;c;Y3VybA==\\007 line')\" && "
+                      "printf 'y\\n' > c2 && git add c2 && "
+                      "GIT_AUTHOR_NAME='Jürgen Čapek' GIT_AUTHOR_EMAIL=j@agent "
+                      "git commit -qm 'Fix für Umlaute'"),
+                0);
+        r = review_new(false, true);
+        ck_assert_msg(review_agent_commits(r, &ids, &n) == 0, "%s", review_error(r));
+        ck_assert_uint_eq(n, 2);
+        snprintf(p, sizeof(p), "%s/agent.mbox", fx_dir);
+        f = fopen(p, "w");
+        ck_assert_int_eq(review_mbox(r, ids, n, f), 0);
+        fclose(f);
+        review_free(r);
+        free(ids);
+        assert_terminal_safe("agent.mbox");
+        ck_assert_int_eq(
+                fx_sh("grep -qxF 'Subject: [PATCH 1/2] \"evil \\033[2J \\342\\200\\256gnp.exe\"' "
+                      "agent.mbox && "
+                      "grep -qxF 'From: \"Ev\\033]0;x\\ail\" <\"ev\\r@agent\">' agent.mbox && "
+                      "grep -qxF '\"body \\033]52;c;Y3VybA==\\a line\"' agent.mbox && "
+                      "grep -qxF 'Subject: [PATCH 2/2] Fix für Umlaute' agent.mbox && "
+                      "grep -qxF 'From: Jürgen Čapek <j@agent>' agent.mbox"),
+                0);
+        /* git am takes the series; the printable UTF-8 one keeps its subject and author. */
+        ck_assert_int_eq(fx_sh("git clone -q src fresh && cd fresh && git am -q ../agent.mbox && "
+                               "test \"$(git log -1 --format='%%an|%%s')\" = 'Jürgen Čapek|Fix für "
+                               "Umlaute' && test \"$(git rev-parse HEAD^{tree})\" = "
+                               "\"$(git -C ../view rev-parse HEAD^{tree})\""),
+                         0);
+}
+END_TEST
+
+START_TEST(errors_naming_agent_paths_hold_no_control_characters)
+{
+        review *r;
+        git_oid *ids = NULL;
+        size_t n = 0;
+
+        /* A commit planting .GIT below a directory whose name drives the terminal. */
+        ck_assert_int_eq(
+                fx_sh("cd view && blob=$(printf 'evil' | git hash-object -w --stdin) && "
+                      "hooks=$(printf '100644 blob %%s\\thook\\n' $blob | git mktree) && "
+                      "dotgit=$(printf '040000 tree %%s\\t.GIT\\n' $hooks | git mktree) && "
+                      "top=$( (git ls-tree HEAD; printf '040000 tree %%s\\tx\\033]0;y\\007\\n' "
+                      "$dotgit) | git mktree) && c=$(git commit-tree $top -p HEAD -m evil) "
+                      "&& git update-ref refs/heads/main $c"),
+                0);
+        r = review_new(false, true);
+        ck_assert_int_eq(review_agent_commits(r, &ids, &n), -EINVAL);
+        ck_assert_ptr_null(strchr(review_error(r), '\033'));
+        ck_assert_ptr_null(strchr(review_error(r), '\007'));
+        ck_assert_msg(strstr(review_error(r), "'x\\033]0;y\\a/.GIT/hook'"), "%s", review_error(r));
+        review_free(r);
 }
 END_TEST
 
@@ -807,6 +942,9 @@ int main(void)
         tcase_add_test(tc, diff_writes_no_objects_into_the_source);
         tcase_add_test(tc, export_commit_changes_nothing_but_refs_cloister);
         tcase_add_test(tc, mbox_of_the_workspace_applies_with_git_am);
+        tcase_add_test(tc, mbox_quotes_names_in_the_diffstat_and_create_mode_lines);
+        tcase_add_test(tc, mbox_quotes_agent_subjects_authors_and_messages);
+        tcase_add_test(tc, errors_naming_agent_paths_hold_no_control_characters);
         tcase_add_test(tc, agent_commits_are_exported_with_authors_and_messages);
         tcase_add_test(tc, agent_gitdir_symlinks_and_alternates_are_not_followed);
         tcase_add_test(tc, no_agent_commits_is_reported);
