@@ -11,9 +11,16 @@
  * into a private scratch repository that we create ourselves, whose only
  * alternate is the source's object directory. The series is read there,
  * and its objects go to the source as one pack (git_packbuilder).
+ *
+ * Provenance: every workspace over a source reads all of its objects
+ * (/.cloister/objects), other workspaces' exports and other branches
+ * included, so a HEAD can name a commit the agent never made. A commit is
+ * exported only if the workspace's own objects hold it (looked up without
+ * the alternate) and it descends from the base.
  */
 #include <fcntl.h>
 #include <ftw.h>
+#include <git2/sys/odb_backend.h>
 #include <limits.h>
 
 #include "review-private.h"
@@ -232,10 +239,68 @@ out:
         return k;
 }
 
+/* The scratch copy's own objects, loose and packed, without its alternate. */
+static int own_odb_open(review *r, git_odb **ret)
+{
+        _cleanup_free_ char *dir = NULL;
+        git_odb_backend *loose = NULL, *packed = NULL;
+        git_odb *odb = NULL;
+        int g;
+
+        if (asprintf(&dir, "%s/objects", r->scratch) < 0)
+                return review_fail(r, -ENOMEM, "out of memory");
+        g = git_odb_new(&odb);
+        if (g == 0)
+                g = git_odb_backend_loose(&loose, dir, -1, 0, 0, 0);
+        if (g == 0) {
+                g = git_odb_add_backend(odb, loose, 2);
+                if (g < 0)
+                        loose->free(loose);
+        }
+        if (g == 0)
+                g = git_odb_backend_pack(&packed, dir);
+        if (g == 0) {
+                g = git_odb_add_backend(odb, packed, 1);
+                if (g < 0)
+                        packed->free(packed);
+        }
+        if (g < 0) {
+                git_odb_free(odb);
+                return review_git_fail(r, g, "reading the workspace's own objects");
+        }
+        *ret = odb;
+        return 0;
+}
+
+/* The agent made c in this workspace: its own objects hold it, and it descends from the base. */
+static int commit_is_own(review *r, git_odb *own, const git_oid *id)
+{
+        char hex[GIT_OID_HEXSZ + 1];
+        int g;
+
+        git_oid_tostr(hex, sizeof(hex), id);
+        if (!git_odb_exists(own, id))
+                return review_fail(r, -EPERM,
+                                   "commit %s is not in the workspace's own .git objects: it comes "
+                                   "from the source repository's objects, which every workspace "
+                                   "can read (another workspace's export, another branch); only "
+                                   "commits made in this workspace are exported",
+                                   hex);
+        g = git_graph_descendant_of(r->scratch_repo, id, git_commit_id(r->base));
+        if (g < 0)
+                return review_git_fail(r, g, "the agent's commit %s", hex);
+        if (g == 0)
+                return review_fail(r, -EINVAL,
+                                   "commit %s does not descend from the base revision %s", hex,
+                                   r->o.rev);
+        return 0;
+}
+
 int review_agent_commits(review *r, git_oid **ret, size_t *ret_n)
 {
         git_revwalk *walk = NULL;
         git_packbuilder *pb = NULL;
+        git_odb *own = NULL;
         _cleanup_free_ git_oid *v = NULL;
         _cleanup_free_ char *packdir = NULL;
         const git_oid *base = git_commit_id(r->base);
@@ -261,6 +326,9 @@ int review_agent_commits(review *r, git_oid **ret, size_t *ret_n)
                                    "the workspace's HEAD does not descend from the "
                                    "base revision %s",
                                    r->o.rev);
+        k = own_odb_open(r, &own);
+        if (k < 0)
+                return k;
         g = git_revwalk_new(&walk, r->scratch_repo);
         if (g == 0)
                 g = git_revwalk_sorting(walk, GIT_SORT_TOPOLOGICAL | GIT_SORT_REVERSE);
@@ -284,6 +352,9 @@ int review_agent_commits(review *r, git_oid **ret, size_t *ret_n)
                         k = review_fail(r, -EFBIG, "more than %u commits", REVIEW_MAX_SERIES);
                         goto out;
                 }
+                k = commit_is_own(r, own, &id);
+                if (k < 0)
+                        goto out;
                 g = git_commit_lookup(&c, r->scratch_repo, &id);
                 if (g < 0) {
                         k = review_git_fail(r, g, "the agent's commit");
@@ -336,5 +407,6 @@ int review_agent_commits(review *r, git_oid **ret, size_t *ret_n)
 out:
         git_packbuilder_free(pb);
         git_revwalk_free(walk);
+        git_odb_free(own);
         return k;
 }

@@ -537,6 +537,72 @@ START_TEST(agent_commit_planting_a_dot_git_path_is_refused)
 }
 END_TEST
 
+/*
+ * Another workspace exported X into the source; every workspace reads the
+ * source's objects, so this agent's HEAD can name X. X is not the agent's.
+ */
+static char *foreign_commit_make(void)
+{
+        ck_assert_int_eq(
+                fx_sh("cd src && t=$( (git ls-tree HEAD; printf '100644 blob %%s\\tother.txt\\n' "
+                      "$(printf 'other\\n' | git hash-object -w --stdin)) | git mktree) && "
+                      "x=$(git commit-tree $t -p HEAD -m 'Work of another workspace') && "
+                      "git update-ref refs/cloister/other $x"),
+                0);
+        return fx_sh_out("git -C src rev-parse refs/cloister/other | tr -d '\\n'");
+}
+
+START_TEST(commit_exported_by_another_workspace_is_refused)
+{
+        _cleanup_free_ char *x = foreign_commit_make();
+        _cleanup_free_ char *packs_before = fx_sh_out("ls src/.git/objects/pack | wc -l");
+        _cleanup_free_ char *packs_after = NULL;
+        git_oid *ids = NULL;
+        size_t n = 0;
+        review *r;
+
+        ck_assert_int_eq(
+                fx_sh("cd view && git cat-file -e %s && git update-ref refs/heads/main %s", x, x),
+                0);
+        r = review_new(false, false);
+        ck_assert_int_eq(review_agent_commits(r, &ids, &n), -EPERM);
+        ck_assert_ptr_nonnull(strstr(review_error(r), x));
+        ck_assert_ptr_nonnull(strstr(review_error(r), "not in the workspace's own .git objects"));
+        review_free(r);
+        ck_assert_ptr_null(ids);
+        /* Nothing was written into the source for it. */
+        packs_after = fx_sh_out("ls src/.git/objects/pack | wc -l");
+        ck_assert_str_eq(packs_after, packs_before);
+}
+END_TEST
+
+START_TEST(agent_commit_on_top_of_a_foreign_one_is_refused)
+{
+        _cleanup_free_ char *x = foreign_commit_make();
+        git_oid *ids = NULL;
+        size_t n = 0;
+        review *r;
+
+        ck_assert_int_eq(fx_sh("cd view && git reset -q --hard %s && printf 'mine\\n' > mine && "
+                               "git add mine && git commit -qm 'My own work'",
+                               x),
+                         0);
+        r = review_new(false, true);
+        ck_assert_int_eq(review_agent_commits(r, &ids, &n), -EPERM);
+        ck_assert_ptr_nonnull(strstr(review_error(r), x));
+        review_free(r);
+        /* Rebuilt on the base alone, the agent's own commit exports. */
+        ck_assert_int_eq(fx_sh("cd view && git reset -q --hard origin/main && printf 'mine\\n' > "
+                               "mine && git add mine && git commit -qm 'My own work'"),
+                         0);
+        r = review_new(false, true);
+        ck_assert_msg(review_agent_commits(r, &ids, &n) == 0, "%s", review_error(r));
+        ck_assert_uint_eq(n, 1);
+        review_free(r);
+        free(ids);
+}
+END_TEST
+
 START_TEST(no_agent_commits_is_reported)
 {
         review *r = review_new(false, true);
@@ -942,6 +1008,8 @@ int main(void)
         tcase_add_test(tc, diff_writes_no_objects_into_the_source);
         tcase_add_test(tc, export_commit_changes_nothing_but_refs_cloister);
         tcase_add_test(tc, mbox_of_the_workspace_applies_with_git_am);
+        tcase_add_test(tc, commit_exported_by_another_workspace_is_refused);
+        tcase_add_test(tc, agent_commit_on_top_of_a_foreign_one_is_refused);
         tcase_add_test(tc, mbox_quotes_names_in_the_diffstat_and_create_mode_lines);
         tcase_add_test(tc, mbox_quotes_agent_subjects_authors_and_messages);
         tcase_add_test(tc, errors_naming_agent_paths_hold_no_control_characters);
