@@ -67,7 +67,7 @@ restore
 (ulimit -f 4; exec "$CLOISTER" broker "$T/ws1.ini") 2>>"$T/broker.log" &
 BROKER_PID=$!
 BROKER_PIDS+=($!)
-for _ in $(seq 100); do raw "$(sock ws1)" '{"op":"pubkey"}' >/dev/null 2>&1 && break; sleep 0.05; done
+for _ in $(seq 600); do raw "$(sock ws1)" '{"op":"pubkey"}' >/dev/null 2>&1 && break; sleep 0.05; done
 n_ok=0 refused=0
 for _ in $(seq 10); do
         if "$CLOISTER" token issue git >"$T/tok" 2>"$T/err"; then n_ok=$((n_ok + 1)); else

@@ -32,8 +32,16 @@ check_rc "third_use_is_refused_as_used_up" 1 "$CLOISTER" token introspect "$d" -
 check "used_up_reason_is_given" grep -q 'used up' "$T/out"
 
 # Online, the broker judges expiry by its own clock, without skew: one short wait.
+# A 2 s token lives more than 1 s (the clock counts whole seconds): skip the
+# first check if this machine took longer than that.
+t0=$(date +%s%N)
 short=$("$CLOISTER" token issue git --ttl 2)
-check_rc "token_is_active_before_its_exp" 0 "$CLOISTER" token introspect "$short"
+"$CLOISTER" token introspect "$short" >"$T/out" 2>"$T/err"
+rc=$?
+if [ $(( ($(date +%s%N) - t0) / 1000000 )) -ge 1000 ]; then
+        ok "token_is_active_before_its_exp # SKIP the machine took over a second to issue and ask"
+elif [ "$rc" = 0 ]; then ok "token_is_active_before_its_exp"; else
+        not_ok "token_is_active_before_its_exp (exit $rc)"; fi
 sleep 3
 check_rc "token_is_inactive_once_expired" 1 "$CLOISTER" token introspect "$short"
 check "expired_token_reason_says_expired" grep -q '"reason": "expired' "$T/out"

@@ -85,12 +85,12 @@ check_rc "socket_decides_the_workspace_not_the_request" 5 \
 check_rc "scope_missing_from_the_policy_is_refused_before_reload" 1 "$CLOISTER" token issue added
 printf '\n[scope "added"]\naudience = https://added.example.com\nworkspaces = ws1\n' >>"$T/ws1-policy.ini"
 kill -HUP "$BROKER_PID"
-for _ in $(seq 100); do grep -q "workspace 'ws1': policy reloaded" "$T/broker.log" && break; sleep 0.05; done
+for _ in $(seq 600); do grep -q "workspace 'ws1': policy reloaded" "$T/broker.log" && break; sleep 0.05; done
 check_rc "sighup_reloads_the_policy" 0 "$CLOISTER" token issue added
 cp "$T/ws1-policy.ini" "$T/good-policy.ini"
 printf '[scope "broken"]\nnonsense = 1\n' >>"$T/ws1-policy.ini"
 kill -HUP "$BROKER_PID"
-for _ in $(seq 100); do grep -q "policy not reloaded" "$T/broker.log" && break; sleep 0.05; done
+for _ in $(seq 600); do grep -q "policy not reloaded" "$T/broker.log" && break; sleep 0.05; done
 check "broken_policy_on_sighup_is_reported_with_its_line" grep -q "policy not reloaded, keeping the old one: .*ws1-policy.ini:[0-9]*: key 'nonsense'" "$T/broker.log"
 check_rc "broken_policy_on_sighup_keeps_the_old_one" 0 "$CLOISTER" token issue added
 check "broker_survives_a_broken_policy_reload" kill -0 "$BROKER_PID"

@@ -7,6 +7,8 @@ set -u
 : "${CLOISTER:?CLOISTER must name the built cloister binary}"
 : "${CLOISTER_BUILD:?}"
 CRED_HELPER="$CLOISTER_BUILD/broker/git-credential-cloister"
+# The raw socket client and the JSON checks below are python3.
+command -v python3 >/dev/null || { echo "1..0 # SKIP python3 is not installed"; exit 77; }
 
 T=$(mktemp -d /tmp/cloister-broker-test.XXXXXX)
 BROKER_PIDS=()
@@ -106,7 +108,7 @@ start_broker() {
         for cfg in "$@"; do
                 local name
                 name=$(basename "$cfg" .ini)
-                for _ in $(seq 100); do
+                for _ in $(seq 600); do
                         if [ -S "$(sock "$name")" ] &&
                                 raw "$(sock "$name")" '{"op":"pubkey"}' >/dev/null 2>&1; then
                                 break

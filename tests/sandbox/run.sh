@@ -114,8 +114,10 @@ else
 fi
 
 # --- teardown after signals ---------------------------------------------
+# Waits below are bounded but generous (up to a minute): a loaded machine is
+# slow to start a sandbox, and a wait that ends early would fail a test.
 gone() { # gone PATTERN: wait (bounded) until no process matches
-        for _ in $(seq 100); do pgrep -f "$1" >/dev/null || return 0; sleep 0.1; done
+        for _ in $(seq 600); do pgrep -f "$1" >/dev/null || return 0; sleep 0.1; done
         return 1
 }
 # signal_run SIGNAL N: run `sleep N`, send SIGNAL to the run once the command
@@ -128,7 +130,7 @@ signal_run() {
         name=sig$(echo "$1" | tr 'A-Z' 'a-z')_to_run
         env --default-signal="$sig" "$CLOISTER" run "${RUN_OPTS[@]}" "$A_CFG" -- sleep "$n" &
         pid=$!
-        for _ in $(seq 100); do pgrep -f "^sleep $n\$" >/dev/null && break; sleep 0.1; done
+        for _ in $(seq 600); do pgrep -f "^sleep $n\$" >/dev/null && break; sleep 0.1; done
         kill -"$sig" "$pid"
         wait "$pid"
         is "${name}_exits_143" "$?" 143
@@ -145,7 +147,7 @@ if ! "$CLOISTER" help broker 2>&1 | grep -q 'not available'; then
 policy = $T/ok-policy.ini"
         "$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" -- sleep 4141 &
         pid=$!
-        for _ in $(seq 100); do pgrep -f '^sleep 4141$' >/dev/null && break; sleep 0.1; done
+        for _ in $(seq 600); do pgrep -f '^sleep 4141$' >/dev/null && break; sleep 0.1; done
         pgrep -f "cloister broker $CFG" >/dev/null && ok run_starts_the_broker ||
                 not_ok run_starts_the_broker "no broker process"
         kill -HUP "$pid"
@@ -175,7 +177,7 @@ fi
 
 "$CLOISTER" run "${RUN_OPTS[@]}" "$A_CFG" -- sleep 4343 &
 pid=$!
-for _ in $(seq 100); do pgrep -f '^sleep 4343$' >/dev/null && break; sleep 0.1; done
+for _ in $(seq 600); do pgrep -f '^sleep 4343$' >/dev/null && break; sleep 0.1; done
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 gone "sleep 4343" && ok sigkill_to_run_kills_the_sandbox || not_ok sigkill_to_run_kills_the_sandbox "still running: $(pgrep -af "sleep 4343" | cut -c1-200 | tr "\n" " ")"
@@ -195,7 +197,7 @@ mkdir -p "$A_STATE/sandboxes"
 echo "1 $orphan $start" >"$A_STATE/sandboxes/$dead"
 at_exit "kill -KILL $orphan 2>/dev/null"
 crun "$A_CFG" -- true
-for _ in $(seq 100); do kill -0 "$orphan" 2>/dev/null || break; sleep 0.1; done
+for _ in $(seq 600); do kill -0 "$orphan" 2>/dev/null || break; sleep 0.1; done
 kill -0 "$orphan" 2>/dev/null && not_ok next_run_kills_an_orphaned_sandbox "still running" ||
         ok next_run_kills_an_orphaned_sandbox
 [ ! -e "$A_STATE/sandboxes/$dead" ] && ok orphan_record_is_removed || not_ok orphan_record_is_removed left
@@ -246,7 +248,7 @@ if [ "$fs_mode" = fuse ]; then
         "$CLOISTER" unmount "$CFG"
         "$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" -- sleep 4444 &
         pid=$!
-        for _ in $(seq 100); do pgrep -f '^sleep 4444$' >/dev/null && break; sleep 0.1; done
+        for _ in $(seq 600); do pgrep -f '^sleep 4444$' >/dev/null && break; sleep 0.1; done
         kill -KILL "$pid"
         wait "$pid" 2>/dev/null
         gone 'sleep 4444'
@@ -256,7 +258,7 @@ if [ "$fs_mode" = fuse ]; then
         # A daemon that died leaves a dead mount (ENOTCONN): the next run replaces it.
         "$CLOISTER" mount "$CFG"
         kill -KILL "$(cat "$STATE/mount.pid")"
-        for _ in $(seq 100); do kill -0 "$(cat "$STATE/mount.pid")" 2>/dev/null || break; sleep 0.1; done
+        for _ in $(seq 600); do kill -0 "$(cat "$STATE/mount.pid")" 2>/dev/null || break; sleep 0.1; done
         out=$(crun "$CFG" -- cat /workspace/hello.txt 2>&1)
         is run_replaces_a_dead_mount "$out" hello
         is_fuse "$MNT" && not_ok run_unmounts_the_replacement "still mounted" ||
