@@ -171,7 +171,7 @@ check "hidden_home_changes_listed_with_names_and_sizes" \
 printf 'x' >"$t/mnt/home/agent/$(printf 'a\033]0;owned\007\nfile    1  forged')" 2>/dev/null
 home=$("$CLOISTER" diff "$t/ws.ini" --home)
 check "home_names_cannot_forge_lines_or_send_terminal_escapes" \
-        '[ $(wc -l <<<"$home") -eq 2 ] && ! LC_ALL=C grep -q "$(printf "\033")" <<<"$home" && grep -qF "\"/home/agent/a\\033]0;owned\\007\\nfile    1  forged\"" <<<"$home"'
+        '[ $(wc -l <<<"$home") -eq 2 ] && ! LC_ALL=C grep -q "$(printf "\033")" <<<"$home" && grep -qF "\"/home/agent/a\\033]0;owned\\a\\nfile    1  forged\"" <<<"$home"'
 rm -f "$t/mnt/home/agent/$(printf 'a\033]0;owned\007\nfile    1  forged')"
 
 "$CLOISTER" export "$t/ws.ini" --commit --message "Agent work" --author "A U Thor <a@u.th>" >"$t/commit.out"
