@@ -3,7 +3,9 @@
  * control.c: the read-only files in /.cloister.
  *
  *   workspace  {"name", "revision", "rev", "source", "mounted_at"} as JSON
- *   changes    one JSON line per path present in the repo's upper layer:
+ *   changes    one JSON line per path present in an upper layer (the repo's,
+ *              then the hidden home's, so that review never needs the
+ *              journal, which may be cut at its bound, to find changes):
  *              {"path":"/workspace/a","type":"file|dir|symlink|fifo|deleted",
  *               "opaque":bool} (+ "path_hex", the exact bytes, when the path
  *              is not UTF-8); "deleted" is a whiteout, "opaque" a dir that
@@ -149,6 +151,8 @@ int control_changes(struct fs_workspace *ws, char **ret, size_t *ret_len)
                 return -ENOMEM;
         pthread_rwlock_rdlock(&ws->ns_lock);
         r = walk(&o, ws->repo.upper_fd, ws->repo.mpath);
+        if (r == 0 && ws->has_home)
+                r = walk(&o, ws->home.upper_fd, ws->home.mpath);
         pthread_rwlock_unlock(&ws->ns_lock);
         if (fclose(o.f) != 0 && r == 0)
                 r = -ENOMEM;

@@ -46,6 +46,7 @@ int compose_fs_options(const struct config *c, struct compose_fs *ret)
                 .n_mirrors = c->n_mirrors,
                 .max_bytes = c->limits.bytes,
                 .max_files = c->limits.files,
+                .max_journal = c->limits.journal,
         };
         *ret = f;
         return 0;

@@ -98,6 +98,8 @@ void config_finish(struct parse_state *st)
                 c->limits.cpu = 3600;
         if (!c->limits.tmp)
                 c->limits.tmp = 512ULL << 20;
+        if (!c->limits.journal)
+                c->limits.journal = 256ULL << 20; /* JOURNAL_MAX_BYTES_DEFAULT */
 
         /* The parts inside the workspace: none may nest in, or equal, another. */
         parts[n++] =
