@@ -10,7 +10,10 @@
  *               "opaque":bool} (+ "path_hex", the exact bytes, when the path
  *              is not UTF-8); "deleted" is a whiteout, "opaque" a dir that
  *              hides or replaces the lower one (new, recreated or renamed),
- *              whose whole subtree must be walked.
+ *              whose whole subtree must be walked; a file that is a
+ *              metacopy (metadata changed, data still the lower's) also
+ *              has "metacopy":true and "origin" (+ "origin_hex"), the lower
+ *              path its data comes from, so review need not read it.
  *
  * changes is computed when opened, from the upper tree only (its size is
  * what the agent changed, not the repo), under the namespace lock so that
@@ -31,7 +34,8 @@ struct out {
         unsigned depth;
 };
 
-static int emit(struct out *o, const char *path, const char *type, bool opaque)
+static int emit(struct out *o, const char *path, const char *type, bool opaque,
+                const char *metacopy_origin)
 {
         json_t *j = json_object();
         int r;
@@ -42,6 +46,11 @@ static int emit(struct out *o, const char *path, const char *type, bool opaque)
         if (r == 0 && (json_object_set_new(j, "type", json_string(type)) < 0 ||
                        json_object_set_new(j, "opaque", json_boolean(opaque)) < 0))
                 r = -ENOMEM;
+        if (r == 0 && metacopy_origin) {
+                r = json_object_set_new(j, "metacopy", json_true()) < 0 ? -ENOMEM : 0;
+                if (r == 0)
+                        r = upper_json_set_name(j, "origin", metacopy_origin);
+        }
         if (r < 0) {
                 json_decref(j);
                 return r;
@@ -90,7 +99,7 @@ static int walk(struct out *o, int dfd, const char *path)
                         r = -ENOMEM;
                         goto out;
                 }
-                r = emit(o, p, "deleted", false);
+                r = emit(o, p, "deleted", false, NULL);
                 if (r < 0)
                         goto out;
         }
@@ -119,7 +128,11 @@ static int walk(struct out *o, int dfd, const char *path)
                 opaque = S_ISDIR(st.st_mode) &&
                          (json_is_true(json_object_get(rec, "opaque")) ||
                           json_object_get(rec, "origin") || json_object_get(rec, "origin_hex"));
-                r = emit(o, p, type_name(st.st_mode), opaque);
+                _cleanup_free_ char *origin =
+                        S_ISREG(st.st_mode) && json_is_true(json_object_get(rec, "metacopy"))
+                                ? upper_json_get_name(rec, "origin")
+                                : NULL;
+                r = emit(o, p, type_name(st.st_mode), opaque, origin);
                 if (r < 0)
                         goto out;
                 if (S_ISDIR(st.st_mode)) {

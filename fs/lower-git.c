@@ -275,8 +275,7 @@ static int conv_decide(struct lower *l, struct thread_git *t, struct lent *e)
         if (git_attr_get_many_ext(v, t->repo, &o, e->path, ELEMENTSOF(conv_attrs),
                                   (const char **)conv_attrs) < 0)
                 return -EIO;
-        crlf = v[1] && streq(v[1], "crlf") && !GIT_ATTR_IS_FALSE(v[0]) &&
-               !GIT_ATTR_IS_FALSE(v[2]);
+        crlf = v[1] && streq(v[1], "crlf") && !GIT_ATTR_IS_FALSE(v[0]) && !GIT_ATTR_IS_FALSE(v[2]);
         ident = GIT_ATTR_IS_TRUE(v[3]);
         e->conv = crlf || ident ? 2 : 1;
         for (size_t i = 0; i < ELEMENTSOF(conv_attrs); i++) {

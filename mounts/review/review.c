@@ -139,6 +139,7 @@ void review_free(review *r)
                 git_mempack_reset(r->mempack);
         git_repository_free(r->scratch_repo);
         review_scratch_remove(r);
+        review_rules_free(r->rules);
         git_tree_free(r->base_tree);
         git_commit_free(r->base);
         git_odb_free(r->odb);
@@ -191,4 +192,14 @@ const git_oid *review_tree(const review *r)
 size_t review_files_read(const review *r)
 {
         return r->files_read;
+}
+
+size_t review_ignored(const review *r)
+{
+        return r->ignored;
+}
+
+bool review_ignored_uncertain(const review *r)
+{
+        return r->ignored && review_rules_uncertain(r);
 }
