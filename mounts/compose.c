@@ -67,5 +67,6 @@ void compose_broker_options(const struct config *c, struct broker_workspace_opti
                 .policy = c->broker.policy,
                 .dir = c->broker.dir,
                 .socket = c->broker.socket,
+                .audit_max = c->limits.audit,
         };
 }

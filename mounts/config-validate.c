@@ -100,6 +100,8 @@ void config_finish(struct parse_state *st)
                 c->limits.tmp = 512ULL << 20;
         if (!c->limits.journal)
                 c->limits.journal = 256ULL << 20; /* JOURNAL_MAX_BYTES_DEFAULT */
+        if (!c->limits.audit)
+                c->limits.audit = 64ULL << 20; /* BROKER_AUDIT_MAX_DEFAULT */
 
         /* The parts inside the workspace: none may nest in, or equal, another. */
         parts[n++] =
