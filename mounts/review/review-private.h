@@ -28,6 +28,7 @@ struct review {
         int homefd; /* of o.home_view, or -1 */
 
         char **home_paths; /* from the changes file */
+        bool changes_read; /* the changes file was read (it lists the home too) */
         size_t n_home_paths, cap_home_paths;
 
         size_t files_read;

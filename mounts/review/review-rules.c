@@ -33,7 +33,9 @@ struct review_rules {
         char *wt;  /* dir/wt: libgit2's work tree, copies of the rule files */
         int wtfd;
         git_repository *repo; /* work tree = wt: ignores and check-in attributes */
-        git_repository *base; /* no work tree: the base revision's attributes */
+        git_repository *base; /* no work tree: the base revision's attributes (made lazily) */
+        git_index *index;     /* the base tree, shared by both */
+        char *config;         /* path of our config */
         char **loaded;        /* directories whose rule files are in wt (hash set) */
         size_t n_loaded, cap_loaded;
         bool broken;    /* libgit2 failed on a path: note it once */
@@ -55,6 +57,8 @@ void review_rules_free(struct review_rules *s)
                 return;
         git_repository_free(s->repo);
         git_repository_free(s->base);
+        git_index_free(s->index);
+        free(s->config);
         safe_close(s->wtfd);
         if (s->dir)
                 nftw(s->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
@@ -258,11 +262,18 @@ static int config_file_write(review *r, const char *path, const char *text)
 /* A repository of our own: the source's objects, the base as index, only our config. */
 static int repo_make(review *r, const char *config, const char *workdir, git_repository **ret)
 {
+        struct review_rules *s = r->rules;
         git_repository *repo = NULL;
         git_config *cfg = NULL;
-        git_index *idx = NULL;
-        int g;
+        int g = 0;
 
+        if (!s->index) {
+                g = git_index_new(&s->index);
+                if (g == 0)
+                        g = git_index_read_tree(s->index, r->base_tree);
+                if (g < 0)
+                        return review_git_fail(r, g, "reading the base tree");
+        }
         g = git_repository_new(&repo);
         if (g == 0)
                 g = git_repository_set_odb(repo, r->odb);
@@ -273,14 +284,9 @@ static int repo_make(review *r, const char *config, const char *workdir, git_rep
         if (g == 0)
                 g = git_repository_set_config(repo, cfg);
         if (g == 0)
-                g = git_index_new(&idx);
-        if (g == 0)
-                g = git_index_read_tree(idx, r->base_tree);
-        if (g == 0)
-                g = git_repository_set_index(repo, idx);
+                g = git_repository_set_index(repo, s->index);
         if (g == 0 && workdir)
                 g = git_repository_set_workdir(repo, workdir, 0);
-        git_index_free(idx);
         git_config_free(cfg);
         if (g < 0) {
                 git_repository_free(repo);
@@ -357,8 +363,26 @@ static int rules_open(review *r)
         if (k == 0)
                 k = repo_make(r, config, s->wt, &s->repo);
         if (k == 0)
-                k = repo_make(r, config, NULL, &s->base);
+                s->config = TAKE_PTR(config);
         return k;
+}
+
+/* The repository without a work tree: made on first use (discard, metacopies). */
+static int base_repo(review *r, git_repository **ret)
+{
+        struct review_rules *s;
+        int k = rules_open(r);
+
+        if (k < 0)
+                return k;
+        s = r->rules;
+        if (!s->base) {
+                k = repo_make(r, s->config, NULL, &s->base);
+                if (k < 0)
+                        return k;
+        }
+        *ret = s->base;
+        return 0;
 }
 
 int review_rules_ignored(review *r, const char *rel, bool dir, bool *ret)
@@ -434,12 +458,13 @@ int review_rules_has_filters(review *r, const char *rel, bool *ret)
 
 int review_rules_checkout_has_filters(review *r, const char *rel, bool *ret)
 {
+        git_repository *base = NULL;
         git_filter_list *fl = NULL;
         int k;
 
-        k = rules_open(r);
+        k = base_repo(r, &base);
         if (k == 0)
-                k = filters_load(r, r->rules->base, rel, GIT_FILTER_TO_WORKTREE,
+                k = filters_load(r, base, rel, GIT_FILTER_TO_WORKTREE,
                                  GIT_FILTER_ATTRIBUTES_FROM_COMMIT, &fl);
         if (k < 0)
                 return k;
@@ -472,12 +497,13 @@ int review_rules_clean(review *r, const char *rel, const void *data, size_t len,
 
 int review_rules_smudge(review *r, const char *rel, git_blob *blob, git_buf *out)
 {
+        git_repository *base = NULL;
         git_filter_list *fl = NULL;
         int g, k;
 
-        k = rules_open(r);
+        k = base_repo(r, &base);
         if (k == 0)
-                k = filters_load(r, r->rules->base, rel, GIT_FILTER_TO_WORKTREE,
+                k = filters_load(r, base, rel, GIT_FILTER_TO_WORKTREE,
                                  GIT_FILTER_ATTRIBUTES_FROM_COMMIT, &fl);
         if (k < 0)
                 return k;

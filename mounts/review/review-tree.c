@@ -618,6 +618,7 @@ int review_build(review *r)
                 return review_git_fail(r, g, "in-memory index");
         if (r->o.changes) {
                 k = review_changes_load(r, &c, &n);
+                r->changes_read = k == 0;
                 if (k < 0) {
                         /*
                          * The list is only a shortcut. If it cannot be had

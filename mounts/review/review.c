@@ -70,6 +70,12 @@ int review_open(const struct review_options *o, review **ret, char **ret_error)
         r->o = *o;
         r->viewfd = r->homefd = -1;
         git_libgit2_init();
+        /*
+         * libgit2 caches no tree over 4 KiB by default, so each lookup by
+         * path below a directory of a hundred files inflated it again (the
+         * review looks up every listed path in the base tree). Keep them.
+         */
+        git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_TREE, (size_t)16 << 20);
 
         g = git_repository_open_ext(&r->repo, o->source, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
         if (g < 0) {
