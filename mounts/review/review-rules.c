@@ -224,7 +224,8 @@ static int dir_load(review *r, const char *rel)
         k = scratch_dir_open(s, rel, &sdir);
         if (k < 0)
                 return review_fail(r, k, "scratch copy of '%s': %s", rel, strerror(-k));
-        k = rule_file_copy(r, vdir, sdir, rel, ".gitignore");
+        /* --include-ignored needs no ignore rule: none is read. */
+        k = r->o.include_ignored ? 0 : rule_file_copy(r, vdir, sdir, rel, ".gitignore");
         if (k == 0)
                 k = rule_file_copy(r, vdir, sdir, rel, ".gitattributes");
         return k;

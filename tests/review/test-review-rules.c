@@ -325,6 +325,10 @@ START_TEST(oversized_rule_file_is_a_clear_error)
         ck_assert_int_eq(review_build(r), -EFBIG);
         ck_assert_ptr_nonnull(strstr(review_error(r), "dir/.gitignore"));
         review_free(r);
+        /* What the message offers works: --include-ignored reads no ignore file. */
+        r = open_review(true, true);
+        build(r);
+        review_free(r);
 }
 END_TEST
 
