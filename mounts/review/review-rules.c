@@ -346,7 +346,7 @@ static int rules_open(review *r)
         if (s->wtfd < 0)
                 return review_fail(r, negative_errno(), "'%s': %m", s->wt);
         k = config_file_write(r, empty, "");
-        if (k == 0)
+        if (k == 0 && !r->o.include_ignored)
                 k = exclude_copy(r, excl);
         if (k < 0)
                 return k;
