@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "audit.h"
@@ -29,7 +30,12 @@ struct broker_audit {
         uint64_t seq;
         char prev[HEX_LEN + 1];
         off_t size;
-        bool head_dirty; /* appended since audit.head was last written */
+        bool head_dirty;     /* appended since audit.head was last written */
+        uint64_t max_bytes;  /* 0: no bound */
+        bool full;           /* the audit_full line is written: appends fail */
+        uint64_t suppressed; /* noise lines counted, not written, since the last one */
+        double noise_tokens; /* token bucket of noise lines */
+        int64_t noise_at;    /* when it was last filled */
 };
 
 static int reason_set(char **ret, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -281,12 +287,66 @@ int broker_audit_open(int dirfd, const char *dir, broker_audit_replay_fn replay,
         return 0;
 }
 
+static int line_append(broker_audit *a, json_t *entry, int64_t now, bool reserve);
+
+/* The bound is reached: say so once, in the reserve; then every append fails. */
+static void audit_full(broker_audit *a, int64_t now)
+{
+        json_t *e;
+
+        if (a->full)
+                return;
+        a->full = true;
+        e = json_pack("{s:s, s:I, s:I}", "event", "audit_full", "max_bytes",
+                      (json_int_t)a->max_bytes, "suppressed", (json_int_t)a->suppressed);
+        if (e)
+                (void)line_append(a, e, now, true);
+        json_decref(e);
+}
+
 int broker_audit_append(broker_audit *a, json_t *entry, int64_t now)
+{
+        return line_append(a, entry, now, false);
+}
+
+void broker_audit_set_max(broker_audit *a, uint64_t max_bytes)
+{
+        a->max_bytes = max_bytes;
+        a->noise_tokens = BROKER_AUDIT_NOISE_BURST;
+}
+
+int broker_audit_append_noise(broker_audit *a, json_t *entry, int64_t now)
+{
+        if (now > a->noise_at) {
+                a->noise_tokens += (double)(now - a->noise_at) * BROKER_AUDIT_NOISE_RATE;
+                if (a->noise_tokens > BROKER_AUDIT_NOISE_BURST)
+                        a->noise_tokens = BROKER_AUDIT_NOISE_BURST;
+                a->noise_at = now;
+        }
+        if (a->full || a->noise_tokens < 1 ||
+            (a->max_bytes && (uint64_t)a->size > a->max_bytes / 2)) {
+                a->suppressed++;
+                return 1;
+        }
+        a->noise_tokens -= 1;
+        if (a->suppressed &&
+            json_object_set_new(entry, "suppressed", json_integer((json_int_t)a->suppressed)) < 0)
+                return -ENOMEM;
+        int r = line_append(a, entry, now, false);
+        if (r == 0)
+                a->suppressed = 0;
+        return r;
+}
+
+static int line_append(broker_audit *a, json_t *entry, int64_t now, bool reserve)
 {
         _cleanup_free_ char *body = NULL, *line = NULL;
         char hash[HEX_LEN + 1];
         size_t blen;
         int len, r = 0;
+
+        if (a->full && !reserve)
+                return -EDQUOT;
 
         if (json_object_set_new(entry, "seq", json_integer((json_int_t)(a->seq + 1))) < 0 ||
             json_object_set_new(entry, "time", json_integer(now)) < 0 ||
@@ -303,6 +363,17 @@ int broker_audit_append(broker_audit *a, json_t *entry, int64_t now)
         len = asprintf(&line, "%s" HASH_KEY "%s\"}\n", body, hash);
         if (len < 0)
                 return -ENOMEM;
+        if (a->max_bytes && (uint64_t)a->size + (uint64_t)len >
+                                    (reserve ? a->max_bytes
+                                             : (a->max_bytes > BROKER_AUDIT_RESERVE
+                                                        ? a->max_bytes - BROKER_AUDIT_RESERVE
+                                                        : 0))) {
+                if (reserve)
+                        return -EDQUOT;
+                /* Not written: the audit_full line takes its place in the chain. */
+                audit_full(a, now);
+                return -EDQUOT;
+        }
         for (size_t off = 0; off < (size_t)len;) {
                 ssize_t n = write(a->fd, line + off, (size_t)len - off);
                 if (n < 0 && errno == EINTR)
@@ -342,6 +413,13 @@ void broker_audit_free(broker_audit *a)
 {
         if (!a)
                 return;
+        if (a->suppressed && !a->full) {
+                json_t *e = json_pack("{s:s, s:I}", "event", "audit_suppressed", "suppressed",
+                                      (json_int_t)a->suppressed);
+                if (e)
+                        (void)line_append(a, e, time(NULL), true);
+                json_decref(e);
+        }
         (void)broker_audit_sync_head(a);
         safe_close(a->fd);
         safe_close(a->head_fd);

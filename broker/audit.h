@@ -19,6 +19,28 @@
 #define BROKER_AUDIT_HEAD     "audit.head"
 #define BROKER_AUDIT_LINE_MAX (64 * 1024)
 
+/*
+ * The bound on the log's size ([limits] audit, docs/config.md). Past
+ * max_bytes - BROKER_AUDIT_RESERVE one {"event":"audit_full"} line is
+ * written (in the reserve) and every later append fails with -EDQUOT, so
+ * callers refuse what they were about to do (fail closed). Lines already
+ * written are never touched.
+ */
+#define BROKER_AUDIT_MAX_DEFAULT (64ull * 1024 * 1024)
+#define BROKER_AUDIT_MAX_MIN     (1024ull * 1024)
+#define BROKER_AUDIT_RESERVE     (4 * 1024)
+/*
+ * Lines an agent can cause at will and that change nothing (a refused
+ * request, its own introspection, a revocation of nothing): at most
+ * BROKER_AUDIT_NOISE_BURST at once and BROKER_AUDIT_NOISE_RATE a second,
+ * and none once the log is half full, so that they cannot use up the room
+ * that issuing tokens needs. The ones not written are counted, and the next
+ * such line says how many ("suppressed"); so does a last "audit_suppressed"
+ * line when the log is closed.
+ */
+#define BROKER_AUDIT_NOISE_RATE  1
+#define BROKER_AUDIT_NOISE_BURST 60
+
 typedef struct broker_audit broker_audit;
 
 /* Called for every existing entry on open, in order, to rebuild state. */
@@ -43,6 +65,14 @@ int broker_audit_append(broker_audit *a, json_t *entry, int64_t now)
  * write per token under load. A head that lags the log still verifies.
  */
 int broker_audit_sync_head(broker_audit *a);
+/* Set the bound (0: none; the default is BROKER_AUDIT_MAX_DEFAULT). */
+void broker_audit_set_max(broker_audit *a, uint64_t max_bytes);
+/*
+ * Append a line the agent can cause at will (see BROKER_AUDIT_NOISE_RATE):
+ * 0 written, 1 not written but counted, or a negative errno.
+ */
+int broker_audit_append_noise(broker_audit *a, json_t *entry, int64_t now)
+        __attribute__((warn_unused_result));
 void broker_audit_free(broker_audit *a);
 
 /*

@@ -30,6 +30,7 @@ struct broker_workspace_options {
         const char *policy; /* the policy file; re-read on SIGHUP */
         const char *dir;    /* keys, sealed secrets, revocations, audit log, admin socket */
         const char *socket; /* the agent-facing socket */
+        uint64_t audit_max; /* bytes the audit log may hold; 0: BROKER_AUDIT_MAX_DEFAULT */
 };
 
 /*

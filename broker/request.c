@@ -44,7 +44,8 @@ static int64_t now_ms(void)
         return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int broker_audit_event(struct ws *ws, json_t *entry, const struct peer *peer, int64_t now)
+static int audit_event(struct ws *ws, json_t *entry, const struct peer *peer, int64_t now,
+                       bool noise)
 {
         int r;
 
@@ -56,19 +57,34 @@ int broker_audit_event(struct ws *ws, json_t *entry, const struct peer *peer, in
                                               "pid", (json_int_t)peer->pid, "via",
                                               peer->admin ? "admin" : "agent"));
         json_object_set_new(entry, "workspace", json_string(ws->name));
-        r = broker_audit_append(ws->audit, entry, now);
+        r = noise ? broker_audit_append_noise(ws->audit, entry, now)
+                  : broker_audit_append(ws->audit, entry, now);
         json_decref(entry);
-        return r;
+        return r < 0 ? r : 0;
 }
 
-/* Refuse and audit the refusal; the refusal stands even if the audit fails. */
+int broker_audit_event(struct ws *ws, json_t *entry, const struct peer *peer, int64_t now)
+{
+        return audit_event(ws, entry, peer, now, false);
+}
+
+int broker_audit_event_noise(struct ws *ws, json_t *entry, const struct peer *peer, int64_t now)
+{
+        /* The admin socket is the host's: what it asks is never throttled. */
+        return audit_event(ws, entry, peer, now, !peer || !peer->admin);
+}
+
+/*
+ * Refuse and audit the refusal; the refusal stands even if the audit fails.
+ * The agent can ask for refusals at will: they are noise-bounded (audit.h).
+ */
 static json_t *refuse(struct ws *ws, const struct peer *peer, int64_t now, const char *what,
                       const char *code, const char *msg)
 {
-        (void)broker_audit_event(ws,
-                                 json_pack("{s:s, s:s, s:s, s:s}", "event", "refuse", "request",
-                                           what, "error", code, "reason", msg),
-                                 peer, now);
+        (void)broker_audit_event_noise(ws,
+                                       json_pack("{s:s, s:s, s:s, s:s}", "event", "refuse",
+                                                 "request", what, "error", code, "reason", msg),
+                                       peer, now);
         return broker_response_error(code, "%s", msg);
 }
 
@@ -283,10 +299,11 @@ static json_t *do_introspect(struct ws *ws, const struct peer *peer, json_t *req
         why = token_state(ws, token, now, reason, sizeof(reason), &c, &t);
         /* A resource server (admin socket) asking is one use of the token. */
         bool used = peer->admin && !why;
-        r = broker_audit_event(ws,
-                               json_pack("{s:s, s:s?, s:b, s:s?, s:b}", "event", "introspect",
-                                         "jti", c.jti, "active", !why, "reason", why, "used", used),
-                               peer, now);
+        /* A use (admin) must be audited; the agent asking about its token is noise. */
+        json_t *e = json_pack("{s:s, s:s?, s:b, s:s?, s:b}", "event", "introspect", "jti", c.jti,
+                              "active", !why, "reason", why, "used", used);
+        r = used ? broker_audit_event(ws, e, peer, now)
+                 : broker_audit_event_noise(ws, e, peer, now);
         if (r < 0 && used) {
                 broker_claims_done(&c);
                 return broker_response_error("audit_unavailable",
@@ -326,10 +343,10 @@ static json_t *do_revoke(struct ws *ws, const struct peer *peer, json_t *req, in
                         return refuse(ws, peer, now, "revoke workspace", "denied",
                                       "this socket serves another workspace");
                 n = broker_tokens_revoke_all(ws, now);
-                r = broker_audit_event(ws,
-                                       json_pack("{s:s, s:b, s:I}", "event", "revoke", "all", 1,
-                                                 "count", (json_int_t)n),
-                                       peer, now);
+                json_t *e = json_pack("{s:s, s:b, s:I}", "event", "revoke", "all", 1, "count",
+                                      (json_int_t)n);
+                r = n ? broker_audit_event(ws, e, peer, now)
+                      : broker_audit_event_noise(ws, e, peer, now);
         } else {
                 t = broker_tokens_find(ws, jti);
                 if (!t)
@@ -337,8 +354,10 @@ static json_t *do_revoke(struct ws *ws, const struct peer *peer, json_t *req, in
                                                      "no token with this jti in this workspace");
                 n = t->revoked ? 0 : 1;
                 t->revoked = true;
-                r = broker_audit_event(ws, json_pack("{s:s, s:s}", "event", "revoke", "jti", jti),
-                                       peer, now);
+                /* Revoking a revoked token again changes nothing: noise. */
+                json_t *e = json_pack("{s:s, s:s}", "event", "revoke", "jti", jti);
+                r = n ? broker_audit_event(ws, e, peer, now)
+                      : broker_audit_event_noise(ws, e, peer, now);
         }
         /* The revocation stands even if it could not be audited: fail closed. */
         return json_pack("{s:b, s:I, s:b}", "ok", 1, "revoked", (json_int_t)n, "audited", r >= 0);

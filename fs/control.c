@@ -3,12 +3,17 @@
  * control.c: the read-only files in /.cloister.
  *
  *   workspace  {"name", "revision", "rev", "source", "mounted_at"} as JSON
- *   changes    one JSON line per path present in the repo's upper layer:
+ *   changes    one JSON line per path present in an upper layer (the repo's,
+ *              then the hidden home's, so that review never needs the
+ *              journal, which may be cut at its bound, to find changes):
  *              {"path":"/workspace/a","type":"file|dir|symlink|fifo|deleted",
  *               "opaque":bool} (+ "path_hex", the exact bytes, when the path
  *              is not UTF-8); "deleted" is a whiteout, "opaque" a dir that
  *              hides or replaces the lower one (new, recreated or renamed),
- *              whose whole subtree must be walked.
+ *              whose whole subtree must be walked; a file that is a
+ *              metacopy (metadata changed, data still the lower's) also
+ *              has "metacopy":true and "origin" (+ "origin_hex"), the lower
+ *              path its data comes from, so review need not read it.
  *
  * changes is computed when opened, from the upper tree only (its size is
  * what the agent changed, not the repo), under the namespace lock so that
@@ -29,7 +34,8 @@ struct out {
         unsigned depth;
 };
 
-static int emit(struct out *o, const char *path, const char *type, bool opaque)
+static int emit(struct out *o, const char *path, const char *type, bool opaque,
+                const char *metacopy_origin)
 {
         json_t *j = json_object();
         int r;
@@ -40,6 +46,11 @@ static int emit(struct out *o, const char *path, const char *type, bool opaque)
         if (r == 0 && (json_object_set_new(j, "type", json_string(type)) < 0 ||
                        json_object_set_new(j, "opaque", json_boolean(opaque)) < 0))
                 r = -ENOMEM;
+        if (r == 0 && metacopy_origin) {
+                r = json_object_set_new(j, "metacopy", json_true()) < 0 ? -ENOMEM : 0;
+                if (r == 0)
+                        r = upper_json_set_name(j, "origin", metacopy_origin);
+        }
         if (r < 0) {
                 json_decref(j);
                 return r;
@@ -88,7 +99,7 @@ static int walk(struct out *o, int dfd, const char *path)
                         r = -ENOMEM;
                         goto out;
                 }
-                r = emit(o, p, "deleted", false);
+                r = emit(o, p, "deleted", false, NULL);
                 if (r < 0)
                         goto out;
         }
@@ -117,7 +128,11 @@ static int walk(struct out *o, int dfd, const char *path)
                 opaque = S_ISDIR(st.st_mode) &&
                          (json_is_true(json_object_get(rec, "opaque")) ||
                           json_object_get(rec, "origin") || json_object_get(rec, "origin_hex"));
-                r = emit(o, p, type_name(st.st_mode), opaque);
+                _cleanup_free_ char *origin =
+                        S_ISREG(st.st_mode) && json_is_true(json_object_get(rec, "metacopy"))
+                                ? upper_json_get_name(rec, "origin")
+                                : NULL;
+                r = emit(o, p, type_name(st.st_mode), opaque, origin);
                 if (r < 0)
                         goto out;
                 if (S_ISDIR(st.st_mode)) {
@@ -149,6 +164,8 @@ int control_changes(struct fs_workspace *ws, char **ret, size_t *ret_len)
                 return -ENOMEM;
         pthread_rwlock_rdlock(&ws->ns_lock);
         r = walk(&o, ws->repo.upper_fd, ws->repo.mpath);
+        if (r == 0 && ws->has_home)
+                r = walk(&o, ws->home.upper_fd, ws->home.mpath);
         pthread_rwlock_unlock(&ws->ns_lock);
         if (fclose(o.f) != 0 && r == 0)
                 r = -ENOMEM;

@@ -55,8 +55,9 @@ struct fs_options {
         } home;
         const struct fs_mirror_options *mirrors;
         size_t n_mirrors;
-        uint64_t max_bytes; /* bytes the writable layers may hold */
-        uint64_t max_files; /* entries the writable layers may hold */
+        uint64_t max_bytes;   /* bytes the writable layers may hold */
+        uint64_t max_files;   /* entries the writable layers may hold */
+        uint64_t max_journal; /* bytes of <state>/journal.jsonl; 0: the default */
 };
 
 /*

@@ -97,10 +97,41 @@ static void forget_git_attrs(struct fs_workspace *ws)
         node_unref(ws, git);
 }
 
+/*
+ * gitdir's worktree_size: what the fs shows for a file whose attributes
+ * convert it. Files are visited directory by directory, so whether any
+ * .gitattributes is in scope is asked once per directory.
+ */
+struct size_cache {
+        struct lower *lower;
+        char dir[PATH_MAX];
+        bool scope;
+};
+
+static int worktree_size(void *userdata, const char *path, const git_oid *id, uint64_t *size)
+{
+        struct size_cache *c = userdata;
+        const char *slash = strrchr(path, '/');
+        size_t n = slash ? (size_t)(slash - path) : 0;
+        bool converted;
+
+        if (c->dir[0] == 1 || strlen(c->dir) != n || strncmp(c->dir, path, n) != 0) {
+                if (n >= sizeof(c->dir))
+                        return -ENAMETOOLONG;
+                memcpy(c->dir, path, n);
+                c->dir[n] = 0;
+                c->scope = lower_git_attr_scope(c->lower, path);
+        }
+        if (!c->scope)
+                return 0;
+        return lower_git_worktree_size(c->lower, path, id, size, &converted);
+}
+
 static void *build(void *arg)
 {
         struct fs_workspace *ws = arg;
         _cleanup_free_ char *err = NULL;
+        _cleanup_free_ struct size_cache *sc = calloc(1, sizeof(*sc));
         struct gitdir_params p = {
                 .source = ws->source,
                 .rev = lower_commit_hex(ws->repo.lower), /* exactly the tree served */
@@ -108,11 +139,17 @@ static void *build(void *arg)
                 .lower_mtime = lower_commit_time(ws->repo.lower),
                 .uid = ws->uid,
                 .gid = ws->gid,
+                .worktree_size = sc ? worktree_size : NULL,
+                .userdata = sc,
         };
         const char *delay = secure_getenv("CLOISTER_TEST_INDEX_DELAY_MS");
         struct stat st;
         int r;
 
+        if (sc) {
+                sc->lower = ws->repo.lower;
+                sc->dir[0] = 1; /* no directory asked yet */
+        }
         /* Tests widen the window in which lookups must wait (at most 10 s). */
         if (delay)
                 usleep((useconds_t)MIN(strtoul(delay, NULL, 10), 10000UL) * 1000);

@@ -10,8 +10,22 @@
  * libgit2's git_repository is not safe for concurrent use, so each FUSE
  * worker thread opens its own repository handle (a pthread key, freed with
  * the thread) and no lock is taken on the read path.
+ *
+ * Files are shown as a fresh checkout of the base writes them: eol=crlf and
+ * ident (from the base revision's .gitattributes, applied by libgit2's own
+ * filters) convert the blob, and the converted file is what is cached (as
+ * <oid>.<key>), sized and read. Nothing else is consulted: the per-thread
+ * handle is a repository with the source's objects only, an empty index, no
+ * work tree and a fixed config (no core.autocrlf, no attributes file, no
+ * info/attributes), so neither the source's checkout nor a host file can
+ * change what the agent sees. Filters that run programs (filter=, LFS) are
+ * never run: libgit2 knows none, and the agent sees the blob as stored. A
+ * path with no .gitattributes above it in the base tree (attr_scope) costs
+ * no attribute lookup at all.
  */
 #include <fcntl.h>
+#include <git2/sys/repository.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,27 +57,64 @@ static int git_errno(int r)
         return -EIO;
 }
 
+/*
+ * The handle: the source's object database (its alternates included) in a
+ * repository of our own making, with the fixed config and an empty index,
+ * so that attributes come from the base commit alone (see the top).
+ */
 static struct thread_git *thread_git(struct lower *l)
 {
         struct thread_git *t = pthread_getspecific(l->thread_key);
+        git_repository *src = NULL;
+        git_config *cfg = NULL;
+        git_index *idx = NULL;
+        int g;
+
         if (t)
                 return t;
         t = calloc(1, sizeof(*t));
         if (!t)
                 return NULL;
-        if (git_repository_open_ext(&t->repo, l->source, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0 ||
-            git_repository_odb(&t->odb, t->repo) < 0 ||
-            pthread_setspecific(l->thread_key, t) != 0) {
+        g = git_repository_open_ext(&src, l->source, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
+        if (g == 0)
+                g = git_repository_odb(&t->odb, src);
+        if (g == 0)
+                g = git_repository_new(&t->repo);
+        if (g == 0)
+                g = git_repository_set_odb(t->repo, t->odb);
+        if (g == 0)
+                g = git_config_new(&cfg);
+        if (g == 0 && l->config_path)
+                g = git_config_add_file_ondisk(cfg, l->config_path, GIT_CONFIG_LEVEL_LOCAL, NULL,
+                                               0);
+        if (g == 0)
+                g = git_repository_set_config(t->repo, cfg);
+        if (g == 0)
+                g = git_index_new(&idx);
+        if (g == 0)
+                g = git_repository_set_index(t->repo, idx);
+        git_index_free(idx);
+        git_config_free(cfg);
+        git_repository_free(src);
+        if (g < 0 || pthread_setspecific(l->thread_key, t) != 0) {
                 thread_git_free(t);
                 return NULL;
         }
         return t;
 }
 
-static void fill_from_entry(const git_tree_entry *te, struct lower *l, struct lent *e)
+/* Does tree (a directory of the base) hold a .gitattributes? */
+static bool tree_has_attributes(const git_tree *tree)
+{
+        return git_tree_entry_byname(tree, ".gitattributes") != NULL;
+}
+
+static void fill_from_entry(const git_tree_entry *te, struct lower *l, bool attr_scope,
+                            struct lent *e)
 {
         git_filemode_t fm = git_tree_entry_filemode(te);
         e->oid = *git_tree_entry_id(te);
+        e->attr_scope = attr_scope;
         switch (fm) {
         case GIT_FILEMODE_TREE:
                 e->mode = S_IFDIR | 0755;
@@ -128,7 +179,7 @@ static int git_child(struct lower *l, const struct lent *dir, const char *name, 
                 r = -ENOENT;
                 goto out;
         }
-        fill_from_entry(te, l, &e);
+        fill_from_entry(te, l, dir->attr_scope || tree_has_attributes(tree), &e);
         e.path = lower_path_join(dir->path, name);
         if (!e.path) {
                 r = -ENOMEM;
@@ -139,6 +190,30 @@ static int git_child(struct lower *l, const struct lent *dir, const char *name, 
 out:
         git_tree_free(tree);
         return r;
+}
+
+/* Is a .gitattributes in the base tree in path's directory or above? */
+static bool path_attr_scope(git_tree *root, const char *path)
+{
+        static const char name[] = "/.gitattributes";
+        char buf[PATH_MAX + sizeof(name)];
+        git_tree_entry *te = NULL;
+
+        if (tree_has_attributes(root))
+                return true;
+        /* "a/b/c": a/.gitattributes, then a/b/.gitattributes. */
+        for (const char *s = strchr(path, '/'); s; s = strchr(s + 1, '/')) {
+                size_t n = (size_t)(s - path);
+                if (n + sizeof(name) > sizeof(buf))
+                        return true; /* cannot tell: look the attributes up, only slower */
+                memcpy(buf, path, n);
+                memcpy(buf + n, name, sizeof(name));
+                if (git_tree_entry_bypath(&te, root, buf) == 0) {
+                        git_tree_entry_free(te);
+                        return true;
+                }
+        }
+        return false;
 }
 
 static int git_lookup_path(struct lower *l, const char *path, struct lent *ret)
@@ -158,7 +233,7 @@ static int git_lookup_path(struct lower *l, const char *path, struct lent *ret)
                 r = git_errno(r);
                 goto out;
         }
-        fill_from_entry(te, l, &e);
+        fill_from_entry(te, l, path_attr_scope(root, path), &e);
         e.path = strdup(path);
         if (!e.path) {
                 r = -ENOMEM;
@@ -172,18 +247,208 @@ out:
         return r;
 }
 
+/* The attributes that make a checkout change a blob (git's convert.c, libgit2's crlf.c). */
+static const char *const conv_attrs[] = {"text", "eol", "crlf", "ident"};
+
+/*
+ * Does checking e out convert its blob? With the fixed config (no autocrlf,
+ * eol=lf) only eol=crlf (text not unset, not binary) and ident can change
+ * anything; libgit2 applies them. The answer and a key naming the attribute
+ * values go into e->conv and e->conv_key.
+ */
+static int conv_decide(struct lower *l, struct thread_git *t, struct lent *e)
+{
+        git_attr_options o = GIT_ATTR_OPTIONS_INIT;
+        const char *v[ELEMENTSOF(conv_attrs)] = {0};
+        uint32_t h = 2166136261u;
+        bool crlf, ident;
+
+        if (e->conv)
+                return 0;
+        if (!S_ISREG(e->mode) || !e->attr_scope) {
+                e->conv = 1;
+                return 0;
+        }
+        o.flags = GIT_ATTR_CHECK_INDEX_ONLY | GIT_ATTR_CHECK_NO_SYSTEM |
+                  GIT_ATTR_CHECK_INCLUDE_COMMIT;
+        o.attr_commit_id = l->commit_oid;
+        if (git_attr_get_many_ext(v, t->repo, &o, e->path, ELEMENTSOF(conv_attrs),
+                                  (const char **)conv_attrs) < 0)
+                return -EIO;
+        crlf = v[1] && streq(v[1], "crlf") && !GIT_ATTR_IS_FALSE(v[0]) && !GIT_ATTR_IS_FALSE(v[2]);
+        ident = GIT_ATTR_IS_TRUE(v[3]);
+        e->conv = crlf || ident ? 2 : 1;
+        for (size_t i = 0; i < ELEMENTSOF(conv_attrs); i++) {
+                const char *s = GIT_ATTR_IS_TRUE(v[i])    ? "\1"
+                                : GIT_ATTR_IS_FALSE(v[i]) ? "\2"
+                                : v[i]                    ? v[i]
+                                                          : "";
+                for (; *s; s++)
+                        h = (h ^ (unsigned char)*s) * 16777619u;
+                h = (h ^ 0xff) * 16777619u;
+        }
+        e->conv_key = h;
+        return 0;
+}
+
+/* The blob as a fresh checkout writes it, through libgit2's filters. */
+static int conv_apply(struct lower *l, struct thread_git *t, const struct lent *e, git_buf *out)
+{
+        git_filter_options fo = GIT_FILTER_OPTIONS_INIT;
+        git_filter_list *fl = NULL;
+        git_blob *blob = NULL;
+        int g;
+
+        if (git_blob_lookup(&blob, t->repo, &e->oid) < 0)
+                return -EIO;
+        fo.flags = GIT_FILTER_NO_SYSTEM_ATTRIBUTES | GIT_FILTER_ATTRIBUTES_FROM_COMMIT;
+        fo.attr_commit_id = l->commit_oid;
+        g = git_filter_list_load_ext(&fl, t->repo, blob, e->path, GIT_FILTER_TO_WORKTREE, &fo);
+        if (g == 0 && fl)
+                g = git_filter_list_apply_to_blob(out, fl, blob);
+        else if (g == 0)
+                g = git_buf_set(out, git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob));
+        git_filter_list_free(fl);
+        git_blob_free(blob);
+        return g < 0 ? -EIO : 0;
+}
+
+static int write_all(int fd, const void *buf, size_t len);
+
+/* The cache file of a converted checkout: <oid>.<key>, made once (tmp + rename). */
+static int conv_open(struct lower *l, struct thread_git *t, const struct lent *e, int *ret_fd)
+{
+        char name[GIT_OID_HEXSZ + 16], tmp[GIT_OID_HEXSZ + 48];
+        git_buf buf = GIT_BUF_INIT;
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        snprintf(name, sizeof(name), "%s.%08x", git_oid_tostr_s(&e->oid), e->conv_key);
+        fd = openat(l->cache_dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0) {
+                *ret_fd = TAKE_FD(fd);
+                return 0;
+        }
+        if (errno != ENOENT)
+                return negative_errno();
+        r = conv_apply(l, t, e, &buf);
+        if (r < 0)
+                return r;
+        snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", name, (long)syscall(SYS_gettid));
+        fd = openat(l->cache_dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                    0600);
+        if (fd < 0) {
+                r = negative_errno();
+                goto out;
+        }
+        r = write_all(fd, buf.ptr, buf.size);
+        if (r == 0 && renameat(l->cache_dirfd, tmp, l->cache_dirfd, name) < 0)
+                r = negative_errno();
+        if (r < 0)
+                unlinkat(l->cache_dirfd, tmp, 0);
+        fd = safe_close(fd);
+        if (r == 0) {
+                fd = openat(l->cache_dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                r = fd < 0 ? negative_errno() : 0;
+        }
+        if (r == 0)
+                *ret_fd = TAKE_FD(fd);
+out:
+        git_buf_dispose(&buf);
+        return r;
+}
+
 static int git_size(struct lower *l, struct lent *e)
 {
         struct thread_git *t = thread_git(l);
         size_t len;
         git_object_t type;
+        int r;
+
         if (!t)
                 return -EIO;
+        r = conv_decide(l, t, e);
+        if (r < 0)
+                return r;
+        if (e->conv == 2) {
+                _cleanup_close_ int fd = -1;
+                struct stat st;
+                r = conv_open(l, t, e, &fd);
+                if (r < 0)
+                        return r;
+                if (fstat(fd, &st) < 0)
+                        return negative_errno();
+                e->size = (uint64_t)st.st_size;
+                e->size_known = true;
+                return 0;
+        }
         if (git_odb_read_header(&len, &type, t->odb, &e->oid) < 0)
                 return -EIO;
         e->size = len;
         e->size_known = true;
         return 0;
+}
+
+bool lower_git_attr_scope(struct lower *l, const char *path)
+{
+        git_tree *root = NULL;
+        bool scope;
+
+        if (tree_get(l, &l->tree_oid, &root) < 0)
+                return true; /* cannot tell: look the attributes up, only slower */
+        scope = path_attr_scope(root, path);
+        git_tree_free(root);
+        return scope;
+}
+
+int lower_git_worktree_size(struct lower *l, const char *path, const git_oid *oid,
+                            uint64_t *ret_size, bool *ret_converted)
+{
+        struct thread_git *t = thread_git(l);
+        git_tree *root = NULL;
+        struct lent e = {.path = (char *)path, .oid = *oid, .mode = S_IFREG | 0644};
+        int r;
+
+        if (!t)
+                return -EIO;
+        r = tree_get(l, &l->tree_oid, &root);
+        if (r < 0)
+                return r;
+        e.attr_scope = path_attr_scope(root, path);
+        git_tree_free(root);
+        r = git_size(l, &e);
+        if (r < 0)
+                return r;
+        *ret_size = e.size;
+        *ret_converted = e.conv == 2;
+        return 0;
+}
+
+int lower_git_read_file(struct lower *l, struct lent *e, char **ret, size_t *ret_len)
+{
+        struct thread_git *t = thread_git(l);
+        git_buf buf = GIT_BUF_INIT;
+        char *s = NULL;
+        int r;
+
+        if (!t)
+                return -EIO;
+        r = conv_decide(l, t, e);
+        if (r < 0)
+                return r;
+        if (e->conv != 2)
+                return lower_git_read_blob(l, &e->oid, ret, ret_len);
+        r = conv_apply(l, t, e, &buf);
+        if (r == 0 && buf.size > 0 && !(s = malloc(buf.size)))
+                r = -ENOMEM;
+        if (r == 0) {
+                if (s)
+                        memcpy(s, buf.ptr, buf.size);
+                *ret = s;
+                *ret_len = buf.size;
+        }
+        git_buf_dispose(&buf);
+        return r;
 }
 
 static int git_list(struct lower *l, const struct lent *dir, lower_list_fn fn, void *userdata)
@@ -194,10 +459,11 @@ static int git_list(struct lower *l, const struct lent *dir, lower_list_fn fn, v
                 return 0; /* submodule: empty */
         if (r < 0)
                 return r;
+        bool scope = dir->attr_scope || tree_has_attributes(tree);
         for (size_t i = 0, n = git_tree_entrycount(tree); i < n; i++) {
                 const git_tree_entry *te = git_tree_entry_byindex(tree, i);
                 struct lent e = {0};
-                fill_from_entry(te, l, &e);
+                fill_from_entry(te, l, scope, &e);
                 r = fn(git_tree_entry_name(te), &e, userdata);
                 if (r < 0)
                         break;
@@ -260,7 +526,17 @@ out:
 static int git_open_data(struct lower *l, const struct lent *e, int *ret_fd)
 {
         char hex[GIT_OID_HEXSZ + 1];
+        struct lent c = *e;
+        struct thread_git *t = thread_git(l);
         int fd, r;
+
+        if (!t)
+                return -EIO;
+        r = conv_decide(l, t, &c);
+        if (r < 0)
+                return r;
+        if (c.conv == 2)
+                return conv_open(l, t, &c, ret_fd);
 
         git_oid_tostr(hex, sizeof(hex), &e->oid);
         fd = openat(l->cache_dirfd, hex, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
@@ -332,6 +608,7 @@ static void git_free(struct lower *l)
                 pthread_key_delete(l->thread_key);
         }
         safe_close(l->cache_dirfd);
+        free(l->config_path);
         free(l->source);
         free(l->objects_dir);
         free(l);
@@ -347,6 +624,45 @@ const struct lower_ops lower_git_ops = {
         .readlink = git_readlink,
         .free = git_free,
 };
+
+/*
+ * The fixed config of the per-thread handles, in the blob cache (ours, never
+ * the agent's): what a fresh checkout on Linux does with no user config. The
+ * attributes and excludes files are /dev/null, which also keeps libgit2 from
+ * falling back to the host user's ~/.config/git/attributes. libgit2 reads a
+ * config only from a path: the cache directory's, through our own fd.
+ */
+static int config_write(struct lower *l)
+{
+        static const char text[] = "[core]\n"
+                                   "\tautocrlf = false\n"
+                                   "\teol = lf\n"
+                                   "\tsafecrlf = false\n"
+                                   "\tignorecase = false\n"
+                                   "\tattributesFile = /dev/null\n"
+                                   "\texcludesFile = /dev/null\n";
+        char tmp[64];
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        snprintf(tmp, sizeof(tmp), "gitconfig.tmp.%ld", (long)getpid());
+        fd = openat(l->cache_dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                    0600);
+        if (fd < 0)
+                return negative_errno();
+        r = write_all(fd, text, sizeof(text) - 1);
+        if (r == 0 && renameat(l->cache_dirfd, tmp, l->cache_dirfd, "gitconfig") < 0)
+                r = negative_errno();
+        if (r < 0) {
+                unlinkat(l->cache_dirfd, tmp, 0);
+                return r;
+        }
+        if (asprintf(&l->config_path, "/proc/self/fd/%d/gitconfig", l->cache_dirfd) < 0) {
+                l->config_path = NULL;
+                return -ENOMEM;
+        }
+        return 0;
+}
 
 static int set_error(char **ret_error, const char *what, const char *arg)
 {
@@ -391,6 +707,7 @@ int lower_git_open(const char *source, const char *rev, int cache_dirfd, struct 
                 goto out;
         }
         l->tree_oid = *git_commit_tree_id(commit);
+        l->commit_oid = *git_commit_id(commit);
         git_oid_tostr(l->commit_hex, sizeof(l->commit_hex), git_commit_id(commit));
         l->time.tv_sec = (time_t)git_commit_committer(commit)->when.time;
         if (asprintf(&l->objects_dir, "%s/objects", git_repository_commondir(repo)) < 0) {
@@ -413,6 +730,12 @@ int lower_git_open(const char *source, const char *rev, int cache_dirfd, struct 
         l->cache_dirfd = fcntl(cache_dirfd, F_DUPFD_CLOEXEC, 3);
         if (l->cache_dirfd < 0) {
                 r = negative_errno();
+                goto out;
+        }
+        r = config_write(l);
+        if (r < 0) {
+                if (ret_error)
+                        *ret_error = strdup("cannot write the blob cache's gitconfig");
                 goto out;
         }
         *ret = l;

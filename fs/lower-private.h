@@ -26,7 +26,9 @@ struct lower {
         pthread_key_t thread_key; /* per-thread git_repository + odb, see lower-git.c */
         bool key_created;
         git_oid tree_oid;
+        git_oid commit_oid; /* attributes come from this commit's .gitattributes only */
         char commit_hex[GIT_OID_HEXSZ + 1];
+        char *config_path; /* the fixed git config of the per-thread handles (lower-git.c) */
         char *objects_dir;
         struct timespec time; /* committer time of the base commit */
         int cache_dirfd;      /* inflated blobs, named by object id */
@@ -35,5 +37,7 @@ struct lower {
 };
 
 int lower_git_read_blob(struct lower *l, const git_oid *oid, char **ret, size_t *ret_len);
+/* The file's data as checked out (converted if its attributes say so), in memory. */
+int lower_git_read_file(struct lower *l, struct lent *e, char **ret, size_t *ret_len);
 
 extern const struct lower_ops lower_git_ops, lower_dir_ops;

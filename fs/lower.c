@@ -129,7 +129,7 @@ int lower_read_small(struct lower *l, struct lent *e, size_t max, char **ret, si
                 return r;
         if (e->size > max)
                 return -EFBIG;
-        return lower_git_read_blob(l, &e->oid, ret, ret_len);
+        return lower_git_read_file(l, e, ret, ret_len);
 }
 
 int lower_readlink(struct lower *l, const struct lent *e, char **ret)

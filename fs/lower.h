@@ -23,9 +23,16 @@ struct lent {
         char *path;    /* relative to the lower root, "" for the root; owned */
         git_oid oid;   /* git lower: tree or blob id */
         mode_t mode;   /* type and permission bits (setuid/setgid never set) */
-        uint64_t size; /* valid if size_known */
+        uint64_t size; /* valid if size_known (git: as checked out, after eol/ident) */
         bool size_known;
         struct timespec mtime, ctime;
+        /* git lower: a .gitattributes of the base tree is in this entry's directory
+         * or above (else no attribute can apply, and no lookup is made) */
+        bool attr_scope;
+        /* git lower: does checking out convert the blob (eol=crlf, ident)? 0 unknown,
+         * 1 no, 2 yes; conv_key names the conversion in the blob cache */
+        uint8_t conv;
+        uint32_t conv_key;
 };
 
 void lent_clear(struct lent *e);
@@ -51,7 +58,11 @@ int lower_root(struct lower *l, struct lent *ret);
 int lower_child(struct lower *l, const struct lent *dir, const char *name, struct lent *ret);
 /* Look an entry up by relative path (for redirects). */
 int lower_lookup_path(struct lower *l, const char *path, struct lent *ret);
-/* Fill e->size (git: from the object header, without inflating). */
+/*
+ * Fill e->size (git: from the object header, without inflating, unless the
+ * base's .gitattributes convert the file on checkout: then the converted
+ * file is made in the blob cache and its size taken).
+ */
 int lower_size(struct lower *l, struct lent *e);
 
 typedef int (*lower_list_fn)(const char *name, const struct lent *child, void *userdata);
@@ -68,6 +79,17 @@ int lower_open_data(struct lower *l, const struct lent *e, int *ret_fd);
 int lower_read_small(struct lower *l, struct lent *e, size_t max, char **ret, size_t *ret_len);
 /* The target of a symlink, NUL-terminated, malloc'd. */
 int lower_readlink(struct lower *l, const struct lent *e, char **ret);
+
+/*
+ * A file of the base tree as a fresh checkout writes it: its size after the
+ * base revision's eol and ident attributes (never a filter that runs a
+ * program), and whether that differs from the blob. For the workspace's
+ * .git/index (fs/gitindex.c). Thread-safe.
+ */
+int lower_git_worktree_size(struct lower *l, const char *path, const git_oid *oid,
+                            uint64_t *ret_size, bool *ret_converted);
+/* Is a .gitattributes of the base tree in path's directory or above? */
+bool lower_git_attr_scope(struct lower *l, const char *path);
 
 /* Join a relative lower path and a name ("" + "a" = "a", "a" + "b" = "a/b"). */
 char *lower_path_join(const char *dir, const char *name);

@@ -46,7 +46,8 @@ int ops_journal(struct fs_workspace *ws, fuse_req_t req, enum journal_op op, str
         e.op = op;
         e.path = path;
         r = journal_append(ws->journal, &who, &e);
-        return r < 0 ? -EIO : 0;
+        /* EDQUOT: the journal reached its bound just now (admit.c refuses what follows). */
+        return r == -EDQUOT ? r : r < 0 ? -EIO : 0;
 }
 
 static void handle_free(struct fs_workspace *ws, struct handle *h)

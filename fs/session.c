@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "admit.h"
 #include "fs-private.h"
 #include "ops.h"
 #include "state.h"
@@ -42,24 +43,25 @@ static void ops_init(void *userdata, struct fuse_conn_info *conn)
         conn->time_gran = 1;
 }
 
+/* Every mutating handler goes through the journal's gate (admit.c). */
 const struct fuse_lowlevel_ops fs_ops = {
         .init = ops_init,
         .lookup = ops_lookup,
         .forget = ops_forget,
         .forget_multi = ops_forget_multi,
         .getattr = ops_getattr_req,
-        .setattr = ops_setattr,
+        .setattr = admit_setattr,
         .readlink = ops_readlink,
-        .mknod = ops_mknod,
-        .mkdir = ops_mkdir,
-        .unlink = ops_unlink,
-        .rmdir = ops_rmdir,
-        .symlink = ops_symlink,
-        .rename = ops_rename,
-        .link = ops_link,
-        .open = ops_open,
+        .mknod = admit_mknod,
+        .mkdir = admit_mkdir,
+        .unlink = admit_unlink,
+        .rmdir = admit_rmdir,
+        .symlink = admit_symlink,
+        .rename = admit_rename,
+        .link = admit_link,
+        .open = admit_open,
         .read = ops_read,
-        .write_buf = ops_write_buf,
+        .write_buf = admit_write_buf,
         .flush = ops_flush,
         .release = ops_release,
         .fsync = ops_fsync,
@@ -69,12 +71,12 @@ const struct fuse_lowlevel_ops fs_ops = {
         .releasedir = ops_releasedir,
         .fsyncdir = ops_fsyncdir,
         .statfs = ops_statfs,
-        .setxattr = ops_setxattr,
+        .setxattr = admit_setxattr,
         .getxattr = ops_getxattr,
         .listxattr = ops_listxattr,
-        .removexattr = ops_removexattr,
-        .create = ops_create,
-        .fallocate = ops_fallocate,
+        .removexattr = admit_removexattr,
+        .create = admit_create,
+        .fallocate = admit_fallocate,
         .lseek = ops_lseek,
 };
 

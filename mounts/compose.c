@@ -46,6 +46,7 @@ int compose_fs_options(const struct config *c, struct compose_fs *ret)
                 .n_mirrors = c->n_mirrors,
                 .max_bytes = c->limits.bytes,
                 .max_files = c->limits.files,
+                .max_journal = c->limits.journal,
         };
         *ret = f;
         return 0;
@@ -66,5 +67,6 @@ void compose_broker_options(const struct config *c, struct broker_workspace_opti
                 .policy = c->broker.policy,
                 .dir = c->broker.dir,
                 .socket = c->broker.socket,
+                .audit_max = c->limits.audit,
         };
 }

@@ -105,6 +105,10 @@ void config_finish(struct parse_state *st)
          */
         if (!c->limits.tmp_files)
                 c->limits.tmp_files = MAX(c->limits.tmp / (16 * 1024), (uint64_t)16);
+        if (!c->limits.journal)
+                c->limits.journal = 256ULL << 20; /* JOURNAL_MAX_BYTES_DEFAULT */
+        if (!c->limits.audit)
+                c->limits.audit = 64ULL << 20; /* BROKER_AUDIT_MAX_DEFAULT */
 
         /* The parts inside the workspace: none may nest in, or equal, another. */
         parts[n++] =

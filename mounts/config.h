@@ -80,6 +80,8 @@ struct config {
                 uint64_t cpu;       /* seconds of CPU (RLIMIT_CPU); default 3600 */
                 uint64_t tmp;       /* size of the /tmp tmpfs; default 512 MiB */
                 uint64_t tmp_files; /* inodes of /tmp and of /dev/shm; default tmp / 16 KiB */
+                uint64_t journal;   /* bytes of the write journal; default 256 MiB */
+                uint64_t audit;     /* bytes of the broker's audit log; default 64 MiB */
                 bool set_bytes, set_files, set_timeout, set_memory, set_processes;
         } limits;
 

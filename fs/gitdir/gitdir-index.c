@@ -72,6 +72,19 @@ static int walk_cb(const char *root, const git_tree_entry *te, void *userdata)
                         w->r = gitdir_git_error(w->err, gr, "read object header");
                         return -1;
                 }
+                if (mode != GIT_FILEMODE_LINK && w->p->worktree_size) {
+                        uint64_t ws = size;
+                        n = snprintf(w->path, sizeof(w->path), "%s%s", root, name);
+                        int k = n < 0 || (size_t)n >= sizeof(w->path)
+                                        ? -ENAMETOOLONG
+                                        : w->p->worktree_size(w->p->userdata, w->path, id, &ws);
+                        if (k < 0) {
+                                w->r = gitdir_error(w->err, k, "%s%s: size as checked out: %s",
+                                                    root, name, strerror(-k));
+                                return -1;
+                        }
+                        size = (size_t)ws;
+                }
                 break;
         case GIT_FILEMODE_COMMIT:
                 break; /* a submodule: git compares no size for gitlinks */

@@ -33,6 +33,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct git_oid;
+
 struct gitdir_params {
         const char *source;     /* host path of the source repository (work tree or bare) */
         const char *rev;        /* base revision, e.g. "HEAD", "main", a tag or an id */
@@ -47,6 +49,15 @@ struct gitdir_params {
         gid_t gid;
         bool skip_index; /* gitdir_prepare(): leave the index out, for a later
                           * gitdir_write_index_msg() (mount time stays flat) */
+        /*
+         * The size of a file as the fs shows it, when its attributes (eol,
+         * ident) make that differ from the blob's: git takes a size that
+         * differs from the index's for a change without reading the file.
+         * Called for each regular file of the base tree; NULL: blob sizes.
+         */
+        int (*worktree_size)(void *userdata, const char *path, const struct git_oid *id,
+                             uint64_t *size);
+        void *userdata;
 };
 
 /*

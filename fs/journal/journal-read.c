@@ -28,6 +28,13 @@ struct journal_reader {
         unsigned first_corrupt;
         bool truncated;
         char *exact[3]; /* decoded path_hex, path2_hex, name_hex of the current record */
+        /* Sessions: journal_open .. journal_close marks. */
+        bool session_open; /* a journal_open was read and no journal_close since */
+        int64_t session_pid;
+        unsigned long long session_start;
+        unsigned unclean; /* sessions that ended without their close mark */
+        unsigned cuts;    /* journal_truncated marks */
+        bool at_end;
 };
 
 int journal_time_parse(const char *s, double *ret)
@@ -57,6 +64,61 @@ int journal_time_parse(const char *s, double *ret)
                 return -EINVAL;
         *ret = (double)t + frac;
         return 0;
+}
+
+static int64_t int_field(json_t *o, const char *key, int64_t dflt);
+
+int journal_proc_starttime(pid_t pid, unsigned long long *ret)
+{
+        char path[64], stat[1024] = "", *p, state;
+        _cleanup_fclose_ FILE *f = NULL;
+        unsigned long long t;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+        f = fopen(path, "re");
+        if (!f || !fgets(stat, sizeof(stat), f))
+                return -ESRCH;
+        /* The command name may hold anything but is in parentheses: skip past the last ')'. */
+        p = strrchr(stat, ')');
+        if (!p || sscanf(p + 2,
+                         "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
+                         "%*d %*d %*d %llu",
+                         &state, &t) != 2)
+                return -EIO;
+        if (state == 'Z' || state == 'X')
+                return -ESRCH; /* killed, not yet reaped: gone all the same */
+        *ret = t;
+        return 0;
+}
+
+/* Is the daemon that wrote the last journal_open still running (not a reused pid)? */
+static bool session_live(const journal_reader *r)
+{
+        unsigned long long t;
+
+        if (r->session_pid <= 0)
+                return false;
+        return journal_proc_starttime((pid_t)r->session_pid, &t) == 0 && t == r->session_start;
+}
+
+/* Keep track of sessions; returns whether a journal_open follows an unclean stop. */
+static bool session_note(journal_reader *r, json_t *o, const char *op)
+{
+        bool unclean = false;
+
+        if (streq(op, JOURNAL_MARK_PREFIX "open")) {
+                unclean = r->session_open;
+                if (unclean)
+                        r->unclean++;
+                r->session_open = true;
+                r->session_pid = int_field(o, "pid", 0);
+                r->session_start = (unsigned long long)int_field(o, "start", 0);
+        } else if (streq(op, JOURNAL_MARK_PREFIX "close")) {
+                r->session_open = false;
+        } else if (streq(op, JOURNAL_MARK_PREFIX "truncated")) {
+                r->cuts++;
+        }
+        return unclean;
 }
 
 int journal_reader_open(int state_dirfd, const char *name, journal_reader **ret)
@@ -155,12 +217,17 @@ int journal_reader_next(journal_reader *r, struct journal_record *ret)
                 r->cur = NULL;
                 errno = 0;
                 n = getline(&r->line, &r->cap, r->f);
-                if (n < 0)
-                        return ferror(r->f) ? negative_errno() : 0;
+                if (n < 0) {
+                        if (ferror(r->f))
+                                return negative_errno();
+                        r->at_end = true;
+                        return 0;
+                }
                 r->lineno++;
                 if (r->line[n - 1] != '\n') {
                         /* Only the last line can lack its newline: a cut-short append. */
                         r->truncated = true;
+                        r->at_end = true;
                         corrupt_note(r);
                         return 0;
                 }
@@ -179,11 +246,14 @@ int journal_reader_next(journal_reader *r, struct journal_record *ret)
                         continue;
                 }
                 r->cur = o;
+                const char *op = str_field(o, "op");
+                bool mark = startswith(op, JOURNAL_MARK_PREFIX) != NULL;
+                bool unclean = mark && session_note(r, o, op);
                 *ret = (struct journal_record){
                         .line = r->line,
                         .time = t,
                         .time_str = str_field(o, "time"),
-                        .op = str_field(o, "op"),
+                        .op = op,
                         .path = exact_name(r, o, "path", 0) ?: "",
                         .path2 = exact_name(r, o, "path2", 1),
                         .name = exact_name(r, o, "name", 2),
@@ -191,6 +261,9 @@ int journal_reader_next(journal_reader *r, struct journal_record *ret)
                         .pid = int_field(o, "pid", 0),
                         .uid = int_field(o, "uid", -1),
                         .result = int_field(o, "result", 0),
+                        .count = int_field(o, "count", 1),
+                        .mark = mark,
+                        .after_unclean_stop = unclean,
                         .json = o,
                 };
                 return 1;
@@ -210,4 +283,20 @@ bool journal_reader_truncated(const journal_reader *r)
 unsigned journal_reader_first_corrupt_line(const journal_reader *r)
 {
         return r->first_corrupt;
+}
+
+unsigned journal_reader_unclean_stops(const journal_reader *r)
+{
+        /* The last session counts once the reader is at the end and its daemon is gone. */
+        return r->unclean + (r->at_end && r->session_open && !session_live(r) ? 1 : 0);
+}
+
+bool journal_reader_live(const journal_reader *r)
+{
+        return r->at_end && r->session_open && session_live(r);
+}
+
+unsigned journal_reader_cuts(const journal_reader *r)
+{
+        return r->cuts;
 }

@@ -8,10 +8,23 @@
  * write comes back short (full disk), the next entry starts with a newline
  * so that only the damaged line is lost.
  *
- * Successful writes are coalesced (see JOURNAL_COALESCE_MS in journal.h) in
- * a small table of pending entries; a flusher thread writes them out once
- * idle. j->lock protects everything in struct journal, including the fd's
- * file position-independent appends (taken so that entries stay ordered).
+ * Coalescing (see JOURNAL_COALESCE_MS in journal.h) keeps a small table of
+ * pending entries: runs of writes, and one run of repeats of the last
+ * operation. Each is written at most one window after its first operation,
+ * by the flusher thread or by the next append, whichever comes first: the
+ * guarantee must hold under a steady stream of operations and on a loaded
+ * machine where the flusher is late.
+ *
+ * The bound (max_bytes) is checked before every operation and every line:
+ * journal_admit() cuts the journal (one mark) once less than a reserve and
+ * a headroom is left, and turns every later mutating operation away before
+ * it happens; the headroom takes the entries of operations admitted before
+ * the cut (pending writes, requests in flight on other threads). A line
+ * that still does not fit is not written (counted as dropped).
+ *
+ * j->lock protects everything in struct journal except `cut` and `refused`,
+ * which journal_admit() reads and counts without it (atomics); it is held
+ * across each write(2) so that entries stay ordered.
  *
  * Trust: paths and the command name come from the agent. They are only ever
  * data in JSON strings (jansson escapes them); a name that is not UTF-8 is
@@ -31,13 +44,15 @@
 
 struct pending {
         bool used;
-        char *path;
+        bool repeat;   /* repeats of the last operation; else a run of writes */
+        char *path;    /* writes */
+        json_t *entry; /* repeat: the entry of the first repeat (its time and pid) */
         struct journal_caller who;
         char comm[32];
         bool have_comm;
         uint64_t offset, end, count;
-        struct timespec first; /* CLOCK_REALTIME of the first write */
-        struct timespec last;  /* CLOCK_MONOTONIC of the latest write */
+        struct timespec first; /* CLOCK_REALTIME of the first operation */
+        struct timespec due;   /* CLOCK_MONOTONIC: written by then, whatever follows */
 };
 
 struct journal {
@@ -47,7 +62,14 @@ struct journal {
         pthread_t flusher;
         bool flusher_running, stop;
         bool need_newline; /* the file does not end with '\n' (short write, crash) */
+        uint64_t size;     /* bytes in the file, as far as we wrote them (atomic stores) */
+        uint64_t max_bytes;
+        bool cut;         /* the bound was reached (atomic) */
+        uint64_t dropped; /* entries not written after the cut */
+        uint64_t refused; /* operations journal_admit() turned away (atomic) */
+        char *last_sig;   /* the last non-write operation, for repeats (entry_signature) */
         struct pending slots[JOURNAL_COALESCE_SLOTS];
+        struct pending rep;
 };
 
 static const char *const op_names[] = {
@@ -104,6 +126,25 @@ static void time_format(const struct timespec *ts, char buf[40])
         snprintf(buf + n, 9, ".%06uZ", (unsigned)(ts->tv_nsec / 1000) % 1000000u);
 }
 
+static bool timespec_before(const struct timespec *a, const struct timespec *b)
+{
+        return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
+}
+
+static struct timespec window_end(void)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        t.tv_sec += JOURNAL_COALESCE_MS / 1000;
+        t.tv_nsec += (JOURNAL_COALESCE_MS % 1000) * 1000000L;
+        if (t.tv_nsec >= 1000000000L) {
+                t.tv_sec++;
+                t.tv_nsec -= 1000000000L;
+        }
+        return t;
+}
+
 /* Store a name; non-UTF-8 names get a lossy "key" and the exact bytes in "key_hex". */
 static int json_set_name(json_t *o, const char *key, const char *value)
 {
@@ -135,38 +176,6 @@ static int json_set_int(json_t *o, const char *key, json_int_t v)
         return json_object_set_new(o, key, json_integer(v)) < 0 ? -ENOMEM : 0;
 }
 
-/* Append one serialized object as one line, in one write(2). Called with j->lock held. */
-static int line_write(journal *j, json_t *o)
-{
-        _cleanup_free_ char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        _cleanup_free_ char *buf = NULL;
-        size_t n, off = 0;
-        ssize_t w;
-
-        if (!s)
-                return -ENOMEM;
-        n = strlen(s);
-        if (n > JOURNAL_LINE_MAX)
-                return -ENAMETOOLONG; /* the reader would skip it as damage */
-        buf = malloc(n + 2);
-        if (!buf)
-                return -ENOMEM;
-        if (j->need_newline)
-                buf[off++] = '\n';
-        memcpy(buf + off, s, n);
-        off += n;
-        buf[off++] = '\n';
-        do
-                w = write(j->fd, buf, off);
-        while (w < 0 && errno == EINTR);
-        if (w < 0)
-                return negative_errno();
-        j->need_newline = (size_t)w != off;
-        if ((size_t)w != off)
-                return -ENOSPC;
-        return 0;
-}
-
 static json_t *entry_header(const struct timespec *when, const char *op)
 {
         char ts[40];
@@ -181,6 +190,81 @@ static json_t *entry_header(const struct timespec *when, const char *op)
                 return NULL;
         }
         return o;
+}
+
+static int line_write(journal *j, json_t *o, bool mark);
+
+/* What is kept free at the cut for the entries of operations then in flight. */
+static uint64_t headroom(const journal *j)
+{
+        return MIN((uint64_t)JOURNAL_HEADROOM, j->max_bytes / 4);
+}
+
+/*
+ * The bound is reached: one mark says so, in the reserve, and from here on
+ * journal_admit() refuses. Called with j->lock held.
+ */
+static void journal_cut(journal *j)
+{
+        struct timespec now;
+        _cleanup_(json_decrefp) json_t *o = NULL;
+
+        if (j->cut)
+                return;
+        __atomic_store_n(&j->cut, true, __ATOMIC_RELEASE);
+        clock_gettime(CLOCK_REALTIME, &now);
+        o = entry_header(&now, JOURNAL_MARK_PREFIX "truncated");
+        if (o && json_set_int(o, "max_bytes", (json_int_t)j->max_bytes) == 0)
+                (void)line_write(j, o, true);
+}
+
+/*
+ * Append one serialized object as one line, in one write(2). Marks may use
+ * the reserve; anything else must leave it free, or the journal is cut.
+ * Called with j->lock held.
+ */
+static int line_write(journal *j, json_t *o, bool mark)
+{
+        _cleanup_free_ char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        _cleanup_free_ char *buf = NULL;
+        uint64_t limit = UINT64_MAX;
+        size_t n, off = 0;
+        ssize_t w;
+
+        if (!s)
+                return -ENOMEM;
+        n = strlen(s);
+        if (n > JOURNAL_LINE_MAX)
+                return -ENAMETOOLONG; /* the reader would skip it as damage */
+        if (j->max_bytes)
+                limit = mark ? j->max_bytes
+                             : (j->max_bytes > JOURNAL_RESERVE ? j->max_bytes - JOURNAL_RESERVE
+                                                               : 0);
+        if (j->size + n + 2 > limit) {
+                if (mark)
+                        return -EDQUOT; /* not even the reserve is left: no mark */
+                j->dropped++;
+                journal_cut(j);
+                return -EDQUOT;
+        }
+        buf = malloc(n + 2);
+        if (!buf)
+                return -ENOMEM;
+        if (j->need_newline)
+                buf[off++] = '\n';
+        memcpy(buf + off, s, n);
+        off += n;
+        buf[off++] = '\n';
+        do
+                w = write(j->fd, buf, off);
+        while (w < 0 && errno == EINTR);
+        if (w < 0)
+                return negative_errno();
+        __atomic_store_n(&j->size, j->size + (uint64_t)w, __ATOMIC_RELAXED);
+        j->need_newline = (size_t)w != off;
+        if ((size_t)w != off)
+                return -ENOSPC;
+        return 0;
 }
 
 static int entry_caller(json_t *o, const struct journal_caller *who, const char *comm, int result)
@@ -207,9 +291,15 @@ static int entry_caller(json_t *o, const struct journal_caller *who, const char 
 
 static int pending_write(journal *j, struct pending *p)
 {
-        _cleanup_(json_decrefp) json_t *o = entry_header(&p->first, "write");
+        _cleanup_(json_decrefp) json_t *o = NULL;
         int r;
 
+        if (p->repeat) {
+                /* The first repeat's entry, saying how many identical ones it stands for. */
+                r = json_set_int(p->entry, "count", (json_int_t)p->count);
+                return r < 0 ? r : line_write(j, p->entry, false);
+        }
+        o = entry_header(&p->first, "write");
         if (!o)
                 return -ENOMEM;
         r = json_set_name(o, "path", p->path);
@@ -222,34 +312,32 @@ static int pending_write(journal *j, struct pending *p)
         if (r == 0)
                 r = entry_caller(o, &p->who, p->have_comm ? p->comm : NULL, 0);
         if (r == 0)
-                r = line_write(j, o);
+                r = line_write(j, o, false);
         return r;
 }
 
 static void pending_clear(struct pending *p)
 {
         free(p->path);
+        json_decref(p->entry);
         *p = (struct pending){0};
 }
 
-/* Write out pending entries, oldest first; all of them, or only those idle since `idle_before`. */
-static int pending_flush(journal *j, const struct timespec *idle_before)
+/*
+ * Write out pending entries in the order of their first operation: all of
+ * them, or (due_by set) those due by then. Called with j->lock held.
+ */
+static int pending_flush(journal *j, const struct timespec *due_by)
 {
         int ret = 0;
 
         for (;;) {
                 struct pending *oldest = NULL;
-                for (size_t i = 0; i < JOURNAL_COALESCE_SLOTS; i++) {
-                        struct pending *p = &j->slots[i];
-                        if (!p->used)
+                for (size_t i = 0; i <= JOURNAL_COALESCE_SLOTS; i++) {
+                        struct pending *p = i < JOURNAL_COALESCE_SLOTS ? &j->slots[i] : &j->rep;
+                        if (!p->used || (due_by && timespec_before(due_by, &p->due)))
                                 continue;
-                        if (idle_before && (p->last.tv_sec > idle_before->tv_sec ||
-                                            (p->last.tv_sec == idle_before->tv_sec &&
-                                             p->last.tv_nsec > idle_before->tv_nsec)))
-                                continue;
-                        if (!oldest || p->first.tv_sec < oldest->first.tv_sec ||
-                            (p->first.tv_sec == oldest->first.tv_sec &&
-                             p->first.tv_nsec < oldest->first.tv_nsec))
+                        if (!oldest || timespec_before(&p->first, &oldest->first))
                                 oldest = p;
                 }
                 if (!oldest)
@@ -261,14 +349,12 @@ static int pending_flush(journal *j, const struct timespec *idle_before)
         }
 }
 
-static void timespec_add_ms(struct timespec *t, long ms)
+static int flush_due(journal *j)
 {
-        t->tv_sec += ms / 1000;
-        t->tv_nsec += (ms % 1000) * 1000000L;
-        if (t->tv_nsec >= 1000000000L) {
-                t->tv_sec++;
-                t->tv_nsec -= 1000000000L;
-        }
+        struct timespec now;
+
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        return pending_flush(j, &now);
 }
 
 static void *flusher_main(void *arg)
@@ -277,18 +363,15 @@ static void *flusher_main(void *arg)
 
         pthread_mutex_lock(&j->lock);
         while (!j->stop) {
-                struct timespec now, deadline = {0}, cutoff;
+                struct timespec deadline = {0};
                 bool any = false;
 
-                for (size_t i = 0; i < JOURNAL_COALESCE_SLOTS; i++) {
-                        struct pending *p = &j->slots[i];
-                        struct timespec d = p->last;
+                for (size_t i = 0; i <= JOURNAL_COALESCE_SLOTS; i++) {
+                        struct pending *p = i < JOURNAL_COALESCE_SLOTS ? &j->slots[i] : &j->rep;
                         if (!p->used)
                                 continue;
-                        timespec_add_ms(&d, JOURNAL_COALESCE_MS);
-                        if (!any || d.tv_sec < deadline.tv_sec ||
-                            (d.tv_sec == deadline.tv_sec && d.tv_nsec < deadline.tv_nsec))
-                                deadline = d;
+                        if (!any || timespec_before(&p->due, &deadline))
+                                deadline = p->due;
                         any = true;
                 }
                 if (!any) {
@@ -296,24 +379,52 @@ static void *flusher_main(void *arg)
                         continue;
                 }
                 pthread_cond_timedwait(&j->cond, &j->lock, &deadline);
-                clock_gettime(CLOCK_MONOTONIC, &now);
-                cutoff = now;
-                cutoff.tv_sec -= JOURNAL_COALESCE_MS / 1000;
-                cutoff.tv_nsec -= (JOURNAL_COALESCE_MS % 1000) * 1000000L;
-                if (cutoff.tv_nsec < 0) {
-                        cutoff.tv_sec--;
-                        cutoff.tv_nsec += 1000000000L;
-                }
                 /* A failure here has no caller to report to; the entry is dropped. */
-                (void)pending_flush(j, &cutoff);
+                (void)flush_due(j);
         }
         pthread_mutex_unlock(&j->lock);
         return NULL;
 }
 
-int journal_open(int state_dirfd, const char *name, journal **ret)
+/* Called with j->lock held, after a pending entry was added. */
+static void flusher_wake(journal *j)
+{
+        if (!j->flusher_running) {
+                /* Started lazily, so a process that forks after journal_open keeps it. */
+                if (pthread_create(&j->flusher, NULL, flusher_main, j) == 0)
+                        j->flusher_running = true;
+        }
+        pthread_cond_signal(&j->cond);
+}
+
+/* Our own start time (/proc/self/stat field 22), to tell this daemon from a reused pid. */
+static unsigned long long self_starttime(void)
+{
+        unsigned long long t = 0;
+
+        return journal_proc_starttime(getpid(), &t) == 0 ? t : 0;
+}
+
+static void mark_write(journal *j, const char *what, json_t *fields)
+{
+        _cleanup_(json_decrefp) json_t *o = NULL;
+        struct timespec now;
+        const char *k;
+        json_t *v;
+
+        clock_gettime(CLOCK_REALTIME, &now);
+        o = entry_header(&now, what);
+        if (!o)
+                return;
+        json_object_foreach (fields, k, v)
+                json_object_set(o, k, v);
+        (void)line_write(j, o, true);
+}
+
+int journal_open(int state_dirfd, const char *name, uint64_t max_bytes, journal **ret)
 {
         _cleanup_close_ int fd = -1;
+        _cleanup_(json_decrefp) json_t *fields = NULL;
         pthread_condattr_t ca;
         struct stat st;
         journal *j;
@@ -334,18 +445,31 @@ int journal_open(int state_dirfd, const char *name, journal **ret)
                 if (pread(fd, &c, 1, st.st_size - 1) == 1 && c != '\n')
                         j->need_newline = true; /* a crash cut the last entry short */
         }
+        j->size = (uint64_t)st.st_size;
+        j->max_bytes = max_bytes;
         pthread_mutex_init(&j->lock, NULL);
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
         pthread_cond_init(&j->cond, &ca);
         pthread_condattr_destroy(&ca);
         j->fd = TAKE_FD(fd);
+
+        fields = json_pack("{s:i, s:I, s:I}", "pid", (int)getpid(), "start",
+                           (json_int_t)self_starttime(), "max_bytes", (json_int_t)max_bytes);
+        pthread_mutex_lock(&j->lock);
+        mark_write(j, JOURNAL_MARK_PREFIX "open", fields);
+        /* Full already (an earlier run reached the bound, or it was lowered). */
+        if (max_bytes && j->size + JOURNAL_RESERVE + headroom(j) > max_bytes)
+                journal_cut(j);
+        pthread_mutex_unlock(&j->lock);
         *ret = j;
         return 0;
 }
 
 void journal_free(journal *j)
 {
+        _cleanup_(json_decrefp) json_t *fields = NULL;
+
         if (!j)
                 return;
         pthread_mutex_lock(&j->lock);
@@ -354,8 +478,14 @@ void journal_free(journal *j)
         pthread_mutex_unlock(&j->lock);
         if (j->flusher_running)
                 pthread_join(j->flusher, NULL);
+        pthread_mutex_lock(&j->lock);
         (void)pending_flush(j, NULL);
+        fields = json_pack("{s:b, s:I, s:I}", "clean", 1, "dropped", (json_int_t)j->dropped,
+                           "refused", (json_int_t)__atomic_load_n(&j->refused, __ATOMIC_RELAXED));
+        mark_write(j, JOURNAL_MARK_PREFIX "close", fields);
+        pthread_mutex_unlock(&j->lock);
         safe_close(j->fd);
+        free(j->last_sig);
         pthread_cond_destroy(&j->cond);
         pthread_mutex_destroy(&j->lock);
         free(j);
@@ -369,6 +499,34 @@ int journal_flush(journal *j)
         r = pending_flush(j, NULL);
         pthread_mutex_unlock(&j->lock);
         return r;
+}
+
+int journal_admit(journal *j)
+{
+        if (!j)
+                return 0;
+        if (!__atomic_load_n(&j->cut, __ATOMIC_ACQUIRE)) {
+                if (!j->max_bytes ||
+                    __atomic_load_n(&j->size, __ATOMIC_RELAXED) + JOURNAL_RESERVE + headroom(j) <=
+                            j->max_bytes)
+                        return 0;
+                /* Cut before the operation: it is refused, not done and left unrecorded. */
+                pthread_mutex_lock(&j->lock);
+                journal_cut(j);
+                pthread_mutex_unlock(&j->lock);
+        }
+        __atomic_add_fetch(&j->refused, 1, __ATOMIC_RELAXED);
+        return -EDQUOT;
+}
+
+uint64_t journal_size(journal *j)
+{
+        uint64_t n;
+
+        pthread_mutex_lock(&j->lock);
+        n = j->size;
+        pthread_mutex_unlock(&j->lock);
+        return n;
 }
 
 /* Merge a successful write into a pending entry or open a new one. Called with j->lock held. */
@@ -393,21 +551,15 @@ static int write_coalesce(journal *j, const struct journal_caller *who,
                 }
                 if (s->who.pid == pid && streq(s->path, e->path))
                         p = s;
-                if (!oldest || s->first.tv_sec < oldest->first.tv_sec ||
-                    (s->first.tv_sec == oldest->first.tv_sec &&
-                     s->first.tv_nsec < oldest->first.tv_nsec))
+                if (!oldest || timespec_before(&s->first, &oldest->first))
                         oldest = s;
         }
         if (p) {
-                struct timespec d = p->last;
-                timespec_add_ms(&d, JOURNAL_COALESCE_MS);
-                bool fresh = now.tv_sec < d.tv_sec ||
-                             (now.tv_sec == d.tv_sec && now.tv_nsec <= d.tv_nsec);
-                if (fresh && e->offset <= p->end && end >= p->offset) {
+                /* flush_due() ran first, so p is not due yet: merge if the ranges touch. */
+                if (e->offset <= p->end && end >= p->offset) {
                         p->offset = MIN(p->offset, e->offset);
                         p->end = MAX(p->end, end);
                         p->count++;
-                        p->last = now;
                         return 0;
                 }
                 r = pending_write(j, p);
@@ -429,14 +581,9 @@ static int write_coalesce(journal *j, const struct journal_caller *who,
         p->offset = e->offset;
         p->end = end;
         p->count = 1;
-        p->last = now;
+        p->due = window_end();
         clock_gettime(CLOCK_REALTIME, &p->first);
-        if (!j->flusher_running) {
-                /* Started lazily, so a daemon that forks after journal_open keeps it. */
-                if (pthread_create(&j->flusher, NULL, flusher_main, j) == 0)
-                        j->flusher_running = true;
-        }
-        pthread_cond_signal(&j->cond);
+        flusher_wake(j);
         return r;
 }
 
@@ -500,15 +647,29 @@ static int entry_build(const struct journal_caller *who, const struct journal_en
         return 0;
 }
 
+/* What makes two operations identical for repeats: the entry without its time and pid. */
+static char *entry_signature(json_t *o)
+{
+        _cleanup_(json_decrefp) json_t *c = json_copy(o);
+
+        if (!c)
+                return NULL;
+        json_object_del(c, "time");
+        json_object_del(c, "pid");
+        return json_dumps(c, JSON_COMPACT | JSON_PRESERVE_ORDER);
+}
+
 int journal_append(journal *j, const struct journal_caller *who, const struct journal_entry *e)
 {
         _cleanup_(json_decrefp) json_t *o = NULL;
+        _cleanup_free_ char *sig = NULL;
         int r;
 
         if (!j || !e || !e->path)
                 return -EINVAL;
         if (e->op == JOURNAL_WRITE && e->result == 0) {
                 pthread_mutex_lock(&j->lock);
+                (void)flush_due(j);
                 r = write_coalesce(j, who, e);
                 pthread_mutex_unlock(&j->lock);
                 return r;
@@ -517,10 +678,33 @@ int journal_append(journal *j, const struct journal_caller *who, const struct jo
         r = entry_build(who, e, &o);
         if (r < 0)
                 return r;
-        /* Pending writes go first to keep order; their failure is not this op's. */
+        sig = entry_signature(o);
+        if (!sig)
+                return -ENOMEM;
         pthread_mutex_lock(&j->lock);
+        /* Due entries first: nothing waits longer than its window, however busy we are. */
+        (void)flush_due(j);
+        if (j->last_sig && streq(j->last_sig, sig) && !j->cut) {
+                /* The same operation again: counted, written once per window. */
+                if (!j->rep.used) {
+                        j->rep = (struct pending){.used = true,
+                                                  .repeat = true,
+                                                  .entry = TAKE_PTR(o),
+                                                  .due = window_end()};
+                        clock_gettime(CLOCK_REALTIME, &j->rep.first);
+                        flusher_wake(j);
+                }
+                j->rep.count++;
+                pthread_mutex_unlock(&j->lock);
+                return 0;
+        }
+        /* Pending entries go first to keep order; their failure is not this op's. */
         (void)pending_flush(j, NULL);
-        r = line_write(j, o);
+        r = line_write(j, o, false);
+        if (r == 0) {
+                free(j->last_sig);
+                j->last_sig = TAKE_PTR(sig);
+        }
         pthread_mutex_unlock(&j->lock);
         return r;
 }

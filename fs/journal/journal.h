@@ -53,26 +53,45 @@ struct journal_entry {
         int result;        /* 0 or a negative errno */
 };
 
-/* Open (create) the journal at `name` under the directory fd state_dirfd. */
-int journal_open(int state_dirfd, const char *name, journal **ret);
-/* Flush any coalesced write entry and close. NULL is a no-op. */
+/*
+ * Open (create) the journal at `name` under the directory fd state_dirfd and
+ * append a "journal_open" mark (the daemon's pid and start time, the bound).
+ * max_bytes bounds the file (0: no bound); see "The bound" below.
+ */
+int journal_open(int state_dirfd, const char *name, uint64_t max_bytes, journal **ret);
+/* Flush pending entries, append the "journal_close" mark and close. NULL is a no-op. */
 void journal_free(journal *j);
-/* Append one entry; writes to the same file and adjacent ranges may be coalesced. */
+/*
+ * Append one entry; writes to the same file and adjacent ranges, and
+ * repeats of an identical operation, may be coalesced. -EDQUOT when the
+ * entry no longer fits under the bound (the journal is then cut).
+ */
 int journal_append(journal *j, const struct journal_caller *who, const struct journal_entry *e);
 /* Flush coalesced entries now (e.g. on fsync or release of the file). */
 int journal_flush(journal *j);
+/*
+ * May a mutating operation go ahead? 0, or -EDQUOT once the journal was cut
+ * at its bound (the refusal is counted in the "journal_close" mark). Asked
+ * before the operation, so that nothing happens that the journal cannot hold.
+ */
+int journal_admit(journal *j);
+/* Bytes in the journal file now (what the bound counts). */
+uint64_t journal_size(journal *j);
 
 /* "write", "rename", ...; NULL for an unknown op. */
 const char *journal_op_to_string(enum journal_op op);
 
 /*
  * Coalescing: consecutive writes by the same process to the same path whose
- * ranges touch or overlap are merged into one entry (offset, length, count)
- * while they keep arriving within JOURNAL_COALESCE_MS of each other. A
- * background thread, started by the first coalesced write, flushes a pending
- * entry once it has been idle for that long, so a crash loses at most the
- * last window. Any other operation flushes pending writes first, so the
- * journal stays in order.
+ * ranges touch or overlap are merged into one entry (offset, length, count),
+ * and an operation identical to the last one journaled (same op, names,
+ * arguments, result, uid, gid and command; only the time and pid differ) is
+ * counted instead of written again: the next entry for it carries "count".
+ * A pending entry is written at most JOURNAL_COALESCE_MS after its first
+ * operation, whatever follows: by a background thread (started by the first
+ * pending entry) and, should that thread be late, by the next append. So a
+ * crash loses at most the coalesced operations of the last window. Any other
+ * operation writes pending entries first, so the journal stays in order.
  */
 #define JOURNAL_COALESCE_MS 200
 /* Pending coalesced writes kept at once (distinct files being written). */
@@ -86,6 +105,38 @@ const char *journal_op_to_string(enum journal_op op);
  * x 8 bytes, plus an xattr name and fixed fields, under 72 KiB.
  */
 #define JOURNAL_LINE_MAX (128 * 1024)
+/*
+ * The bound: once less than JOURNAL_RESERVE + JOURNAL_HEADROOM (at most a
+ * quarter of the bound) is left, journal_admit() writes one
+ * "journal_truncated" mark and from then on refuses every mutating operation
+ * with EDQUOT before it happens, so nothing happens unrecorded. The headroom
+ * takes the entries of what was admitted before the cut (pending writes,
+ * requests in flight on other threads); the reserve, only marks. An entry
+ * that would still not fit is not written and is counted as dropped (only
+ * conceivable with many requests in flight, each with names near PATH_MAX).
+ * Lines already written are never touched, and the file never grows past
+ * the bound.
+ */
+#define JOURNAL_RESERVE  (4 * 1024)
+#define JOURNAL_HEADROOM (256 * 1024)
+/* Bounds of [limits] journal (docs/config.md), and its default. */
+#define JOURNAL_MAX_BYTES_MIN     (1024ull * 1024)
+#define JOURNAL_MAX_BYTES_DEFAULT (256ull * 1024 * 1024)
+
+/*
+ * Marks: entries about the journal itself, never an agent's operation, with
+ * an op starting "journal_":
+ *   journal_open       a daemon opened the journal: "pid", "start" (its
+ *                      /proc start time, to tell it from a reused pid),
+ *                      "max_bytes"
+ *   journal_close      it closed it cleanly: "dropped" (entries lost after
+ *                      the cut), "refused" (operations refused with EDQUOT)
+ *   journal_truncated  the bound was reached here: "max_bytes"
+ * A journal_open that follows a session without its journal_close means the
+ * daemon before it stopped uncleanly (SIGKILL, crash): operations it did in
+ * its last moments may be missing (see docs/fs-design.md, "Journal").
+ */
+#define JOURNAL_MARK_PREFIX "journal_"
 
 /*
  * Reading the journal, for `cloister log`. Lines are JSON objects:
@@ -117,6 +168,10 @@ struct journal_record {
         const char *comm;  /* NULL if the process was gone */
         int64_t pid, uid;
         int64_t result;
+        int64_t count; /* write: calls merged; other ops: identical repeats merged (1) */
+        bool mark;     /* a journal_* mark, not an operation */
+        /* A journal_open mark whose previous session never wrote its journal_close. */
+        bool after_unclean_stop;
         const void *json; /* the parsed object (a json_t *), valid until the next call */
 };
 
@@ -133,5 +188,16 @@ unsigned journal_reader_corrupt(const journal_reader *r);
 bool journal_reader_truncated(const journal_reader *r);
 /* Line number (1-based) of the first corrupt line, 0 if none. */
 unsigned journal_reader_first_corrupt_line(const journal_reader *r);
+/*
+ * After the last record: sessions that ended without their journal_close
+ * mark (the last one counts only if its daemon is gone), whether the last
+ * session's daemon still runs (the journal is being written), and how many
+ * journal_truncated marks were read.
+ */
+unsigned journal_reader_unclean_stops(const journal_reader *r);
+bool journal_reader_live(const journal_reader *r);
+unsigned journal_reader_cuts(const journal_reader *r);
+/* A process's start time (/proc/PID/stat field 22); -ESRCH if it is gone or a zombie. */
+int journal_proc_starttime(pid_t pid, unsigned long long *ret);
 /* Parse an RFC 3339 UTC time as written in "time" to seconds; -EINVAL if bad. */
 int journal_time_parse(const char *s, double *ret);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cmd-diff.c: `cloister diff CONFIG [--stat | --name-status | --home]`:
+ * cmd-diff.c: `cloister diff CONFIG [--stat | --name-status | --home] [--include-ignored]`:
  * the agent's work as a git patch against the base revision.
  *
  * The source repository is not written: new objects live in an in-memory
@@ -41,11 +41,9 @@ static void home_print(FILE *out, const struct review_home_change *c, size_t n)
 static int diff_run(int argc, char **argv)
 {
         static const struct option opts[] = {
-                {"stat", no_argument, NULL, 's'},
-                {"name-status", no_argument, NULL, 'n'},
-                {"home", no_argument, NULL, 'H'},
-                {"help", no_argument, NULL, 'h'},
-                {},
+                {"stat", no_argument, NULL, 's'}, {"name-status", no_argument, NULL, 'n'},
+                {"home", no_argument, NULL, 'H'}, {"include-ignored", no_argument, NULL, 'I'},
+                {"help", no_argument, NULL, 'h'}, {},
         };
         _cleanup_config_ struct config *c = NULL;
         _cleanup_free_ char *err = NULL;
@@ -55,7 +53,7 @@ static int diff_run(int argc, char **argv)
         struct review_home_change *home = NULL;
         size_t n_home = 0;
         enum review_format fmt = REVIEW_PATCH;
-        bool home_only = false, tty = isatty(STDERR_FILENO);
+        bool home_only = false, include_ignored = false, tty = isatty(STDERR_FILENO);
         sigset_t stop_signals, old_mask;
         int opt, k, ret = 1;
 
@@ -73,6 +71,9 @@ static int diff_run(int argc, char **argv)
                         break;
                 case 'H':
                         home_only = true;
+                        break;
+                case 'I':
+                        include_ignored = true;
                         break;
                 case 'h':
                         fputs(command_diff.usage, stdout);
@@ -101,6 +102,7 @@ static int diff_run(int argc, char **argv)
         }
         review_workspace_options(w, &o);
         o.in_memory = true;
+        o.include_ignored = include_ignored;
         if (tty)
                 o.progress = cli_progress_tty;
         k = review_open(&o, &r, &err);
@@ -129,6 +131,8 @@ static int diff_run(int argc, char **argv)
                         command_fail(&command_diff, 1, "%s", review_error(r));
                         goto out;
                 }
+                /* Nothing left out silently: say how much the ignore rules kept out. */
+                cli_review_ignored_note(&command_diff, r);
                 /* Never mixed into the patch: the home may hold what the agent was given. */
                 if (n_home) {
                         fflush(stdout);
@@ -158,16 +162,20 @@ out:
 const struct command command_diff = {
         .name = "diff",
         .summary = "show the agent's work as a patch against the base revision",
-        .usage = "usage: cloister diff CONFIG [--stat | --name-status | --home]\n"
+        .usage = "usage: cloister diff CONFIG [--stat | --name-status | --home] "
+                 "[--include-ignored]\n"
                  "\n"
                  "Print the workspace (the [repo] part) against the base revision as a\n"
                  "git patch: renames, mode changes, symlinks, binary files as GIT binary\n"
                  "patch. `git apply` on a clone at the base reproduces the workspace.\n"
-                 "Changes in the hidden home are listed on stderr (names and sizes only).\n"
+                 "Paths git's ignore rules match are left out, as `git add -A` would (stderr\n"
+                 "says how many). Changes in the hidden home are listed on stderr (names and\n"
+                 "sizes only).\n"
                  "The source repository is not written. Mounts the workspace if needed.\n"
                  "\n"
                  "  --stat          a diffstat instead of the patch\n"
                  "  --name-status   one status letter and path per change\n"
-                 "  --home          list only the hidden home's changes, on stdout\n",
+                 "  --home          list only the hidden home's changes, on stdout\n"
+                 "  --include-ignored  take ignored paths too (build outputs, ...)\n",
         .run = diff_run,
 };

@@ -42,11 +42,17 @@ static bool confirm(const char *what)
 static int export_run(int argc, char **argv)
 {
         static const struct option opts[] = {
-                {"commit", no_argument, NULL, 'c'},        {"commits", no_argument, NULL, 'C'},
-                {"mbox", no_argument, NULL, 'm'},          {"discard", no_argument, NULL, 'd'},
-                {"message", required_argument, NULL, 'M'}, {"author", required_argument, NULL, 'a'},
-                {"output", required_argument, NULL, 'o'},  {"yes", no_argument, NULL, 'y'},
-                {"help", no_argument, NULL, 'h'},          {},
+                {"commit", no_argument, NULL, 'c'},
+                {"commits", no_argument, NULL, 'C'},
+                {"mbox", no_argument, NULL, 'm'},
+                {"discard", no_argument, NULL, 'd'},
+                {"message", required_argument, NULL, 'M'},
+                {"author", required_argument, NULL, 'a'},
+                {"output", required_argument, NULL, 'o'},
+                {"yes", no_argument, NULL, 'y'},
+                {"include-ignored", no_argument, NULL, 'I'},
+                {"help", no_argument, NULL, 'h'},
+                {},
         };
         _cleanup_config_ struct config *c = NULL;
         _cleanup_free_ char *err = NULL;
@@ -58,7 +64,7 @@ static int export_run(int argc, char **argv)
         struct review_options o;
         const char *output = NULL;
         enum mode mode = MODE_NONE;
-        bool series = false, yes = false, tty = isatty(STDERR_FILENO);
+        bool series = false, yes = false, include_ignored = false, tty = isatty(STDERR_FILENO);
         size_t n = 0;
         git_oid id;
         char hex[GIT_OID_HEXSZ + 1];
@@ -92,6 +98,9 @@ static int export_run(int argc, char **argv)
                         break;
                 case 'y':
                         yes = true;
+                        break;
+                case 'I':
+                        include_ignored = true;
                         break;
                 case 'h':
                         fputs(command_export.usage, stdout);
@@ -144,6 +153,7 @@ static int export_run(int argc, char **argv)
         }
         review_workspace_options(w, &o);
         o.in_memory = mode == MODE_MBOX || mode == MODE_DISCARD;
+        o.include_ignored = include_ignored;
         if (tty)
                 o.progress = cli_progress_tty;
         k = review_open(&o, &r, &err);
@@ -201,6 +211,9 @@ static int export_run(int argc, char **argv)
         }
         if (review_warning(r))
                 fprintf(stderr, "cloister export: warning: %s\n", review_warning(r));
+        /* The workspace as a commit: say what the ignore rules kept out of it. */
+        if (k >= 0 && (mode == MODE_COMMIT || (mode == MODE_MBOX && !series)))
+                cli_review_ignored_note(&command_export, r);
         if (k < 0) {
                 command_fail(&command_export, 1, "%s", review_error(r));
                 goto out;
@@ -224,6 +237,7 @@ const struct command command_export = {
         .name = "export",
         .summary = "export the agent's work as a commit, its commits, or an mbox; or discard it",
         .usage = "usage: cloister export CONFIG --commit [--message M] [--author 'Name <email>']\n"
+                 "                      [--include-ignored]\n"
                  "       cloister export CONFIG --commits\n"
                  "       cloister export CONFIG --mbox [--commits] [--message M] [--author A] [-o "
                  "FILE]\n"
@@ -237,6 +251,8 @@ const struct command command_export = {
                  "              with --commits, the agent's commits; nothing is written to\n"
                  "              the source repository\n"
                  "  --discard   reset the workspace to the base revision; asks unless --yes\n"
+                 "  --include-ignored  with --commit or --mbox, take the paths git's ignore\n"
+                 "              rules leave out (as `git add -A` would) too\n"
                  "\n"
                  "Only refs/cloister/NAME and new objects are written to the source: never\n"
                  "its HEAD, index, working tree or other refs. Mounts the workspace if needed.\n",

@@ -51,6 +51,36 @@ static int since_parse(const char *s, double *ret)
         return -EINVAL;
 }
 
+/* The journal's own marks: sessions of the daemon, and where the journal was cut. */
+static void mark_print(const struct journal_record *rec)
+{
+        json_t *o = (json_t *)rec->json;
+        int64_t max = json_integer_value(json_object_get(o, "max_bytes"));
+
+        if (rec->after_unclean_stop)
+                printf("-- the daemon before this one stopped without closing the journal "
+                       "(SIGKILL or crash?): its last operations may be missing above --\n");
+        printf("%s %-9s ", rec->time_str, rec->op);
+        if (streq(rec->op, JOURNAL_MARK_PREFIX "open")) {
+                printf("daemon pid %" PRId64, rec->pid);
+                if (max > 0)
+                        printf(", bound %" PRId64 " bytes", max);
+        } else if (streq(rec->op, JOURNAL_MARK_PREFIX "close")) {
+                int64_t dropped = json_integer_value(json_object_get(o, "dropped"));
+                int64_t refused = json_integer_value(json_object_get(o, "refused"));
+                fputs("clean", stdout);
+                if (dropped || refused)
+                        printf(" (%" PRId64 " entr%s lost after the cut, %" PRId64
+                               " operation(s) refused with EDQUOT)",
+                               dropped, dropped == 1 ? "y" : "ies", refused);
+        } else if (streq(rec->op, JOURNAL_MARK_PREFIX "truncated")) {
+                printf("the journal reached its bound ([limits] journal = %" PRId64
+                       " bytes): later operations were refused with EDQUOT and are not here",
+                       max);
+        }
+        putchar('\n');
+}
+
 /* Agent-chosen strings (paths, link targets, xattr and command names) are quoted as git
  * quotes paths (lib/quote). */
 static void record_print(const struct journal_record *rec)
@@ -58,6 +88,10 @@ static void record_print(const struct journal_record *rec)
         json_t *o = (json_t *)rec->json;
         json_t *v;
 
+        if (rec->mark) {
+                mark_print(rec);
+                return;
+        }
         printf("%s %-9s ", rec->time_str, rec->op);
         quote_fputs(stdout, rec->path, 0);
         if (rec->path2) {
@@ -88,6 +122,8 @@ static void record_print(const struct journal_record *rec)
                 fputs(" failed: ", stdout);
                 quote_fputs(stdout, json_is_string(v) ? json_string_value(v) : "error", 0);
         }
+        if (!streq(rec->op, "write") && rec->count > 1)
+                printf(" [%" PRId64 " times]", rec->count);
         putchar('\n');
 }
 
@@ -133,7 +169,7 @@ static int log_run(int argc, char **argv)
         struct journal_record rec;
         const char *glob = NULL;
         double since = 0;
-        bool json = false, have_since = false;
+        bool json = false, have_since = false, last_closed = true;
         int opt, r;
 
         while ((opt = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
@@ -177,9 +213,12 @@ static int log_run(int argc, char **argv)
                 return command_fail(&command_log, 1, "%s/journal.jsonl: %s", c->workspace.state,
                                     strerror(-r));
         while ((r = journal_reader_next(rd, &rec)) > 0) {
+                if (rec.mark && !streq(rec.op, JOURNAL_MARK_PREFIX "truncated"))
+                        last_closed = streq(rec.op, JOURNAL_MARK_PREFIX "close");
                 if (have_since && rec.time < since)
                         continue;
-                if (!record_matches(&rec, glob))
+                /* Marks belong to no path; they are shown whatever --path says. */
+                if (!rec.mark && !record_matches(&rec, glob))
                         continue;
                 if (json)
                         record_print_json(&rec);
@@ -196,6 +235,23 @@ static int log_run(int argc, char **argv)
                         journal_reader_first_corrupt_line(rd),
                         journal_reader_truncated(rd) ? "; the last entry was cut short (crash?)"
                                                      : "");
+        /* The reader knows both only once it reached the end. */
+        if (r >= 0 && journal_reader_unclean_stops(rd) > 0) {
+                if (!json && !journal_reader_live(rd) && !last_closed)
+                        puts("-- the daemon stopped without closing the journal (SIGKILL or "
+                             "crash?): its last operations may be missing above --");
+                fprintf(stderr,
+                        "cloister log: %s/journal.jsonl may be short: %u time(s) the daemon "
+                        "stopped without closing it (SIGKILL or crash?); what it did in its last "
+                        "moments may be missing (see cloister-log.md)\n",
+                        c->workspace.state, journal_reader_unclean_stops(rd));
+        }
+        if (r >= 0 && journal_reader_cuts(rd) > 0)
+                fprintf(stderr,
+                        "cloister log: %s/journal.jsonl was cut at its bound ([limits] journal): "
+                        "operations after the cut were refused and are not in it; cloister diff "
+                        "still shows every change\n",
+                        c->workspace.state);
         journal_reader_free(rd);
         if (r < 0)
                 return command_fail(&command_log, 1, "reading the journal: %s", strerror(-r));

@@ -315,7 +315,12 @@ int review_home_changes(review *r, struct review_home_change **ret, size_t *ret_
         k = review_build(r);
         if (k < 0)
                 return k;
-        if (r->n_home_paths == 0 && r->o.state && r->o.home_prefix) {
+        /*
+         * The changes list names the home's changes. The journal (which may
+         * be long, and cut at its bound) is read only when the list was not:
+         * then it is the one record of the home's paths.
+         */
+        if (!r->changes_read && r->n_home_paths == 0 && r->o.state && r->o.home_prefix) {
                 k = home_paths_from_journal(r);
                 if (k < 0)
                         return k;

@@ -98,6 +98,7 @@ static int parents_make(int rootfd, const char *rel, int *ret_fd, const char **r
 static int path_restore(review *r, const char *rel, const git_oid *id, uint32_t mode)
 {
         _cleanup_close_ int pfd = -1, fd = -1;
+        git_buf buf = GIT_BUF_INIT;
         git_blob *blob = NULL;
         const char *base;
         struct stat st;
@@ -134,8 +135,12 @@ static int path_restore(review *r, const char *rel, const git_oid *id, uint32_t 
                 k = review_fail(r, negative_errno(), "restoring '%s': %m", rel);
                 goto out;
         }
-        const char *data = git_blob_rawcontent(blob);
-        size_t len = (size_t)git_blob_rawsize(blob), off = 0;
+        /* As a fresh checkout of the base writes it: eol and ident as its attributes say. */
+        k = review_rules_smudge(r, rel, blob, &buf);
+        if (k < 0)
+                goto out;
+        const char *data = buf.ptr;
+        size_t len = buf.size, off = 0;
         while (off < len) {
                 ssize_t w = write(fd, data + off, len - off);
                 if (w < 0 && errno == EINTR)
@@ -149,6 +154,7 @@ static int path_restore(review *r, const char *rel, const git_oid *id, uint32_t 
         if (fchmod(fd, mode == GIT_FILEMODE_BLOB_EXECUTABLE ? 0755 : 0644) < 0)
                 k = review_fail(r, negative_errno(), "restoring the mode of '%s': %m", rel);
 out:
+        git_buf_dispose(&buf);
         git_blob_free(blob);
         return k;
 }

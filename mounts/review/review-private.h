@@ -28,10 +28,13 @@ struct review {
         int homefd; /* of o.home_view, or -1 */
 
         char **home_paths; /* from the changes file */
+        bool changes_read; /* the changes file was read (it lists the home too) */
         size_t n_home_paths, cap_home_paths;
 
         size_t files_read;
         uint64_t bytes_read;
+        size_t ignored;             /* paths left out by the ignore rules */
+        struct review_rules *rules; /* review-rules.c, made on first use */
 
         char *scratch; /* private copy of the agent's .git, removed on free */
         git_repository *scratch_repo;
@@ -69,10 +72,35 @@ int review_view_readlink(int dirfd, const char *name, char **ret);
 struct review_change {
         char *path;
         bool opaque;
+        bool metacopy; /* the fs holds metadata only: the data is the base's at origin */
+        char *origin;  /* repo-relative, or NULL */
 };
 int review_changes_load(review *r, struct review_change **ret, size_t *ret_n);
 void review_changes_free(struct review_change *c, size_t n);
 int review_home_path_add(review *r, const char *workspace_path);
+
+/*
+ * review-rules.c: git's ignore rules and attributes, from private copies of
+ * the agent's rule files (see there). rel is repo-relative and passed
+ * review_path_ok().
+ */
+struct review_rules;
+void review_rules_free(struct review_rules *s);
+/* Would `git add -A` leave rel out? dir: rel is a directory. */
+int review_rules_ignored(review *r, const char *rel, bool dir, bool *ret);
+/* libgit2 could not take some path (it was kept): worth a note. */
+bool review_rules_broken(const review *r);
+/* An ignore file has negations, which libgit2 applies only within their own file. */
+bool review_rules_uncertain(const review *r);
+/* Does checking rel in convert it (eol, ident, as git add does)? */
+int review_rules_has_filters(review *r, const char *rel, bool *ret);
+/* Does checking the base's rel out convert it (its attributes in the base)? */
+int review_rules_checkout_has_filters(review *r, const char *rel, bool *ret);
+/* rel's content as git add stores it; *ret_converted false: out untouched, data as is. */
+int review_rules_clean(review *r, const char *rel, const void *data, size_t len, git_buf *out,
+                       bool *ret_converted);
+/* A base blob as a fresh checkout of the base writes it (its attributes only). */
+int review_rules_smudge(review *r, const char *rel, git_blob *blob, git_buf *out);
 
 /* review-commits.c */
 void review_scratch_remove(review *r);

@@ -13,6 +13,14 @@
  * Never taken into the tree: any `.git` component (the workspace's own
  * repository; git refuses such paths anyway), excluded paths (read-only
  * mirrors), and things git cannot hold (FIFOs, sockets, devices).
+ *
+ * As `git add -A` does: a path the base does not track that git's ignore
+ * rules match is left out (counted), and an ignored directory is not even
+ * walked; tracked paths stay whatever the rules say. Files are stored as git
+ * add stores them (eol, ident: review-rules.c). What costs reading is done
+ * once: a directory taken whole is not taken again for the paths listed
+ * under it, the names of one hard-linked file are read once, and a file the
+ * fs lists as a metacopy (metadata changed, data the base's) is not read.
  */
 #include <fcntl.h>
 #include <jansson.h>
@@ -22,12 +30,138 @@
 
 #include "review-private.h"
 
+/* A file with several names, read once: (device, inode) -> its blob. */
+struct link {
+        dev_t dev;
+        ino_t ino;
+        git_oid id;
+        bool used;
+};
+
 struct builder {
         review *r;
         git_index *idx;
-        size_t seen;  /* entries looked at, bounded by REVIEW_MAX_FILES */
-        size_t total; /* for progress: changed paths, 0 when walking everything */
+        size_t seen;        /* entries looked at, bounded by REVIEW_MAX_FILES */
+        size_t total;       /* for progress: changed paths, 0 when walking everything */
+        bool ignores;       /* apply git's ignore rules (not --include-ignored) */
+        struct link *links; /* open addressing, cap_links a power of two */
+        size_t n_links, cap_links;
+        char **done; /* listed dirs taken whole or left out, in the list's (sorted) order */
+        size_t n_done, cap_done;
 };
+
+static int done_add(struct builder *b, const char *rel)
+{
+        if (b->n_done == b->cap_done) {
+                size_t nc = b->cap_done ? 2 * b->cap_done : 64;
+                char **nv = realloc(b->done, nc * sizeof(char *));
+                if (!nv)
+                        return review_fail(b->r, -ENOMEM, "out of memory");
+                b->done = nv;
+                b->cap_done = nc;
+        }
+        if (!(b->done[b->n_done] = strdup(rel)))
+                return review_fail(b->r, -ENOMEM, "out of memory");
+        b->n_done++;
+        return 0;
+}
+
+static int str_pcmp(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Is an ancestor of rel a directory already taken whole or left out? */
+static bool done_covers(struct builder *b, const char *rel)
+{
+        char buf[PATH_MAX];
+        size_t len = strlen(rel);
+
+        if (b->n_done == 0 || len >= sizeof(buf))
+                return false;
+        memcpy(buf, rel, len + 1);
+        for (char *s = strchr(buf, '/'); s; s = strchr(s + 1, '/')) {
+                char *key = buf;
+                *s = 0;
+                bool hit = bsearch(&key, b->done, b->n_done, sizeof(char *), str_pcmp) != NULL;
+                *s = '/';
+                if (hit)
+                        return true;
+        }
+        return false;
+}
+
+static struct link *link_slot(struct builder *b, dev_t dev, ino_t ino)
+{
+        size_t i;
+
+        if (!b->cap_links)
+                return NULL;
+        for (i = ((uint64_t)ino * 0x9e3779b97f4a7c15ULL) & (b->cap_links - 1); b->links[i].used;
+             i = (i + 1) & (b->cap_links - 1))
+                if (b->links[i].dev == dev && b->links[i].ino == ino)
+                        break;
+        return &b->links[i];
+}
+
+static int link_add(struct builder *b, dev_t dev, ino_t ino, const git_oid *id)
+{
+        struct link *l;
+
+        if (2 * (b->n_links + 1) > b->cap_links) {
+                size_t nc = b->cap_links ? 2 * b->cap_links : 64;
+                struct link *old = b->links, *nl = calloc(nc, sizeof(*nl));
+                size_t oc = b->cap_links;
+                if (!nl)
+                        return review_fail(b->r, -ENOMEM, "out of memory");
+                b->links = nl;
+                b->cap_links = nc;
+                for (size_t i = 0; i < oc; i++)
+                        if (old[i].used)
+                                *link_slot(b, old[i].dev, old[i].ino) = old[i];
+                free(old);
+        }
+        l = link_slot(b, dev, ino);
+        if (!l->used)
+                b->n_links++;
+        *l = (struct link){.dev = dev, .ino = ino, .id = *id, .used = true};
+        return 0;
+}
+
+/* What the base has at rel: 0 nothing, else the entry's type. */
+static git_object_t base_type(struct builder *b, const char *rel)
+{
+        git_tree_entry *te = NULL;
+        git_object_t t;
+
+        if (git_tree_entry_bypath(&te, b->r->base_tree, rel) < 0) {
+                git_error_clear();
+                return GIT_OBJECT_INVALID;
+        }
+        t = git_tree_entry_type(te);
+        git_tree_entry_free(te);
+        return t;
+}
+
+/*
+ * Would `git add -A` leave rel out? Only what the base does not track can
+ * be ignored (a tracked file stays; a directory the base has is walked).
+ */
+static int ignored(struct builder *b, const char *rel, bool dir, bool *ret)
+{
+        git_object_t t;
+
+        *ret = false;
+        if (!b->ignores)
+                return 0;
+        t = base_type(b, rel);
+        if (dir ? t == GIT_OBJECT_TREE : (t == GIT_OBJECT_BLOB || t == GIT_OBJECT_COMMIT))
+                return 0;
+        int k = review_rules_ignored(b->r, rel, dir, ret);
+        if (k == 0 && *ret)
+                b->r->ignored++;
+        return k;
+}
 
 static void progress(struct builder *b, bool force)
 {
@@ -60,7 +194,8 @@ static int index_drop(struct builder *b, const char *rel, bool subtree)
         return 0;
 }
 
-static int blob_add(struct builder *b, const char *rel, const void *data, size_t len, uint32_t mode)
+static int blob_add(struct builder *b, const char *rel, const void *data, size_t len, uint32_t mode,
+                    git_oid *ret_id)
 {
         git_index_entry e = {.mode = mode, .path = rel, .file_size = (uint32_t)len};
         int g;
@@ -77,32 +212,107 @@ static int blob_add(struct builder *b, const char *rel, const void *data, size_t
         if (g < 0)
                 return review_git_fail(b->r, g, "adding '%s' to the tree", rel);
         b->r->files_read++;
+        if (ret_id)
+                *ret_id = e.id;
         return 0;
+}
+
+/* Put a blob we already have (a hard link's, the base's) into the tree at rel. */
+static int id_add(struct builder *b, const char *rel, const git_oid *id, uint32_t mode)
+{
+        git_index_entry e = {.mode = mode, .path = rel, .id = *id};
+        int g = git_index_add(b->idx, &e);
+
+        if (g < 0)
+                return review_git_fail(b->r, g, "adding '%s' to the tree", rel);
+        return 0;
+}
+
+/* A regular file: its blob as git add makes it, read once per inode. */
+static int file_take(struct builder *b, int dirfd, const char *name, const char *rel,
+                     const struct stat *st, const char *origin)
+{
+        uint32_t mode = (st->st_mode & S_IXUSR) ? GIT_FILEMODE_BLOB_EXECUTABLE : GIT_FILEMODE_BLOB;
+        _cleanup_free_ void *data = NULL;
+        git_buf clean = GIT_BUF_INIT;
+        bool filters = false, converted = false;
+        struct link *l;
+        git_oid id;
+        size_t len = 0;
+        int k;
+
+        /*
+         * A metacopy: the fs says its data is the base's at origin, as checked
+         * out there. That is the base's blob when neither checking it out at
+         * origin nor checking it in at rel converts anything.
+         */
+        if (origin) {
+                git_tree_entry *te = NULL;
+                bool in = true, out = true;
+                k = review_rules_has_filters(b->r, rel, &in);
+                if (k == 0)
+                        k = review_rules_checkout_has_filters(b->r, origin, &out);
+                if (k < 0)
+                        return k;
+                if (!in && !out && git_tree_entry_bypath(&te, b->r->base_tree, origin) == 0) {
+                        bool blob = git_tree_entry_type(te) == GIT_OBJECT_BLOB &&
+                                    git_tree_entry_filemode(te) != GIT_FILEMODE_LINK;
+                        id = *git_tree_entry_id(te);
+                        git_tree_entry_free(te);
+                        if (blob)
+                                return id_add(b, rel, &id, mode);
+                }
+                git_error_clear();
+        }
+        if (st->st_nlink > 1) {
+                /* Names of one file share its blob, unless attributes convert them. */
+                k = review_rules_has_filters(b->r, rel, &filters);
+                if (k < 0)
+                        return k;
+                l = filters ? NULL : link_slot(b, st->st_dev, st->st_ino);
+                if (l && l->used)
+                        return id_add(b, rel, &l->id, mode);
+        }
+        k = review_view_read(dirfd, name, &data, &len);
+        if (k == -ENOENT)
+                return 0; /* gone meanwhile: nothing to take */
+        if (k == -EFBIG)
+                return review_fail(b->r, k, "'%s' is larger than %llu bytes", rel,
+                                   (unsigned long long)REVIEW_MAX_FILE_SIZE);
+        if (k < 0)
+                return review_fail(b->r, k, "reading '%s': %s", rel, strerror(-k));
+        k = review_rules_clean(b->r, rel, data, len, &clean, &converted);
+        if (k == 0)
+                k = converted ? blob_add(b, rel, clean.ptr, clean.size, mode, &id)
+                              : blob_add(b, rel, data, len, mode, &id);
+        git_buf_dispose(&clean);
+        if (k == 0 && st->st_nlink > 1 && !filters)
+                k = link_add(b, st->st_dev, st->st_ino, &id);
+        return k;
 }
 
 static int walk(struct builder *b, int dirfd, const char *prefix, unsigned depth);
 
-/* Take `name` in dirfd (already lstat'ed as st) into the tree as `rel`. */
+/*
+ * Take `name` in dirfd (already lstat'ed as st) into the tree as `rel`,
+ * unless git would leave it out. origin: the fs lists it as a metacopy of
+ * that base path (or NULL).
+ */
 static int entry_take(struct builder *b, int dirfd, const char *name, const char *rel,
-                      const struct stat *st, unsigned depth)
+                      const struct stat *st, unsigned depth, const char *origin)
 {
+        bool skip = false;
         int k;
 
-        if (S_ISREG(st->st_mode)) {
-                _cleanup_free_ void *data = NULL;
-                size_t len = 0;
-                k = review_view_read(dirfd, name, &data, &len);
-                if (k == -ENOENT)
-                        return 0; /* gone meanwhile: nothing to take */
-                if (k == -EFBIG)
-                        return review_fail(b->r, k, "'%s' is larger than %llu bytes", rel,
-                                           (unsigned long long)REVIEW_MAX_FILE_SIZE);
+        if (S_ISREG(st->st_mode) || S_ISLNK(st->st_mode) || S_ISDIR(st->st_mode)) {
+                k = ignored(b, rel, S_ISDIR(st->st_mode), &skip);
                 if (k < 0)
-                        return review_fail(b->r, k, "reading '%s': %s", rel, strerror(-k));
-                return blob_add(b, rel, data, len,
-                                (st->st_mode & S_IXUSR) ? GIT_FILEMODE_BLOB_EXECUTABLE
-                                                        : GIT_FILEMODE_BLOB);
+                        return k;
+                if (skip)
+                        return 0;
         }
+        if (S_ISREG(st->st_mode))
+                return file_take(b, dirfd, name, rel, st, origin);
         if (S_ISLNK(st->st_mode)) {
                 _cleanup_free_ char *target = NULL;
                 k = review_view_readlink(dirfd, name, &target);
@@ -111,7 +321,7 @@ static int entry_take(struct builder *b, int dirfd, const char *name, const char
                 if (k < 0)
                         return review_fail(b->r, k, "reading the symlink '%s': %s", rel,
                                            strerror(-k));
-                return blob_add(b, rel, target, strlen(target), GIT_FILEMODE_LINK);
+                return blob_add(b, rel, target, strlen(target), GIT_FILEMODE_LINK, NULL);
         }
         if (S_ISDIR(st->st_mode)) {
                 _cleanup_close_ int fd =
@@ -166,7 +376,7 @@ static int walk(struct builder *b, int dirfd, const char *prefix, unsigned depth
                                 continue;
                         return review_fail(b->r, negative_errno(), "lstat '%s': %m", rel);
                 }
-                k = entry_take(b, dirfd, de->d_name, rel, &st, depth);
+                k = entry_take(b, dirfd, de->d_name, rel, &st, depth, NULL);
                 if (k < 0)
                         return k;
         }
@@ -176,8 +386,10 @@ static int walk(struct builder *b, int dirfd, const char *prefix, unsigned depth
 }
 
 /* Bring one listed path in line with the view. */
-static int path_refresh(struct builder *b, const char *rel, bool opaque)
+static int path_refresh(struct builder *b, const struct review_change *c)
 {
+        const char *rel = c->path;
+        bool opaque = c->opaque;
         _cleanup_close_ int pfd = -1;
         const char *base;
         struct stat st;
@@ -201,12 +413,17 @@ static int path_refresh(struct builder *b, const char *rel, bool opaque)
                     git_tree_entry_type(te) != GIT_OBJECT_TREE)
                         walk_all = true;
                 git_tree_entry_free(te);
-                return walk_all ? entry_take(b, pfd, base, rel, &st, 0) : 0;
+                if (!walk_all)
+                        return 0;
+                /* Taken whole (or left out whole): what is listed below it is done. */
+                k = done_add(b, rel);
+                return k < 0 ? k : entry_take(b, pfd, base, rel, &st, 0, NULL);
         }
         k = index_drop(b, rel, true);
         if (k < 0)
                 return k;
-        return entry_take(b, pfd, base, rel, &st, 0);
+        return entry_take(b, pfd, base, rel, &st, 0,
+                          c->metacopy && S_ISREG(st.st_mode) ? c->origin : NULL);
 }
 
 static int change_cmp(const void *a, const void *b)
@@ -222,8 +439,10 @@ static void json_decrefp_(json_t **o)
 
 void review_changes_free(struct review_change *c, size_t n)
 {
-        for (size_t i = 0; i < n; i++)
+        for (size_t i = 0; i < n; i++) {
                 free(c[i].path);
+                free(c[i].origin);
+        }
         free(c);
 }
 
@@ -249,14 +468,17 @@ int review_home_path_add(review *r, const char *p)
  * lossy "path"), and the exact bytes are what must be looked at. *buf holds
  * the decoded copy.
  */
-static const char *change_path(json_t *o, char **buf)
+static const char *change_name(json_t *o, const char *key, char **buf)
 {
-        const char *hex = json_string_value(json_object_get(o, "path_hex"));
+        char hkey[32];
+        const char *hex;
         size_t hl, len = 0;
         char *nb;
 
+        snprintf(hkey, sizeof(hkey), "%s_hex", key);
+        hex = json_string_value(json_object_get(o, hkey));
         if (!hex)
-                return json_string_value(json_object_get(o, "path"));
+                return json_string_value(json_object_get(o, key));
         hl = strlen(hex);
         if (hl % 2 != 0 || !(nb = realloc(*buf, hl / 2 + 1)))
                 return NULL;
@@ -276,7 +498,7 @@ static const char *change_path(json_t *o, char **buf)
 int review_changes_load(review *r, struct review_change **ret, size_t *ret_n)
 {
         _cleanup_fclose_ FILE *f = NULL;
-        _cleanup_free_ char *line = NULL, *exact = NULL;
+        _cleanup_free_ char *line = NULL, *exact = NULL, *exact_origin = NULL;
         struct review_change *c = NULL;
         size_t n = 0, cap = 0, lcap = 0, lineno = 0;
         int fd, k = 0;
@@ -308,7 +530,7 @@ int review_changes_load(review *r, struct review_change **ret, size_t *ret_n)
                 if (len <= 1)
                         continue;
                 o = json_loadb(line, (size_t)len, 0, NULL);
-                p = change_path(o, &exact);
+                p = change_name(o, "path", &exact);
                 if (!p) {
                         k = review_fail(r, -EBADMSG, "%s:%zu: not a change record", r->o.changes,
                                         lineno);
@@ -347,11 +569,25 @@ int review_changes_load(review *r, struct review_change **ret, size_t *ret_n)
                         c = nv;
                         cap = nc;
                 }
-                if (!(c[n].path = strdup(rest))) {
+                c[n] = (struct review_change){.path = strdup(rest), .opaque = opaque};
+                if (!c[n].path) {
                         k = review_fail(r, -ENOMEM, "out of memory");
                         goto out;
                 }
-                c[n++].opaque = opaque;
+                /* A metacopy: its data is the base's at "origin" (repo-relative). */
+                if (json_is_true(json_object_get(o, "metacopy"))) {
+                        const char *origin = change_name(o, "origin", &exact_origin);
+                        if (origin && *origin && review_path_ok(origin)) {
+                                c[n].metacopy = true;
+                                c[n].origin = strdup(origin);
+                                if (!c[n].origin) {
+                                        free(c[n].path);
+                                        k = review_fail(r, -ENOMEM, "out of memory");
+                                        goto out;
+                                }
+                        }
+                }
+                n++;
         }
         if (ferror(f))
                 k = review_fail(r, -EIO, "reading '%s'", r->o.changes);
@@ -369,7 +605,7 @@ out:
 
 int review_build(review *r)
 {
-        struct builder b = {.r = r};
+        struct builder b = {.r = r, .ignores = !r->o.include_ignored};
         struct review_change *c = NULL;
         size_t n = 0;
         bool walk_all = !r->o.changes;
@@ -382,6 +618,7 @@ int review_build(review *r)
                 return review_git_fail(r, g, "in-memory index");
         if (r->o.changes) {
                 k = review_changes_load(r, &c, &n);
+                r->changes_read = k == 0;
                 if (k < 0) {
                         /*
                          * The list is only a shortcut. If it cannot be had
@@ -409,11 +646,11 @@ int review_build(review *r)
                 }
                 b.total = n;
                 for (size_t i = 0; i < n && k >= 0; i++) {
-                        if (excluded(r, c[i].path))
+                        if (excluded(r, c[i].path) || done_covers(&b, c[i].path))
                                 continue;
                         b.seen = i + 1;
                         progress(&b, false);
-                        k = path_refresh(&b, c[i].path, c[i].opaque);
+                        k = path_refresh(&b, &c[i]);
                 }
         }
         if (k < 0)
@@ -428,5 +665,9 @@ int review_build(review *r)
 out:
         review_changes_free(c, n);
         git_index_free(b.idx);
+        for (size_t i = 0; i < b.n_done; i++)
+                free(b.done[i]);
+        free(b.done);
+        free(b.links);
         return k;
 }

@@ -91,6 +91,12 @@ int review_open(const struct review_options *o, review **ret, char **ret_error)
         r->o = *o;
         r->viewfd = r->homefd = -1;
         git_libgit2_init();
+        /*
+         * libgit2 caches no tree over 4 KiB by default, so each lookup by
+         * path below a directory of a hundred files inflated it again (the
+         * review looks up every listed path in the base tree). Keep them.
+         */
+        git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, GIT_OBJECT_TREE, (size_t)16 << 20);
 
         g = git_repository_open_ext(&r->repo, o->source, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
         if (g < 0) {
@@ -160,6 +166,7 @@ void review_free(review *r)
                 git_mempack_reset(r->mempack);
         git_repository_free(r->scratch_repo);
         review_scratch_remove(r);
+        review_rules_free(r->rules);
         git_tree_free(r->base_tree);
         git_commit_free(r->base);
         git_odb_free(r->odb);
@@ -212,4 +219,14 @@ const git_oid *review_tree(const review *r)
 size_t review_files_read(const review *r)
 {
         return r->files_read;
+}
+
+size_t review_ignored(const review *r)
+{
+        return r->ignored;
+}
+
+bool review_ignored_uncertain(const review *r)
+{
+        return r->ignored && review_rules_uncertain(r);
 }

@@ -32,6 +32,8 @@
  * 33 KiB. A longer line makes the review read the whole workspace instead.
  */
 #define REVIEW_MAX_CHANGES_LINE (64u * 1024)
+/* One rule file of the agent's (.gitignore, .gitattributes, .git/info/exclude). */
+#define REVIEW_MAX_RULES_SIZE (4u * 1024 * 1024)
 #define REVIEW_MAX_GITDIR_SIZE                                                                     \
         (1024ull * 1024 * 1024) /* agent's .git objects copied for --commits */
 
@@ -57,6 +59,8 @@ struct review_options {
         /* true: never write the source (diff, mbox); false: commits and their objects
          * go into the source as one pack (export) */
         bool in_memory;
+        /* true: take what git's ignore rules leave out too (--include-ignored) */
+        bool include_ignored;
         review_progress_fn progress;
         void *userdata;
 };
@@ -82,6 +86,17 @@ const git_oid *review_base_commit(const review *r);
 const git_oid *review_tree(const review *r);
 /* Number of files read from the view while building (not reused from the base). */
 size_t review_files_read(const review *r);
+/*
+ * Paths the build left out because git's ignore rules match them (as
+ * `git add -A` would; a directory counts once, its contents are not walked).
+ */
+size_t review_ignored(const review *r);
+/*
+ * Some rule file has a negation ('!'): libgit2 applies those only against
+ * rules of the same file, git against all, so git might take some of the
+ * ignored paths (docs/cloister-diff.md).
+ */
+bool review_ignored_uncertain(const review *r);
 
 enum review_format {
         REVIEW_PATCH,       /* unified diff, git format, binary as GIT binary patch */

@@ -45,7 +45,12 @@ check() { st=$?; n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "
 echo "1..8"
 
 head -c 16777216 /dev/zero | tr '\0' 'z' >"$t/big.src"
+t0=$(date +%s%N)
 cat "$t/big.src" >"$W/big"
+# An entry is written at most 200 ms after its first write: a slow machine
+# may make a few more, never more than one per 200 ms the cat took.
+most=$(( ($(date +%s%N) - t0) / 200000000 + 2 ))
+[ "$most" -lt 64 ] && most=64
 mkdir "$W/newdir"
 mv "$W/a.txt" "$W/newdir/b.txt"
 chmod +x "$W/newdir/b.txt"
@@ -65,7 +70,7 @@ check "every_operation_kind_is_recorded_with_its_paths" \
         'grep -q "\"op\":\"create\",\"path\":\"/workspace/big\"" "$J" && grep -q "\"op\":\"mkdir\",\"path\":\"/workspace/newdir\"" "$J" && grep -q "\"op\":\"rename\",\"path\":\"/workspace/a.txt\",\"path2\":\"/workspace/newdir/b.txt\"" "$J" && grep -q "\"op\":\"chmod\"" "$J" && grep -q "\"op\":\"symlink\",\"path\":\"/workspace/newdir/link\"" "$J" && grep -q "\"op\":\"truncate\",\"path\":\"/workspace/d/x\"" "$J" && grep -q "\"op\":\"unlink\",\"path\":\"/workspace/d/x\"" "$J" && grep -q "\"op\":\"rmdir\",\"path\":\"/workspace/d\"" "$J"'
 check "hidden_home_operations_are_journaled_too" 'grep -q "\"path\":\"/home/agent/note\"" "$J"'
 writes=$(grep -c '"op":"write","path":"/workspace/big"' "$J")
-check "a_16_MiB_cat_is_a_handful_of_write_entries_not_thousands ($writes)" '[ "$writes" -ge 1 ] && [ "$writes" -le 64 ]'
+check "a_16_MiB_cat_is_a_handful_of_write_entries_not_thousands ($writes, at most $most)" '[ "$writes" -ge 1 ] && [ "$writes" -le "$most" ]'
 check "coalesced_writes_cover_the_whole_file" \
         '[ "$(grep "\"op\":\"write\",\"path\":\"/workspace/big\"" "$J" | sed "s/.*\"length\":\([0-9]*\).*/\1/" | awk "{ s += \$1 } END { print s }")" -eq 16777216 ]'
 check "entries_name_the_calling_command_pid_and_uid" \
