@@ -205,11 +205,14 @@ static int fill_metacopy(struct fs_workspace *ws, struct node *n, enum copyup_ho
                 }
         }
         (void)futimens(out, (struct timespec[]){st.st_atim, st.st_mtim});
-        rec = rec_new(n->ino);
-        r = rec ? upper_meta_set_rec(n->parent, n->name, rec) : -ENOMEM;
-        json_decref(rec);
-        if (r < 0)
-                return r;
+        if (!n->unlinked) {
+                /* (an unlinked file's name is gone, or is someone else's now) */
+                rec = rec_new(n->ino);
+                r = rec ? upper_meta_set_rec(n->parent, n->name, rec) : -ENOMEM;
+                json_decref(rec);
+                if (r < 0)
+                        return r;
+        }
         n->metacopy = false;
         n->has_lower = false;
         lent_clear(&n->lower);
