@@ -4,7 +4,7 @@
  *
  *   workspace  {"name", "revision", "rev", "source", "mounted_at"} as JSON
  *   changes    one JSON line per path present in the repo's upper layer:
- *              {"path":"/workspace/a","type":"file|dir|symlink|fifo|deleted",
+ *              {"path":"/workspace/a","type":"file|dir|symlink|fifo|socket|device|deleted",
  *               "opaque":bool} (+ "path_hex", the exact bytes, when the path
  *              is not UTF-8); "deleted" is a whiteout, "opaque" a dir that
  *              hides or replaces the lower one (new, recreated or renamed),
@@ -61,6 +61,8 @@ static const char *type_name(mode_t m)
                 return "fifo";
         if (S_ISSOCK(m))
                 return "socket";
+        if (S_ISCHR(m) || S_ISBLK(m))
+                return "device"; /* an empty placeholder on the host (attr.c) */
         return "file";
 }
 
@@ -117,7 +119,7 @@ static int walk(struct out *o, int dfd, const char *path)
                 opaque = S_ISDIR(st.st_mode) &&
                          (json_is_true(json_object_get(rec, "opaque")) ||
                           json_object_get(rec, "origin") || json_object_get(rec, "origin_hex"));
-                r = emit(o, p, type_name(st.st_mode), opaque);
+                r = emit(o, p, type_name(upper_rec_type(rec, st.st_mode)), opaque);
                 if (r < 0)
                         goto out;
                 if (S_ISDIR(st.st_mode)) {

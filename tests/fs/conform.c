@@ -9,8 +9,8 @@
  * directory from the git tree) and compares line by line: each line is a
  * TAP test.
  *
- * DIR must hold pre/ (see conform.sh: file, file2, file3, exe, dir/inner,
- * link), which in the mount comes from the lower layer, so the checks on
+ * DIR must hold pre/ (see make_pre in conform.sh: file..file7, exe, exe2,
+ * dir/inner..dir5/inner, link), which in the mount comes from the lower layer, so the checks on
  * pre/ exercise copy-up. Everything else is made here, with fixed names.
  *
  * `conform DIR dump` prints the lasting attributes of everything under DIR
@@ -479,6 +479,27 @@ static void unlinked(void)
         memset(buf, 0, sizeof(buf));
         say_read("unl_pre_read", pread(fd, buf, sizeof(buf), 0), buf);
         close(fd);
+        fd = open("pre/file7", O_RDONLY | O_CLOEXEC);
+        res("unl_pre_setattr_open", fd);
+        res("unl_pre_setattr_unlink", unlink("pre/file7"));
+        res("unl_pre_setattr_fchmod", fchmod(fd, 0604));
+        res("unl_pre_setattr_fchown", fchown(fd, 91, 92));
+        res("unl_pre_setattr_futimens",
+            futimens(fd, (struct timespec[]){{.tv_sec = 15}, {.tv_sec = 16}}));
+        fst("unl_pre_setattr_fstat", fd);
+        memset(buf, 0, sizeof(buf));
+        say_read("unl_pre_setattr_read", pread(fd, buf, sizeof(buf), 0), buf);
+        res("unl_pre_setattr_name_is_gone", access("pre/file7", F_OK));
+        close(fd);
+        res("unl_pre_dir_empty_it", unlink("pre/dir5/inner"));
+        dfd = open("pre/dir5", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        res("unl_pre_dir_open", dfd);
+        res("unl_pre_dir_rmdir", rmdir("pre/dir5"));
+        fst("unl_pre_dir_fstat", dfd);
+        res("unl_pre_dir_fchmod", fchmod(dfd, 0711));
+        fst("unl_pre_dir_fstat_after_fchmod", dfd);
+        res("unl_pre_dir_name_is_gone", access("pre/dir5", F_OK));
+        close(dfd);
         fd = open("pre/file2", O_RDWR | O_CLOEXEC);
         res("unl_pre_open_rdwr", fd);
         res("unl_pre_rdwr_unlink", unlink("pre/file2"));

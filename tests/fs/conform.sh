@@ -15,12 +15,12 @@
 # make_pre DIR: the tree every place starts from (conform.c relies on it).
 make_pre() {
         local d=$1/pre f
-        mkdir -p "$d/dir" "$d/dir2" "$d/dir3"
-        for f in file file2 file3 file4 file5 file6; do echo "lower $f" >"$d/$f"; done
+        mkdir -p "$d/dir" "$d/dir2" "$d/dir3" "$d/dir5"
+        for f in file file2 file3 file4 file5 file6 file7; do echo "lower $f" >"$d/$f"; done
         printf '#!/bin/sh\n' >"$d/exe"
         chmod 755 "$d/exe"
         cp -p "$d/exe" "$d/exe2"
-        for f in dir dir2 dir3; do echo in >"$d/$f/inner"; done
+        for f in dir dir2 dir3 dir5; do echo in >"$d/$f/inner"; done
         ln -s file "$d/link"
 }
 
