@@ -6,7 +6,7 @@
  *   changes    one JSON line per path present in an upper layer (the repo's,
  *              then the hidden home's, so that review never needs the
  *              journal, which may be cut at its bound, to find changes):
- *              {"path":"/workspace/a","type":"file|dir|symlink|fifo|deleted",
+ *              {"path":"/workspace/a","type":"file|dir|symlink|fifo|socket|device|deleted",
  *               "opaque":bool} (+ "path_hex", the exact bytes, when the path
  *              is not UTF-8); "deleted" is a whiteout, "opaque" a dir that
  *              hides or replaces the lower one (new, recreated or renamed),
@@ -72,6 +72,8 @@ static const char *type_name(mode_t m)
                 return "fifo";
         if (S_ISSOCK(m))
                 return "socket";
+        if (S_ISCHR(m) || S_ISBLK(m))
+                return "device"; /* an empty placeholder on the host (attr.c) */
         return "file";
 }
 
@@ -132,7 +134,7 @@ static int walk(struct out *o, int dfd, const char *path)
                         S_ISREG(st.st_mode) && json_is_true(json_object_get(rec, "metacopy"))
                                 ? upper_json_get_name(rec, "origin")
                                 : NULL;
-                r = emit(o, p, type_name(st.st_mode), opaque, origin);
+                r = emit(o, p, type_name(upper_rec_type(rec, st.st_mode)), opaque, origin);
                 if (r < 0)
                         goto out;
                 if (S_ISDIR(st.st_mode)) {

@@ -73,6 +73,8 @@ int copyup_fd_data(int in, int out, uint64_t size)
         return 0;
 }
 
+static int copyup_orphan(struct fs_workspace *ws, struct node *n, enum copyup_how how);
+
 /* Directory times are restored after we change a directory for our own bookkeeping. */
 struct saved_times {
         struct timespec t[2];
@@ -111,6 +113,8 @@ int copyup_dir(struct fs_workspace *ws, struct node *dir)
 
         if (dir->upper)
                 return 0;
+        if (dir->unlinked)
+                return copyup_orphan(ws, dir, COPYUP_DATA);
         if (!parent || parent->kind != NODE_COW)
                 return -EIO;
         r = copyup_dir(ws, parent);
@@ -205,11 +209,14 @@ static int fill_metacopy(struct fs_workspace *ws, struct node *n, enum copyup_ho
                 }
         }
         (void)futimens(out, (struct timespec[]){st.st_atim, st.st_mtim});
-        rec = rec_new(n->ino);
-        r = rec ? upper_meta_set_rec(n->parent, n->name, rec) : -ENOMEM;
-        json_decref(rec);
-        if (r < 0)
-                return r;
+        if (!n->unlinked) {
+                /* (an unlinked file's name is gone, or is someone else's now) */
+                rec = rec_new(n->ino);
+                r = rec ? upper_meta_set_rec(n->parent, n->name, rec) : -ENOMEM;
+                json_decref(rec);
+                if (r < 0)
+                        return r;
+        }
         n->metacopy = false;
         n->has_lower = false;
         lent_clear(&n->lower);
@@ -274,6 +281,89 @@ fail:
         return r;
 }
 
+/*
+ * An entry removed while open that never was in the upper (say fchmod on a
+ * read-only fd of a deleted lower file) gets an upper inode with no name:
+ * an O_TMPFILE, or an entry made under a reserved name and removed at once.
+ * No sidecar record (there is no name); the node's fds keep the inode.
+ */
+static int copyup_orphan(struct fs_workspace *ws, struct node *n, enum copyup_how how)
+{
+        int dfd = n->layer->upper_fd;
+        mode_t type = n->type & S_IFMT, mode = n->lower.mode & 0777;
+        char tmp[64];
+        _cleanup_close_ int fd = -1;
+        uint64_t size = 0;
+        int r;
+
+        if (!n->has_lower)
+                return -ENOENT;
+        snprintf(tmp, sizeof(tmp), UPPER_PREFIX "tmp.orphan.%llx", (unsigned long long)n->ino);
+        (void)unlinkat(dfd, tmp, S_ISDIR(type) ? AT_REMOVEDIR : 0); /* left by a crash */
+        if (S_ISREG(type)) {
+                fd = openat(dfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+                if (fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR)) {
+                        fd = openat(dfd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                                    0600);
+                        if (fd >= 0 && unlinkat(dfd, tmp, 0) < 0)
+                                return negative_errno();
+                }
+        } else {
+                if (S_ISDIR(type))
+                        r = mkdirat(dfd, tmp, 0700);
+                else if (S_ISFIFO(type))
+                        r = mkfifoat(dfd, tmp, 0600);
+                else
+                        return -ENOENT; /* a symlink can't be open */
+                if (r < 0)
+                        return negative_errno();
+                fd = openat(dfd, tmp,
+                            (S_ISDIR(type) ? O_RDONLY | O_DIRECTORY : O_PATH) | O_NOFOLLOW |
+                                    O_CLOEXEC);
+                r = fd < 0 ? negative_errno() : 0;
+                if (unlinkat(dfd, tmp, S_ISDIR(type) ? AT_REMOVEDIR : 0) < 0 && r == 0)
+                        r = negative_errno();
+                if (r < 0)
+                        return r;
+        }
+        if (fd < 0)
+                return negative_errno();
+        if (S_ISREG(type) && how == COPYUP_DATA) {
+                r = lower_size(n->layer->lower, &n->lower);
+                if (r < 0)
+                        return r;
+                size = n->lower.size;
+                r = quota_charge_bytes(ws, size);
+                if (r < 0)
+                        return r;
+                r = copy_lower(n, fd, size);
+                if (r < 0) {
+                        quota_refund_bytes(ws, size);
+                        return r;
+                }
+        }
+        {
+                char p[32];
+                snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+                if (chmod(p, mode) < 0)
+                        return negative_errno();
+        }
+        (void)utimensat(fd, "", (struct timespec[]){n->lower.mtime, n->lower.mtime}, AT_EMPTY_PATH);
+        if (S_ISDIR(type)) {
+                n->ufd = TAKE_FD(fd);
+        } else {
+                safe_close(n->hfd);
+                n->hfd = TAKE_FD(fd);
+        }
+        n->upper = true;
+        n->metacopy = S_ISREG(type) && how == COPYUP_META;
+        if (!n->metacopy) {
+                n->has_lower = false;
+                lent_clear(&n->lower);
+        }
+        return 0;
+}
+
 int copyup(struct fs_workspace *ws, struct node *n, enum copyup_how how)
 {
         struct node *parent = n->parent;
@@ -290,9 +380,11 @@ int copyup(struct fs_workspace *ws, struct node *n, enum copyup_how how)
                         return 0;
                 return fill_metacopy(ws, n, how);
         }
+        if (n->unlinked)
+                return copyup_orphan(ws, n, how);
         if (S_ISDIR(n->type))
                 return copyup_dir(ws, n);
-        if (n->unlinked || !parent)
+        if (!parent)
                 return -ENOENT;
         r = copyup_dir(ws, parent);
         if (r < 0)

@@ -70,7 +70,7 @@ static int resolve(struct fs_workspace *ws, struct node *dir, const char *name, 
                         json_t *rec = upper_meta_rec(dir, name);
                         struct lent le = {0};
                         c->upper = true;
-                        c->type = c->ust.st_mode & S_IFMT;
+                        c->type = upper_rec_type(rec, c->ust.st_mode);
                         c->ino = rec_ino(rec);
                         if (!c->ino)
                                 c->ino = upper_ino(&c->ust);
@@ -148,6 +148,11 @@ static int node_from(struct fs_workspace *ws, struct node *dir, const char *name
                         node_free(n);
                         return r;
                 }
+                r = attr_dir_load(ws, n);
+                if (r < 0) {
+                        node_free(n);
+                        return r;
+                }
         }
         if (c->upper && !S_ISDIR(c->type)) {
                 int r = upper_node_pin(n);
@@ -188,6 +193,11 @@ int cow_layer_root(struct fs_workspace *ws, struct layer *l, struct node *parent
         if (n->ufd < 0) {
                 node_free(n);
                 return negative_errno();
+        }
+        r = attr_dir_load(ws, n);
+        if (r < 0) {
+                node_free(n);
+                return r;
         }
         if (l->lower) {
                 r = lower_root(l->lower, &n->lower);
@@ -272,6 +282,12 @@ int cow_list(struct fs_workspace *ws, struct node *dir, struct cow_dirent **ret,
         int r = 0;
         (void)ws;
 
+        if (dir->unlinked) {
+                /* rmdir'ed while open: empty, as on ext4 */
+                *ret = NULL;
+                *ret_n = 0;
+                return 0;
+        }
         li.seen = json_object();
         if (!li.seen)
                 return -ENOMEM;
@@ -301,6 +317,7 @@ int cow_list(struct fs_workspace *ws, struct node *dir, struct cow_dirent **ret,
                                         ino = upper_ino(&st);
                                 type = st.st_mode & S_IFMT;
                         }
+                        type = upper_rec_type(rec, type);
                         r = listing_add(&li, name, ino, type);
                         if (r < 0 || json_object_set_new_nocheck(li.seen, name, json_true()) < 0) {
                                 r = r < 0 ? r : -ENOMEM;
@@ -329,7 +346,7 @@ int cow_getattr(struct fs_workspace *ws, struct node *n, struct stat *st)
         int r;
 
         if (n->upper) {
-                r = upper_fstat(n, st);
+                r = upper_fstat(ws, n, st);
                 if (r < 0)
                         return r;
                 if (n->metacopy) {
@@ -342,25 +359,30 @@ int cow_getattr(struct fs_workspace *ws, struct node *n, struct stat *st)
                         st->st_blocks = (blkcnt_t)((n->lower.size + 511) / 512);
                 }
         } else {
+                if (!n->has_lower)
+                        return -ENOENT;
                 *st = (struct stat){0};
                 pthread_mutex_lock(&n->lock);
                 r = lower_size(n->layer->lower, &n->lower);
                 pthread_mutex_unlock(&n->lock);
                 if (r < 0)
                         return r;
-                st->st_mode = n->lower.mode;
+                st->st_mode = n->lower.mode & ~(mode_t)(S_ISUID | S_ISGID);
                 st->st_size = (off_t)n->lower.size;
                 st->st_blocks = (blkcnt_t)((n->lower.size + 511) / 512);
                 st->st_mtim = st->st_atim = n->lower.mtime;
-                st->st_ctim = n->lower.ctime;
+                /* The home's seeds are copied afresh at every mount: their host
+                 * ctime is the mount's, so report the mtime, which stays. */
+                st->st_ctim = n->layer == &ws->home ? n->lower.mtime : n->lower.ctime;
                 st->st_uid = ws->uid;
                 st->st_gid = ws->gid;
-                st->st_nlink = 1;
+                st->st_nlink = n->unlinked ? 0 : 1;
                 st->st_blksize = 4096;
         }
-        st->st_mode &= ~(mode_t)(S_ISUID | S_ISGID);
         st->st_ino = n->ino;
-        if (S_ISDIR(n->type) && n->has_lower) {
+        if (S_ISDIR(n->type) && n->unlinked) {
+                st->st_nlink = 0; /* as ext4 says of a dir rmdir'ed while open */
+        } else if (S_ISDIR(n->type) && n->has_lower) {
                 /* 2 + subdirectories, as on ext4; merged from both layers. */
                 struct cow_dirent *d = NULL;
                 size_t nd = 0;

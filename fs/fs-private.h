@@ -84,6 +84,9 @@ struct node {
         /* protected by ws->ns_lock */
         struct node *parent;
         char *name;
+        /* No name any more (unlinked, rmdir'ed, renamed over): the node lives on
+         * for open files and keeps its upper inode (ufd, hfd) or its lower entry,
+         * so fstat, read and write still work; st_nlink is then 0. */
         bool unlinked;
 
         pthread_mutex_t lock;
@@ -100,8 +103,11 @@ struct node {
         bool opaque;   /* upper dir hides the lower one */
         bool has_lower;
         struct lent lower;
-        int ufd;      /* dirs with an upper: the upper directory */
-        json_t *meta; /* dirs with an upper: the sidecar (NULL until loaded) */
+        bool reclaimed;        /* unlinked file: its size was given back to the quota */
+        uint64_t reclaimed_at; /* ... at this size (quota_reclaim) */
+        int ufd;               /* dirs with an upper: the upper directory */
+        json_t *meta;          /* dirs with an upper: the sidecar (NULL until loaded) */
+        mode_t xbits;          /* dirs: S_ISUID/S_ISGID, kept off the host (attr.c) */
 
         /* NODE_MIRROR */
         struct mirror *mirror;
@@ -139,6 +145,8 @@ struct fs_workspace {
 
         uint64_t max_bytes, max_files;
         _Atomic uint64_t used_bytes, used_files;
+        uint64_t max_file_size; /* the upper filesystem's, found at mount (attr.c) */
+        bool xattr_ok;          /* trusted.* xattrs work in the upper trees (attr.c) */
 
         struct {
                 _Atomic int state; /* GITINDEX_* or a negative errno (failed) */
@@ -197,13 +205,31 @@ int upper_meta_set_whiteout(struct node *dir, const char *name, bool on);
 json_t *upper_meta_rec(struct node *dir, const char *name);
 /* Replace the record for name (NULL: delete it); takes a reference on rec. */
 int upper_meta_set_rec(struct node *dir, const char *name, json_t *rec);
-int upper_fstat(struct node *n, struct stat *st);
+/* The agent's view of n's upper inode (attr.c applied), also once n is unlinked. */
+int upper_fstat(struct fs_workspace *ws, struct node *n, struct stat *st);
 /* Keep an O_PATH fd on a non-directory's upper file (n->hfd), so that it stays
  * reachable when the name it was found by goes (hard links). */
 int upper_node_pin(struct node *n);
 /* Remove our marker files from an upper dir (before it is removed). */
 int upper_dir_clear_markers(int dfd);
 int upper_open(struct node *n, int flags, int *ret_fd);
+/* The agent's type of an upper entry: a device node is a regular file on the host
+ * and "dev": "c"/"b" in its name's sidecar record (the type never changes). */
+mode_t upper_rec_type(json_t *rec, mode_t host_type);
+/* Add that "dev" to rec for a device node's type; 0 for any other type. */
+int upper_rec_add_type(json_t *rec, mode_t type);
+
+/* attr.c: setuid/setgid/sticky bits and device nodes, kept off the host */
+int attr_probe(struct fs_workspace *ws);
+/* Read a dir's special bits into dir->xbits (after its ufd is opened). */
+int attr_dir_load(struct fs_workspace *ws, struct node *dir);
+/* Turn the host stat of n's upper inode (fd: any fd on it, O_PATH too) into the agent's. */
+void attr_view(struct fs_workspace *ws, struct node *n, int fd, struct stat *st);
+/* Give the upper inode behind fd the agent's mode; xbits: a dir's node->xbits. */
+int attr_set_mode(struct fs_workspace *ws, mode_t type, int fd, mode_t mode, dev_t rdev,
+                  mode_t *xbits);
+/* A device node's rdev. */
+int attr_rdev(struct fs_workspace *ws, int fd, dev_t *ret);
 
 /* cow.c: lookup, attributes and listing of copy-on-write nodes */
 struct cow_dirent {
@@ -237,6 +263,8 @@ uint64_t quota_charge_bytes_upto(struct fs_workspace *ws, uint64_t want);
 int quota_charge_bytes(struct fs_workspace *ws, uint64_t n);
 void quota_refund_bytes(struct fs_workspace *ws, uint64_t n);
 void quota_add(struct fs_workspace *ws, uint64_t files, uint64_t bytes);
+/* A removed file nobody has open: give its bytes back (again after a reopen). */
+void quota_reclaim(struct fs_workspace *ws, struct node *n);
 
 /* gitindex.c: the workspace .git's index, built while the mount serves */
 /* At setup: whether the index is still to be built (keeps fds for it). */

@@ -138,6 +138,7 @@ static void release_locked(struct fs_workspace *ws, struct node *n)
 {
         while (n && n->nlookup == 0 && n->refs == 0) {
                 struct node *parent = n->parent;
+                quota_reclaim(ws, n);
                 unhash(ws, n);
                 node_free(n);
                 if (!parent)

@@ -58,8 +58,17 @@ static void handle_free(struct fs_workspace *ws, struct handle *h)
         safe_close(h->lower_fd);
         safe_close(h->stale_fd);
         free(h->buf);
-        if (h->node)
+        lent_clear(&h->lent);
+        if (h->node) {
+                unsigned refs;
+                pthread_mutex_lock(&ws->itable_lock);
+                refs = h->node->refs;
+                pthread_mutex_unlock(&ws->itable_lock);
+                /* The last close of a removed file gives its space back, as on a disk. */
+                if (refs == 1 && h->node->unlinked)
+                        quota_reclaim(ws, h->node);
                 node_unref(ws, h->node);
+        }
         free(h);
 }
 
@@ -127,9 +136,11 @@ static int open_cow(struct fs_workspace *ws, fuse_req_t req, struct node *n, int
                 if (n->upper && !n->metacopy) {
                         r = upper_open(n, O_RDONLY | O_NONBLOCK, &h->fd);
                         h->is_upper = true;
+                } else if (n->has_lower) {
+                        r = lent_copy(&n->lower, &h->lent);
+                        h->lazy_lower = r == 0;
                 } else {
-                        h->lazy_lower = true;
-                        r = 0;
+                        r = -ENOENT;
                 }
                 pthread_rwlock_unlock(&ws->ns_lock);
                 fi->keep_cache = 1;
@@ -226,7 +237,6 @@ void ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode
 {
         struct fs_workspace *ws = req_ws(req);
         struct node *p = ino_node(ws, parent), *n = NULL, *existing = NULL;
-        const struct fuse_ctx *ctx = fuse_req_ctx(req);
         struct fuse_entry_param e;
         struct handle *h = NULL;
         struct stat st;
@@ -281,13 +291,14 @@ void ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode
                 r = negative_errno();
                 goto unlock;
         }
-        charged = false;
-        if (geteuid() == 0)
-                (void)fchown(fd, ctx->uid, ctx->gid);
-        if (fstat(fd, &st) < 0) {
+        r = ops_settle_new(ws, req, p, fd, S_IFREG, mode, 0, NULL);
+        if (r == 0 && fstat(fd, &st) < 0)
                 r = negative_errno();
+        if (r < 0) {
+                (void)unlinkat(p->ufd, en, 0);
                 goto unlock;
         }
+        charged = false;
         n = node_new(ws, NODE_COW, S_IFREG, upper_ino(&st));
         if (!n || !(n->name = strdup(name))) {
                 if (n)
@@ -376,10 +387,10 @@ static void do_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
                 pthread_mutex_lock(&n->lock);
                 if (h->lazy_lower) {
                         /* Small blobs are served from memory: no cache file to write. */
-                        r = lower_read_small(n->layer->lower, &n->lower, FS_SMALL_BLOB, &h->buf,
+                        r = lower_read_small(n->layer->lower, &h->lent, FS_SMALL_BLOB, &h->buf,
                                              &h->len);
                         if (r == -EFBIG || r == -EOPNOTSUPP)
-                                r = lower_open_data(n->layer->lower, &n->lower, &h->fd);
+                                r = lower_open_data(n->layer->lower, &h->lent, &h->fd);
                         h->lazy_lower = r < 0;
                 }
                 pthread_mutex_unlock(&n->lock);
@@ -455,6 +466,13 @@ void ops_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off
                 fuse_reply_err(req, EINVAL);
                 return;
         }
+        /* The host's maximum file size, as a local filesystem would cut the write. */
+        if ((uint64_t)off >= ws->max_file_size) {
+                fuse_reply_err(req, EFBIG);
+                return;
+        }
+        if (len > ws->max_file_size - (uint64_t)off)
+                len = (size_t)(ws->max_file_size - (uint64_t)off);
         r = fill_before_write(ws, n);
         if (r < 0) {
                 fuse_reply_err(req, -r);
@@ -552,35 +570,34 @@ void ops_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 static int setattr_meta(struct fs_workspace *ws, fuse_req_t req, struct node *n,
                         const struct stat *attr, int to_set)
 {
-        struct node *dirn = n->parent && n->parent->kind == NODE_COW ? n->parent : NULL;
-        int dfd = dirn ? dirn->ufd : n->ufd;
-        char en[256] = ".";
-        int r;
+        int fd, r;
 
-        if (dirn) {
-                r = upper_name_escape(n->name, en);
+        /*
+         * Through the node's own fd, never by opening the file: a socket can't be
+         * opened, a FIFO would block, and the name may be gone (unlinked while
+         * open, a hard link's other name removed).
+         */
+        if (!S_ISDIR(n->type)) {
+                r = upper_node_pin(n);
                 if (r < 0)
                         return r;
         }
-        /* A hard-linked file may have lost the name it was found by: use its pinned fd. */
-        if (n->hfd >= 0) {
-                dfd = n->hfd;
-                en[0] = 0;
-        }
+        fd = S_ISDIR(n->type) ? n->ufd : n->hfd;
+        if (fd < 0)
+                return -EIO;
         if (to_set & FUSE_SET_ATTR_MODE) {
-                _cleanup_close_ int fd = -1;
-                mode_t m = attr->st_mode & 07777 & ~(mode_t)(S_ISUID | S_ISGID);
+                mode_t m = attr->st_mode & 07777;
+                dev_t rdev = 0;
                 if (S_ISLNK(n->type))
-                        return -EOPNOTSUPP;
-                if (S_ISDIR(n->type)) {
-                        fd = fcntl(n->ufd, F_DUPFD_CLOEXEC, 3);
-                } else {
-                        r = upper_open(n, O_RDONLY | O_NONBLOCK, &fd);
+                        return -EOPNOTSUPP; /* as ext4 (the kernel refuses it first) */
+                if (S_ISCHR(n->type) || S_ISBLK(n->type)) {
+                        r = attr_rdev(ws, fd, &rdev);
                         if (r < 0)
                                 return r;
                 }
-                if (fd < 0 || fchmod(fd, m) < 0)
-                        return negative_errno();
+                r = attr_set_mode(ws, n->type, fd, m, rdev, &n->xbits);
+                if (r < 0)
+                        return r;
                 r = ops_journal(ws, req, JOURNAL_CHMOD, n, NULL,
                                 &(struct journal_entry){.mode = m, .uid = -1, .gid = -1});
                 if (r < 0)
@@ -589,7 +606,7 @@ static int setattr_meta(struct fs_workspace *ws, fuse_req_t req, struct node *n,
         if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
                 uid_t u = to_set & FUSE_SET_ATTR_UID ? attr->st_uid : (uid_t)-1;
                 gid_t g = to_set & FUSE_SET_ATTR_GID ? attr->st_gid : (gid_t)-1;
-                if (fchownat(dfd, en, u, g, AT_SYMLINK_NOFOLLOW | (*en ? 0 : AT_EMPTY_PATH)) < 0)
+                if (fchownat(fd, "", u, g, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
                         return negative_errno();
                 r = ops_journal(ws, req, JOURNAL_CHOWN, n, NULL,
                                 &(struct journal_entry){
@@ -608,7 +625,7 @@ static int setattr_meta(struct fs_workspace *ws, fuse_req_t req, struct node *n,
                         ts[1].tv_nsec = UTIME_NOW;
                 else if (to_set & FUSE_SET_ATTR_MTIME)
                         ts[1] = attr->st_mtim;
-                if (utimensat(dfd, en, ts, AT_SYMLINK_NOFOLLOW | (*en ? 0 : AT_EMPTY_PATH)) < 0)
+                if (utimensat(fd, "", ts, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
                         return negative_errno();
                 r = ops_journal(ws, req, JOURNAL_UTIMENS, n, NULL, NULL);
                 if (r < 0)
@@ -616,8 +633,7 @@ static int setattr_meta(struct fs_workspace *ws, fuse_req_t req, struct node *n,
         } else if ((to_set & FUSE_SET_ATTR_CTIME) &&
                    !(to_set & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID))) {
                 /* Only a ctime bump (e.g. chown -1 -1): a no-op chown does exactly that. */
-                if (fchownat(dfd, en, (uid_t)-1, (gid_t)-1,
-                             AT_SYMLINK_NOFOLLOW | (*en ? 0 : AT_EMPTY_PATH)) < 0)
+                if (fchownat(fd, "", (uid_t)-1, (gid_t)-1, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
                         return negative_errno();
         }
         return 0;
@@ -644,6 +660,11 @@ void ops_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                         r = S_ISDIR(n->type) ? -EISDIR : -EINVAL;
                         goto out;
                 }
+                /* Past what the host can hold: EFBIG, as the host says, before any quota. */
+                if ((uint64_t)attr->st_size > ws->max_file_size) {
+                        r = -EFBIG;
+                        goto out;
+                }
                 r = copyup(ws, n, attr->st_size == 0 ? COPYUP_EMPTY : COPYUP_DATA);
                 if (r < 0)
                         goto out;
@@ -662,6 +683,12 @@ void ops_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                 if (r < 0)
                         goto out;
         }
+        /*
+         * Nothing to set at all is a ctime-only change (chown(-1, -1)): without
+         * the writeback cache the kernel sends no FUSE_SET_ATTR_CTIME for it.
+         */
+        if (to_set == 0)
+                meta = FUSE_SET_ATTR_CTIME;
         if (meta & (FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID |
                     FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_CTIME)) {
                 r = copyup(ws, n, COPYUP_META);
@@ -696,6 +723,14 @@ void ops_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t
         }
         if (mode & ~FALLOC_FL_KEEP_SIZE) {
                 fuse_reply_err(req, EOPNOTSUPP);
+                return;
+        }
+        if (offset < 0 || length <= 0) {
+                fuse_reply_err(req, EINVAL);
+                return;
+        }
+        if ((uint64_t)offset + (uint64_t)length > ws->max_file_size) {
+                fuse_reply_err(req, EFBIG);
                 return;
         }
         r = fill_before_write(ws, n);

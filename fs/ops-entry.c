@@ -61,8 +61,8 @@ int ops_getattr(struct fs_workspace *ws, struct node *n, struct handle *h, struc
                         /* An open upper file, maybe unlinked already. */
                         if (fstat(h->fd, st) < 0)
                                 return negative_errno();
+                        attr_view(ws, n, h->fd, st);
                         st->st_ino = n->ino;
-                        st->st_mode &= ~(mode_t)(S_ISUID | S_ISGID);
                         return 0;
                 }
                 return cow_getattr(ws, n, st);

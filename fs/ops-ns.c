@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ops-ns.c: FUSE handlers that change the namespace of a copy-on-write
- * part: mknod (FIFOs, sockets and regular files only), mkdir, symlink,
- * link, unlink, rmdir, rename (with RENAME_NOREPLACE and RENAME_EXCHANGE).
+ * part: mknod, mkdir, symlink, link, unlink, rmdir, rename (with
+ * RENAME_NOREPLACE and RENAME_EXCHANGE).
  *
  * A name that still exists in the lower layer is hidden by a whiteout in
  * the parent's sidecar; a new directory made where the lower had one is
  * opaque; a renamed directory keeps its lower as an "origin" redirect, so
  * renaming a lower directory copies nothing and never fails with EXDEV.
+ * A device node is an empty placeholder file on the host (attr.c): the
+ * daemon never makes a real one. A removed entry's node keeps its upper
+ * inode (or lower entry) for whoever still has it open.
  * Each handler holds ws->ns_lock exclusively and replies once.
  */
 #include <fcntl.h>
@@ -65,33 +68,33 @@ static void reply_entry(fuse_req_t req, struct fs_workspace *ws, struct node *n,
         fuse_reply_entry(req, &e);
 }
 
-/* Make a node for an entry just created in p's upper dir. */
-static int new_node(struct fs_workspace *ws, struct node *p, const char *name, const char *en,
-                    struct node **ret)
+/* Make a node for an entry just created in p's upper dir; takes fd (see make_entry). */
+static int new_node(struct fs_workspace *ws, struct node *p, const char *name, mode_t type, int fd,
+                    mode_t xbits, struct node **ret)
 {
         struct stat st;
         struct node *n;
-        if (fstatat(p->ufd, en, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                return negative_errno();
-        n = node_new(ws, NODE_COW, st.st_mode, upper_ino(&st));
+        if (fstat(fd, &st) < 0) {
+                int r = negative_errno();
+                safe_close(fd);
+                return r;
+        }
+        n = node_new(ws, NODE_COW, type, upper_ino(&st));
         if (!n || !(n->name = strdup(name))) {
                 if (n)
                         node_free(n);
+                safe_close(fd);
                 return -ENOMEM;
         }
         n->parent = p;
         n->layer = p->layer;
         n->upper = true;
-        if (S_ISDIR(st.st_mode)) {
+        if (S_ISDIR(type)) {
                 n->opaque = true;
-                n->ufd = openat(p->ufd, en, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (n->ufd < 0) {
-                        int r = negative_errno();
-                        node_free(n);
-                        return r;
-                }
+                n->ufd = fd;
+                n->xbits = xbits;
         } else {
-                (void)upper_node_pin(n);
+                n->hfd = fd;
         }
         *ret = node_insert_new(ws, n);
         return 0;
@@ -99,7 +102,7 @@ static int new_node(struct fs_workspace *ws, struct node *p, const char *name, c
 
 /* Common start of every "make a new name" op. ns_lock held. */
 static int prepare_new(struct fs_workspace *ws, struct node *p, const char *name, char en[256],
-                       bool dir)
+                       mode_t type)
 {
         struct node *old = NULL;
         json_t *rec = NULL;
@@ -123,9 +126,15 @@ static int prepare_new(struct fs_workspace *ws, struct node *p, const char *name
         if (r < 0)
                 return r;
         /* A new dir hides whatever the lower had there; a file simply shadows it. */
-        if (dir)
+        if (S_ISDIR(type))
                 rec = json_pack("{s:b}", "opaque", 1);
-        r = upper_meta_set_rec(p, name, rec);
+        else if (S_ISCHR(type) || S_ISBLK(type))
+                rec = json_object();
+        r = rec || (!S_ISDIR(type) && !S_ISCHR(type) && !S_ISBLK(type)) ? 0 : -ENOMEM;
+        if (r == 0)
+                r = upper_rec_add_type(rec, type);
+        if (r == 0)
+                r = upper_meta_set_rec(p, name, rec);
         json_decref(rec);
         if (r == 0)
                 r = upper_meta_set_whiteout(p, name, false);
@@ -144,106 +153,143 @@ static void journal_failure(struct fs_workspace *ws, fuse_req_t req, enum journa
                         &(struct journal_entry){.path2 = path2, .result = r, .uid = -1, .gid = -1});
 }
 
-static void own(int dfd, const char *en, fuse_req_t req)
+int ops_settle_new(struct fs_workspace *ws, fuse_req_t req, struct node *p, int fd, mode_t type,
+                   mode_t mode, dev_t rdev, mode_t *xbits)
 {
         const struct fuse_ctx *c = fuse_req_ctx(req);
-        if (geteuid() == 0)
-                (void)fchownat(dfd, en, c->uid, c->gid, AT_SYMLINK_NOFOLLOW);
+        gid_t gid = c->gid;
+        bool dir = S_ISDIR(type);
+
+        if (p->xbits & S_ISGID) {
+                /* A setgid directory hands its group down, and setgid to its subdirs. */
+                struct stat pst;
+                if (fstat(p->ufd, &pst) < 0)
+                        return negative_errno();
+                gid = pst.st_gid;
+                if (dir)
+                        mode |= S_ISGID;
+        }
+        if (geteuid() == 0 &&
+            fchownat(fd, "", c->uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+                return negative_errno();
+        if (S_ISLNK(type))
+                return 0;
+        if (S_ISCHR(type) || S_ISBLK(type) ||
+            (mode & (dir ? (mode_t)(S_ISUID | S_ISGID) : (mode_t)07000)))
+                return attr_set_mode(ws, type, fd, mode, rdev, xbits);
+        return 0;
+}
+
+/*
+ * Make the entry en in p's upper dir (ns_lock held, prepare_new done):
+ * *ret_fd is the new inode's fd (a dir's O_RDONLY fd, else O_PATH) with its
+ * owner and mode settled. A device node is built under a temporary name and
+ * renamed into place, so its name never shows a half-made placeholder.
+ */
+static int make_entry(struct fs_workspace *ws, fuse_req_t req, struct node *p, const char *en,
+                      mode_t mode, dev_t rdev, const char *link, int *ret_fd, mode_t *xbits)
+{
+        mode_t type = mode & S_IFMT;
+        bool dev = S_ISCHR(type) || S_ISBLK(type);
+        const char *at = dev ? UPPER_PREFIX "tmp.dev" : en;
+        _cleanup_close_ int fd = -1;
+        int r;
+
+        *xbits = 0;
+        if (dev) {
+                (void)unlinkat(p->ufd, at, 0); /* left by a crash */
+                fd = openat(p->ufd, at, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0);
+                r = fd < 0 ? negative_errno() : 0;
+                fd = safe_close(fd);
+        } else if (S_ISDIR(type)) {
+                r = mkdirat(p->ufd, en, mode & 01777) < 0 ? negative_errno() : 0;
+        } else if (S_ISLNK(type)) {
+                /* The target is stored verbatim and never resolved by the daemon. */
+                r = symlinkat(link, p->ufd, en) < 0 ? negative_errno() : 0;
+        } else {
+                r = mknodat(p->ufd, en, type | (mode & 0777), 0) < 0 ? negative_errno() : 0;
+        }
+        if (r < 0)
+                return r;
+        fd = openat(p->ufd, at,
+                    (S_ISDIR(type) ? O_RDONLY | O_DIRECTORY : O_PATH) | O_NOFOLLOW | O_CLOEXEC);
+        r = fd < 0 ? negative_errno() : ops_settle_new(ws, req, p, fd, type, mode, rdev, xbits);
+        if (r == 0 && dev && renameat2(p->ufd, at, p->ufd, en, RENAME_NOREPLACE) < 0)
+                r = negative_errno();
+        if (r < 0) {
+                (void)unlinkat(p->ufd, at, S_ISDIR(type) ? AT_REMOVEDIR : 0);
+                return r;
+        }
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+/* mknod, mkdir, symlink: make name in p and reply with its entry. */
+static void do_make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev,
+                    const char *link, enum journal_op op)
+{
+        struct fs_workspace *ws = req_ws(req);
+        struct node *p = ino_node(ws, parent), *n = NULL;
+        mode_t type = mode & S_IFMT, xbits = 0;
+        char en[256];
+        int fd = -1, r;
+
+        pthread_rwlock_wrlock(&ws->ns_lock);
+        r = prepare_new(ws, p, name, en, type);
+        if (r == 0) {
+                r = make_entry(ws, req, p, en, mode, rdev, link, &fd, &xbits);
+                if (r < 0) {
+                        (void)upper_meta_set_rec(p, name, NULL);
+                        quota_refund_files(ws, 1);
+                } else {
+                        r = new_node(ws, p, name, type, fd, xbits, &n);
+                }
+                if (r == 0)
+                        r = ops_journal(ws, req, op, p, name,
+                                        &(struct journal_entry){.mode = S_ISLNK(type) ? 0 : mode,
+                                                                .path2 = link,
+                                                                .uid = -1,
+                                                                .gid = -1});
+        }
+        journal_failure(ws, req, op, p, name, link, r);
+        pthread_rwlock_unlock(&ws->ns_lock);
+        reply_entry(req, ws, n, r);
 }
 
 void ops_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
         struct fs_workspace *ws = req_ws(req);
-        struct node *p = ino_node(ws, parent), *n = NULL;
-        char en[256];
-        int r;
-        (void)rdev;
+        struct node *p = ino_node(ws, parent);
+        mode_t type = mode & S_IFMT;
+        int r = 0;
 
-        /* No device nodes, ever: the daemon has host privileges. */
-        if (!S_ISFIFO(mode) && !S_ISREG(mode) && !S_ISSOCK(mode)) {
+        if (!S_ISFIFO(type) && !S_ISREG(type) && !S_ISSOCK(type) && !S_ISCHR(type) &&
+            !S_ISBLK(type))
+                r = -EINVAL;
+        else if ((S_ISCHR(type) || S_ISBLK(type)) && p->kind == NODE_COW && !ws->xattr_ok)
+                r = -EPERM; /* nowhere to keep it off the host (attr.c) */
+        if (r < 0) {
                 pthread_rwlock_rdlock(&ws->ns_lock);
-                journal_failure(ws, req, JOURNAL_MKNOD, p, name, NULL, -EPERM);
+                journal_failure(ws, req, JOURNAL_MKNOD, p, name, NULL, r);
                 pthread_rwlock_unlock(&ws->ns_lock);
-                fuse_reply_err(req, p->kind == NODE_COW ? EPERM : EROFS);
+                fuse_reply_err(req, p->kind == NODE_COW ? -r : EROFS);
                 return;
         }
-        pthread_rwlock_wrlock(&ws->ns_lock);
-        r = prepare_new(ws, p, name, en, false);
-        if (r == 0) {
-                if (mknodat(p->ufd, en, (mode & S_IFMT) | (mode & 0777), 0) < 0) {
-                        r = negative_errno();
-                        quota_refund_files(ws, 1);
-                } else {
-                        own(p->ufd, en, req);
-                        r = new_node(ws, p, name, en, &n);
-                        if (r == 0)
-                                r = ops_journal(ws, req, JOURNAL_MKNOD, p, name,
-                                                &(struct journal_entry){
-                                                        .mode = mode, .uid = -1, .gid = -1});
-                }
-        }
-        journal_failure(ws, req, JOURNAL_MKNOD, p, name, NULL, r);
-        pthread_rwlock_unlock(&ws->ns_lock);
-        reply_entry(req, ws, n, r);
+        do_make(req, parent, name, mode, rdev, NULL, JOURNAL_MKNOD);
 }
 
 void ops_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
 {
-        struct fs_workspace *ws = req_ws(req);
-        struct node *p = ino_node(ws, parent), *n = NULL;
-        char en[256];
-        int r;
-
-        pthread_rwlock_wrlock(&ws->ns_lock);
-        r = prepare_new(ws, p, name, en, true);
-        if (r == 0) {
-                if (mkdirat(p->ufd, en, mode & 0777) < 0) {
-                        r = negative_errno();
-                        quota_refund_files(ws, 1);
-                } else {
-                        own(p->ufd, en, req);
-                        r = new_node(ws, p, name, en, &n);
-                        if (r == 0)
-                                r = ops_journal(ws, req, JOURNAL_MKDIR, p, name,
-                                                &(struct journal_entry){
-                                                        .mode = mode, .uid = -1, .gid = -1});
-                }
-        }
-        journal_failure(ws, req, JOURNAL_MKDIR, p, name, NULL, r);
-        pthread_rwlock_unlock(&ws->ns_lock);
-        reply_entry(req, ws, n, r);
+        do_make(req, parent, name, S_IFDIR | (mode & 07777), 0, NULL, JOURNAL_MKDIR);
 }
 
 void ops_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
 {
-        struct fs_workspace *ws = req_ws(req);
-        struct node *p = ino_node(ws, parent), *n = NULL;
-        char en[256];
-        int r;
-
         if (strnlen(link, PATH_MAX) >= PATH_MAX) {
                 fuse_reply_err(req, ENAMETOOLONG);
                 return;
         }
-        pthread_rwlock_wrlock(&ws->ns_lock);
-        r = prepare_new(ws, p, name, en, false);
-        if (r == 0) {
-                /* The target is stored verbatim and never resolved by the daemon. */
-                if (symlinkat(link, p->ufd, en) < 0) {
-                        r = negative_errno();
-                        quota_refund_files(ws, 1);
-                } else {
-                        own(p->ufd, en, req);
-                        r = new_node(ws, p, name, en, &n);
-                        if (r == 0)
-                                r = ops_journal(ws, req, JOURNAL_SYMLINK, p, name,
-                                                &(struct journal_entry){
-                                                        .path2 = link, .uid = -1, .gid = -1});
-                }
-        }
-        journal_failure(ws, req, JOURNAL_SYMLINK, p, name, link, r);
-        pthread_rwlock_unlock(&ws->ns_lock);
-        reply_entry(req, ws, n, r);
+        do_make(req, parent, name, S_IFLNK | 0777, 0, link, JOURNAL_SYMLINK);
 }
 
 void ops_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
@@ -265,14 +311,16 @@ void ops_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *
         pthread_rwlock_wrlock(&ws->ns_lock);
         r = copyup(ws, n, COPYUP_DATA);
         if (r == 0)
-                r = prepare_new(ws, p, newname, en, false);
+                r = prepare_new(ws, p, newname, en, n->type);
         if (r < 0)
                 goto out;
         r = upper_name_escape(n->name, srcen);
         if (r < 0)
                 goto refund;
         rec = json_pack("{s:I}", "ino", (json_int_t)n->ino);
-        r = rec ? upper_meta_set_rec(p, newname, rec) : -ENOMEM;
+        r = rec ? upper_rec_add_type(rec, n->type) : -ENOMEM;
+        if (r == 0)
+                r = upper_meta_set_rec(p, newname, rec);
         json_decref(rec);
         if (r < 0)
                 goto refund;
@@ -303,11 +351,23 @@ out:
         reply_entry(req, ws, r == 0 ? n : NULL, r);
 }
 
+/* Nobody holds it open any more: the space of a removed file comes back. */
+static void reclaim_if_closed(struct fs_workspace *ws, struct node *n)
+{
+        unsigned refs;
+        pthread_mutex_lock(&ws->itable_lock);
+        refs = n->refs;
+        pthread_mutex_unlock(&ws->itable_lock);
+        if (refs == 0)
+                quota_reclaim(ws, n);
+}
+
 /* Remove the upper entry of child c (name in p) and hide the lower one. ns_lock held. */
 static int remove_entry(struct fs_workspace *ws, struct node *p, const char *name, const char *en,
                         struct node *c)
 {
         int has = cow_lower_has(ws, p, name);
+        bool last = true;
         if (has < 0)
                 return has;
         if (has) {
@@ -315,23 +375,21 @@ static int remove_entry(struct fs_workspace *ws, struct node *p, const char *nam
                 if (r < 0)
                         return r;
         }
-        bool last = true;
         if (c->upper) {
                 struct stat st;
                 bool dir = S_ISDIR(c->type);
                 if (fstatat(p->ufd, en, &st, AT_SYMLINK_NOFOLLOW) < 0)
                         return negative_errno();
+                /* Open files keep reaching the inode through the node's pinned fd. */
+                if (!dir)
+                        (void)upper_node_pin(c);
                 if (dir)
                         (void)upper_dir_clear_markers(c->ufd);
                 if (unlinkat(p->ufd, en, dir ? AT_REMOVEDIR : 0) < 0)
                         return negative_errno();
                 quota_refund_files(ws, 1);
-                if (S_ISREG(st.st_mode) && st.st_nlink == 1)
-                        quota_refund_bytes(ws, (uint64_t)st.st_size);
                 /* Another hard link keeps the node alive (reached through its pinned fd). */
                 last = dir || st.st_nlink <= 1;
-                if (last)
-                        c->upper = false;
         }
         (void)upper_meta_set_rec(p, name, NULL);
         if (has) {
@@ -341,7 +399,7 @@ static int remove_entry(struct fs_workspace *ws, struct node *p, const char *nam
         }
         if (last) {
                 c->unlinked = true;
-                c->has_lower = false;
+                reclaim_if_closed(ws, c);
         }
         return 0;
 }
@@ -409,12 +467,13 @@ static json_t *moved_rec(struct node *n)
         int r = 0;
         if (!rec)
                 return NULL;
-        if (S_ISDIR(n->type)) {
+        r = upper_rec_add_type(rec, n->type);
+        if (r == 0 && S_ISDIR(n->type)) {
                 if (n->has_lower)
                         r = upper_json_set_name(rec, "origin", n->lower.path);
                 else
                         r = json_object_set_new(rec, "opaque", json_true());
-        } else if (n->metacopy) {
+        } else if (r == 0 && n->metacopy) {
                 r = json_object_set_new(rec, "metacopy", json_true());
                 if (r == 0)
                         r = upper_json_set_name(rec, "origin", n->lower.path);
@@ -526,10 +585,10 @@ static int do_rename(struct fs_workspace *ws, fuse_req_t req, struct node *p, co
                 bool dst_last = true;
                 if (dst && dst->upper) {
                         struct stat st;
+                        if (!S_ISDIR(dst->type))
+                                (void)upper_node_pin(dst); /* for whoever has it open */
                         if (fstatat(np->ufd, nen, &st, AT_SYMLINK_NOFOLLOW) == 0) {
                                 quota_refund_files(ws, 1);
-                                if (S_ISREG(st.st_mode) && st.st_nlink == 1)
-                                        quota_refund_bytes(ws, (uint64_t)st.st_size);
                                 /* Another hard link keeps the replaced file alive. */
                                 dst_last = S_ISDIR(st.st_mode) || st.st_nlink <= 1;
                         }
@@ -549,11 +608,11 @@ static int do_rename(struct fs_workspace *ws, fuse_req_t req, struct node *p, co
                 (void)upper_meta_set_rec(p, name, NULL);
                 if (had_lower)
                         (void)upper_meta_set_whiteout(p, name, true);
+                r = node_set_parent(ws, src, np, newname);
                 if (dst && dst_last) {
                         dst->unlinked = true;
-                        dst->upper = false;
+                        reclaim_if_closed(ws, dst);
                 }
-                r = node_set_parent(ws, src, np, newname);
         }
         if (r == 0) {
                 _cleanup_free_ char *to = node_path(src);

@@ -16,6 +16,8 @@ struct handle {
         int stale_fd;     /* the lower fd replaced by the upper one, kept for reads in flight */
         bool lazy_lower;  /* lower data not opened yet: done at the first read, so opens served
                              from the page cache cost nothing */
+        struct lent lent; /* lazy_lower: the lower entry opened, the handle's own copy (the
+                             node's may go with a copy-up meanwhile) */
         _Atomic int refs; /* the open file, plus each read replying from buf */
         char *buf;        /* control files and small blobs: the content, freed only with
                              the handle (reads reply from it unlocked); dirs: unused */
@@ -91,6 +93,14 @@ void ops_unlink(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ops_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name);
 void ops_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
                 const char *newname, unsigned int flags);
+
+/*
+ * Owner and mode of an entry just made in p (fd: O_PATH or a dir's fd on
+ * it): the caller's uid and gid (p's gid under a setgid p, whose subdirs
+ * get setgid too), special bits and device type kept off the host (attr.c).
+ */
+int ops_settle_new(struct fs_workspace *ws, fuse_req_t req, struct node *p, int fd, mode_t type,
+                   mode_t mode, dev_t rdev, mode_t *xbits);
 
 /* ops-xattr.c */
 void ops_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,

@@ -139,3 +139,30 @@ void quota_add(struct fs_workspace *ws, uint64_t files, uint64_t bytes)
         atomic_fetch_add(&ws->used_files, files);
         atomic_fetch_add(&ws->used_bytes, bytes);
 }
+
+/*
+ * A file's bytes are counted while its inode exists, as a disk's are: an
+ * unlinked file still open keeps them until its last close. Called when
+ * nobody has n open (or once nothing references the node); n can be
+ * reopened later through /proc/PID/fd, so each call settles the difference
+ * from the size given back last time. No writer runs meanwhile (no handle).
+ */
+void quota_reclaim(struct fs_workspace *ws, struct node *n)
+{
+        struct stat st;
+        uint64_t size;
+
+        if (n->kind != NODE_COW || !n->unlinked || !n->upper || !S_ISREG(n->type) || n->hfd < 0)
+                return;
+        if (fstatat(n->hfd, "", &st, AT_EMPTY_PATH) < 0 || st.st_nlink > 0)
+                return;
+        size = (uint64_t)st.st_size;
+        if (!n->reclaimed)
+                quota_refund_bytes(ws, size);
+        else if (size > n->reclaimed_at)
+                quota_refund_bytes(ws, size - n->reclaimed_at);
+        else
+                quota_add(ws, 0, n->reclaimed_at - size);
+        n->reclaimed = true;
+        n->reclaimed_at = size;
+}

@@ -4,7 +4,7 @@
  * multithreaded loop.
  *
  * Mount options: default_permissions (the kernel checks modes), nosuid and
- * nodev (the upper layer can hold neither kind of file anyway), allow_other
+ * nodev (setuid bits and device nodes are metadata only, attr.c), allow_other
  * when root (the sandbox runs the agent as another uid). The writeback cache
  * stays off: quotas must fail the write(2) that crosses them, and with
  * writeback the error would surface only at close or never.
@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "admit.h"
@@ -133,6 +134,22 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
         int r;
 
         raise_nofile();
+        /*
+         * The kernel applies the caller's umask to the mode of every mkdir,
+         * create and mknod before sending it (we don't ask for
+         * FUSE_CAP_DONT_MASK: without ACLs there is nothing to do with the
+         * umask ourselves), so the daemon creates exactly the mode it gets;
+         * its own umask must not mask it again. Every file the daemon makes
+         * for itself names its mode.
+         */
+        umask(0);
+        r = attr_probe(ws);
+        if (r < 0) {
+                if (ret_error &&
+                    asprintf(ret_error, "cannot probe the upper layer: %s", strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
         r = state_mkdir_p(ws->mountpoint, 0755);
         if (r < 0) {
                 if (ret_error && asprintf(ret_error, "cannot create mountpoint '%s': %s",

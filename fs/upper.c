@@ -358,6 +358,8 @@ int upper_node_pin(struct node *n)
         int r;
         if (n->hfd >= 0 || S_ISDIR(n->type) || !n->upper || !n->parent)
                 return 0;
+        if (n->unlinked)
+                return -ENOENT;
         r = upper_name_escape(n->name, en);
         if (r < 0)
                 return r;
@@ -380,21 +382,32 @@ int upper_dir_clear_markers(int dfd)
         return 0;
 }
 
-int upper_fstat(struct node *n, struct stat *st)
+int upper_fstat(struct fs_workspace *ws, struct node *n, struct stat *st)
 {
         char en[256];
         int r;
-        if (n->hfd >= 0)
-                return fstatat(n->hfd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0
-                               ? negative_errno()
-                               : 0;
-        if (!n->parent || n->parent->kind != NODE_COW) /* a layer root */
-                return fstat(n->ufd, st) < 0 ? negative_errno() : 0;
+
+        if (S_ISDIR(n->type)) {
+                /* Its own fd: right for a layer root and for a dir rmdir'ed while open. */
+                if (fstat(n->ufd, st) < 0)
+                        return negative_errno();
+                attr_view(ws, n, n->ufd, st);
+                return 0;
+        }
+        if (n->hfd >= 0) {
+                if (fstatat(n->hfd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+                        return negative_errno();
+                attr_view(ws, n, n->hfd, st);
+                return 0;
+        }
+        if (n->unlinked || !n->parent || n->parent->kind != NODE_COW)
+                return -ENOENT;
         r = upper_name_escape(n->name, en);
         if (r < 0)
                 return r;
         if (fstatat(n->parent->ufd, en, st, AT_SYMLINK_NOFOLLOW) < 0)
                 return negative_errno();
+        attr_view(ws, n, -1, st);
         return 0;
 }
 
@@ -402,27 +415,47 @@ int upper_open(struct node *n, int flags, int *ret_fd)
 {
         char en[256];
         int fd, r;
-        if (!n->parent || n->parent->kind != NODE_COW)
-                return -EISDIR;
+
+        if (n->hfd >= 0 && !S_ISLNK(n->type)) {
+                /* The pinned inode itself, whatever happened to its name since (a hard
+                 * link's other name removed, unlinked while open, renamed over). */
+                char p[32];
+                snprintf(p, sizeof(p), "/proc/self/fd/%d", n->hfd);
+                fd = open(p, (flags & ~O_NOFOLLOW) | O_CLOEXEC);
+                if (fd < 0)
+                        return negative_errno();
+                *ret_fd = fd;
+                return 0;
+        }
+        if (n->unlinked || !n->parent || n->parent->kind != NODE_COW)
+                return n->unlinked ? -ENOENT : -EISDIR;
         r = upper_name_escape(n->name, en);
         if (r < 0)
                 return r;
         fd = openat(n->parent->ufd, en, flags | O_NOFOLLOW | O_CLOEXEC);
-        if (n->hfd >= 0) {
-                /* The name may be gone or reused (a hard link's other name was
-                 * removed): then reopen our own pinned fd, which is the file. */
-                struct stat a, b;
-                if (fd >= 0 && (fstat(fd, &a) < 0 || fstatat(n->hfd, "", &b, AT_EMPTY_PATH) < 0 ||
-                                a.st_ino != b.st_ino || a.st_dev != b.st_dev))
-                        fd = safe_close(fd);
-                if (fd < 0 && !S_ISLNK(n->type)) {
-                        char p[64];
-                        snprintf(p, sizeof(p), "/proc/self/fd/%d", n->hfd);
-                        fd = open(p, flags | O_CLOEXEC);
-                }
-        }
         if (fd < 0)
                 return negative_errno();
         *ret_fd = fd;
         return 0;
+}
+
+mode_t upper_rec_type(json_t *rec, mode_t host_type)
+{
+        const char *d;
+        if (!S_ISREG(host_type))
+                return host_type & S_IFMT;
+        d = json_string_value(json_object_get(rec, "dev"));
+        if (d && streq(d, "c"))
+                return S_IFCHR;
+        if (d && streq(d, "b"))
+                return S_IFBLK;
+        return S_IFREG;
+}
+
+int upper_rec_add_type(json_t *rec, mode_t type)
+{
+        if (!S_ISCHR(type) && !S_ISBLK(type))
+                return 0;
+        return json_object_set_new(rec, "dev", json_string(S_ISCHR(type) ? "c" : "b")) < 0 ? -ENOMEM
+                                                                                           : 0;
 }

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# POSIX conformance, measured against the host's own filesystem: conform
+# (conform.c) runs the same battery of checks in a plain host directory and
+# in three places of the mount (the workspace root, a directory that came
+# from the git tree, the hidden home), each starting from the same pre/
+# tree (from the lower layer in the mount). Every answer must match the
+# host's, except the differences docs/fs-design.md lists, which must be
+# exactly what it says. Then what only the mount can show: everything is
+# kept across remount, the host's upper tree never holds a setuid/setgid
+# file or a device node, and review's diff and export never make one.
+. "$(dirname "$0")/lib.sh"
+: "${CONFORM:?set by meson}" "${FSPROBE:?set by meson}"
+
+# make_pre DIR: the tree every place starts from (conform.c relies on it).
+make_pre() {
+        local d=$1/pre f
+        mkdir -p "$d/dir" "$d/dir2" "$d/dir3" "$d/dir5"
+        for f in file file2 file3 file4 file5 file6 file7; do echo "lower $f" >"$d/$f"; done
+        printf '#!/bin/sh\n' >"$d/exe"
+        chmod 755 "$d/exe"
+        cp -p "$d/exe" "$d/exe2"
+        for f in dir dir2 dir3 dir5; do echo in >"$d/$f/inner"; done
+        ln -s file "$d/link"
+}
+
+make_repo "$T/repo"
+make_pre "$T/repo"
+make_pre "$T/repo/deep/tree"
+git_quiet -C "$T/repo" add -A
+git_quiet -C "$T/repo" commit -m pre
+mkdir -p "$T/seed"
+make_pre "$T/seed"
+C=$(make_config conform "$T/repo" "
+[home]
+persist = true
+seed = $T/seed/pre -> pre
+")
+M=$(mnt_of "$C")
+S=$(state_of "$C")
+W=$M/workspace
+H=$M/home/agent
+REF=$T/ref
+mkdir -p "$REF"
+make_pre "$REF"
+
+# The daemon starts under a umask that would mask the modes the agent asks for.
+check mount_under_umask_027 bash -c "umask 027; '$CLOISTER' mount '$C'"
+
+# What the mount answers differently from a local filesystem, and why
+# (docs/fs-design.md, "What differs from ext4"):
+declare -A DIFFERS=(
+        # libfuse 3.14 has no tmpfile operation; libraries fall back (checked below)
+        [tmpfile_o_tmpfile]=EOPNOTSUPP
+)
+# ... and what the mount may answer instead of the host (a kernel rule, not ours):
+declare -A MAY=(
+        # Linux >= 6.2 drops setgid (without group exec) when a non-member writes;
+        # the kernel's FUSE code keeps the older rule (drop only with group exec).
+        [suid_sgid_noexec_write_keeps_sgid]="f 2767 n1 0:0 s1"
+)
+
+"$CONFORM" "$REF" >"$T/ref.out" 2>"$T/ref.err"
+check conform_runs_on_the_host_filesystem test -s "$T/ref.out"
+declare -A WANT=()
+while read -r name value; do WANT[$name]=$value; done <"$T/ref.out"
+
+compare() { # compare PLACE OUTPUT: one TAP line per check
+        local place=$1 out=$2 name value want seen=0
+        while read -r name value; do
+                seen=$((seen + 1))
+                want=${DIFFERS[$name]:-${WANT[$name]-<missing on the host>}}
+                if [ "$value" = "$want" ] || [ "$value" = "${MAY[$name]-}" ]; then
+                        ok 0 "$place: $name"
+                else
+                        echo "# got:  $value"
+                        echo "# want: $want"
+                        ok 1 "$place: $name"
+                fi
+        done <"$out"
+        same "$place: every_check_ran" "$seen" "${#WANT[@]}"
+}
+
+PLACES=(workspace gittree home)
+declare -A DIR=([workspace]=$W [gittree]=$W/deep/tree [home]=$H)
+for place in "${PLACES[@]}"; do
+        "$CONFORM" "${DIR[$place]}" >"$T/$place.out" 2>"$T/$place.err"
+        compare "$place" "$T/$place.out"
+done
+
+# The fallback of libraries where O_TMPFILE fails: a named file, unlinked, used.
+if command -v python3 >/dev/null; then
+        for place in "${PLACES[@]}"; do
+                check "$place: python_temporaryfile_works" python3 -c "
+import os, sys, tempfile
+f = tempfile.TemporaryFile(dir=sys.argv[1])
+f.write(b'abc'); f.flush(); f.seek(0)
+assert f.read() == b'abc', 'read back'
+assert os.fstat(f.fileno()).st_nlink == 0, 'nlink'
+assert not [n for n in os.listdir(sys.argv[1]) if n.startswith('tmp')], 'left a name'
+" "${DIR[$place]}"
+        done
+fi
+
+# Device nodes are inert here (nodev) and never real on the host.
+expect_errno device_node_cannot_be_opened_on_the_mount EACCES "$FSPROBE" open "$W/d_keep" r
+check host_upper_holds_no_device_node bash -c "[ -z \"\$(find '$S/fs' -type b -o -type c)\" ]"
+check host_upper_holds_no_setuid_or_setgid_file bash -c "[ -z \"\$(find '$S/fs' -perm /6000)\" ]"
+check device_placeholder_is_an_unreadable_empty_file bash -c "
+        f=\$(find '$S/fs/repo' -name d_keep | head -1); [ -f \"\$f\" ] && [ ! -s \"\$f\" ] && [ \"\$(stat -c %a \"\$f\")\" = 1000 ]"
+same setuid_file_shows_its_bits_in_the_mount "$(stat -c %a "$W/s_g")" 6711
+check diff_never_carries_a_setuid_mode bash -c "'$CLOISTER' diff '$C' >'$T/diff' 2>/dev/null; grep -q 's_g' '$T/diff' && ! grep -Eq 'mode 10[0-7][1-7][0-7]{3}' '$T/diff'"
+check export_commit_holds_only_git_modes bash -c "'$CLOISTER' export '$C' --commit >/dev/null 2>&1 && git -C '$T/repo' ls-tree -r refs/cloister/conform | awk '{print \$1}' | sort -u | grep -vxE '100644|100755|120000|160000' | grep -q . && exit 1 || exit 0"
+
+# Everything is kept across remount: modes, owners, types, rdev, links, times.
+for place in "${PLACES[@]}"; do "$CONFORM" "${DIR[$place]}" dump >"$T/$place.dump"; done
+check unmount_conform do_unmount "$C"
+check host_upper_holds_no_setuid_file_after_unmount bash -c "[ -z \"\$(find '$S/fs' -perm /6000 -o -type b -o -type c)\" ]"
+check remount_conform bash -c "umask 027; '$CLOISTER' mount '$C'"
+for place in "${PLACES[@]}"; do
+        "$CONFORM" "${DIR[$place]}" dump >"$T/$place.dump2"
+        if diff "$T/$place.dump" "$T/$place.dump2" >"$T/.d"; then ok 0 "$place: every_attribute_is_kept_across_remount"; else
+                sed 's/^/# /' "$T/.d" | head -20
+                ok 1 "$place: every_attribute_is_kept_across_remount"
+        fi
+done
+check unmount_conform_again do_unmount "$C"
+finish
