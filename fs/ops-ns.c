@@ -147,8 +147,10 @@ static void journal_failure(struct fs_workspace *ws, fuse_req_t req, enum journa
 static void own(int dfd, const char *en, fuse_req_t req)
 {
         const struct fuse_ctx *c = fuse_req_ctx(req);
+        const struct fs_workspace *ws = req_ws(req);
         if (geteuid() == 0)
-                (void)fchownat(dfd, en, c->uid, c->gid, AT_SYMLINK_NOFOLLOW);
+                (void)fchownat(dfd, en, fs_uid_store(ws, c->uid), fs_gid_store(ws, c->gid),
+                               AT_SYMLINK_NOFOLLOW);
 }
 
 void ops_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)

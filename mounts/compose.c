@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compose.h"
 
@@ -67,4 +68,9 @@ void compose_broker_options(const struct config *c, struct broker_workspace_opti
                 .dir = c->broker.dir,
                 .socket = c->broker.socket,
         };
+        /* As root, the agent is a sandbox identity from [run] host_uids (hostid.h). */
+        if (geteuid() == 0) {
+                ret->agent_uids.first = c->run.host_uids.first;
+                ret->agent_uids.last = c->run.host_uids.last;
+        }
 }

@@ -98,6 +98,9 @@ void config_finish(struct parse_state *st)
                 c->limits.cpu = 3600;
         if (!c->limits.tmp)
                 c->limits.tmp = 512ULL << 20;
+        if (!c->run.host_uids.first)
+                c->run.host_uids =
+                        (struct config_id_range){CONFIG_HOST_UID_MIN, CONFIG_HOST_UID_MAX};
 
         /* The parts inside the workspace: none may nest in, or equal, another. */
         parts[n++] =

@@ -40,6 +40,9 @@ struct sandbox_options {
         bool host_network;         /* share the host's network namespace (explicitly allowed) */
         bool interactive;          /* a shell: keep the terminal, pass TERM, ignore SIGINT */
         char *const *env;          /* for sandbox_run: from sandbox_env_build() */
+        /* As root: the agent's unprivileged host identity (hostid.h); 0 when not root. */
+        uid_t host_uid;
+        gid_t host_gid;
 };
 
 /*
