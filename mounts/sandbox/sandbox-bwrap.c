@@ -419,8 +419,9 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
         sandbox_strv_add(&b, "/proc");
         /*
          * bwrap leaves /proc/sys writable when its directory mode already
-         * forbids writes; but global sysctls are writable by their owner, and
-         * when cloister runs as root the agent's kernel uid is 0. Freeze them.
+         * forbids writes; but global sysctls are writable by their owner,
+         * root. The agent is never host uid 0 (sandbox-identity.c); freeze
+         * them anyway, in case it ever were.
          */
         sandbox_strv_add(&b, "--ro-bind");
         sandbox_strv_add(&b, "/proc/sys");

@@ -11,10 +11,11 @@
  * was in force when the namespace was created, i.e. the user's own).
  *
  * The kernel never enforces RLIMIT_NPROC on the host's root (uid 0 is
- * exempt in copy_process(), inside a user namespace too). So when cloister
- * runs as root the process limit comes from a pids cgroup instead (see
- * cgroup_make() for where); if none can be made, running as root is
- * refused rather than run unlimited.
+ * exempt in copy_process(), inside a user namespace too). A root-run agent
+ * is an unprivileged host uid now (sandbox-identity.c), so the rlimit binds
+ * it too; the pids cgroup (see cgroup_make() for where) stays, because it
+ * also holds every process of the sandbox for the memory cap and for
+ * teardown. If none can be made, running as root is refused.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -5,9 +5,11 @@
  *
  * Trust boundary: everything in this module runs with the invoking user's
  * privileges (possibly root) on the host side. It never enters the sandbox
- * itself: bubblewrap builds the namespaces, a libseccomp filter and resource
- * limits are applied before the agent's first instruction, and afterwards
- * the only channels in are the FUSE mount, the broker socket and stdio.
+ * itself: bubblewrap builds the namespaces (as root, in a user namespace
+ * sandbox-identity.c makes, under an unprivileged host uid), a libseccomp
+ * filter and resource limits are applied before the agent's first
+ * instruction, and afterwards the only channels in are the FUSE mount, the
+ * broker socket and stdio.
  *
  * Library code does not print: failures come back as a negative errno and a
  * malloc'd one-line message (ret_error) that the CLI prints.
