@@ -31,6 +31,15 @@ struct broker_workspace_options {
         const char *dir;    /* keys, sealed secrets, revocations, audit log, admin socket */
         const char *socket; /* the agent-facing socket */
         uint64_t audit_max; /* bytes the audit log may hold; 0: BROKER_AUDIT_MAX_DEFAULT */
+        /*
+         * Host uids the agent may have (a root-run sandbox's identity), or
+         * 0-0: the agent is the broker's own user. When set, the agent
+         * socket is 0666 and SO_PEERCRED admits only these uids, the
+         * broker's own and root.
+         */
+        struct {
+                uint32_t first, last;
+        } agent_uids;
 };
 
 /*

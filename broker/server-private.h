@@ -51,6 +51,7 @@ struct ws {
         size_t adds_since_sweep;
         uint64_t issued; /* this run, for issue_total */
         size_t n_agent_conns;
+        uint32_t agent_uid_first, agent_uid_last; /* 0: the broker's own user only */
         struct bucket requests, issues;
 };
 

@@ -325,7 +325,11 @@ int broker_add_workspace(broker *b, const struct broker_workspace_options *o, ch
                            ws->agent_path);
                 goto fail;
         }
-        r = socket_listen(ws->agent_path, 0600, &ws->agent_fd, ret_error);
+        /* A root-run sandbox's agent is another uid: the peer check below is its gate. */
+        ws->agent_uid_first = o->agent_uids.first;
+        ws->agent_uid_last = o->agent_uids.last;
+        r = socket_listen(ws->agent_path, ws->agent_uid_first ? 0666 : 0600, &ws->agent_fd,
+                          ret_error);
         if (r < 0) {
                 free(ws->agent_path);
                 ws->agent_path = NULL;
@@ -357,7 +361,9 @@ static int conn_accept(broker *b, struct ws *ws, bool admin)
         /* Identity comes from the kernel, never from the request. */
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
             (admin && cred.uid != geteuid() && cred.uid != 0 &&
-             !broker_policy_is_redeemer(ws->policy, cred.uid))) {
+             !broker_policy_is_redeemer(ws->policy, cred.uid)) ||
+            (!admin && ws->agent_uid_first && cred.uid != geteuid() && cred.uid != 0 &&
+             (cred.uid < ws->agent_uid_first || cred.uid > ws->agent_uid_last))) {
                 safe_close(fd);
                 return 1;
         }

@@ -180,6 +180,17 @@ static int workspace_json(struct fs_workspace *ws)
                       (json_int_t)now);
         if (!j)
                 return -ENOMEM;
+        /* Who serves, and as whom the agent must run (`cloister run` reads both). */
+        if (json_object_set_new(j, "daemon_pid", json_integer(getpid())) < 0 ||
+            (ws->uid != ws->store_uid &&
+             json_object_set_new(j, "sandbox",
+                                 json_pack("{s:I,s:I,s:I,s:I}", "uid", (json_int_t)ws->agent_uid,
+                                           "gid", (json_int_t)ws->agent_gid, "host_uid",
+                                           (json_int_t)ws->uid, "host_gid", (json_int_t)ws->gid)) <
+                     0)) {
+                json_decref(j);
+                return -ENOMEM;
+        }
         ws->workspace_json = json_dumps(j, JSON_COMPACT);
         json_decref(j);
         if (!ws->workspace_json)
@@ -361,8 +372,14 @@ int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_
         pthread_cond_init(&ws->index.done, NULL);
         ws->state_fd = ws->repo.upper_fd = ws->home.upper_fd = ws->objects.root_fd = -1;
         ws->index.git_fd = ws->index.fsdir_fd = -1;
-        ws->uid = geteuid();
-        ws->gid = getegid();
+        ws->store_uid = ws->uid = geteuid();
+        ws->store_gid = ws->gid = getegid();
+        if (o->agent.host_uid) {
+                ws->uid = o->agent.host_uid;
+                ws->gid = o->agent.host_gid;
+                ws->agent_uid = o->agent.uid;
+                ws->agent_gid = o->agent.gid;
+        }
         ws->name = strdup(o->name);
         ws->state = strdup(o->state);
         ws->mountpoint = strdup(o->mountpoint);

@@ -122,8 +122,12 @@ enum {
 struct fs_workspace {
         char *name, *state, *mountpoint, *source, *rev;
         int state_fd;
-        uid_t uid;
+        uid_t uid; /* the owner shown for the agent's files: agent.host_uid, or store_uid */
         gid_t gid;
+        uid_t store_uid; /* what the agent's files are owned by on disk: the daemon's ids */
+        gid_t store_gid;
+        uid_t agent_uid; /* the agent's ids inside the sandbox, if uid != store_uid */
+        gid_t agent_gid;
         bool home_persist;
         char *home_upper_path; /* for discarding */
 
@@ -162,6 +166,27 @@ struct fs_workspace {
         unsigned next_synth_ino;
         struct fuse_session *se;
 };
+
+/*
+ * The agent's files are stored as the daemon's and shown as the agent's
+ * (fs_options.agent); both are the identity when there is no sandbox
+ * identity. Other owners pass through unchanged.
+ */
+static inline void fs_owner_show(const struct fs_workspace *ws, struct stat *st)
+{
+        if (st->st_uid == ws->store_uid)
+                st->st_uid = ws->uid;
+        if (st->st_gid == ws->store_gid)
+                st->st_gid = ws->gid;
+}
+static inline uid_t fs_uid_store(const struct fs_workspace *ws, uid_t uid)
+{
+        return uid == ws->uid ? ws->store_uid : uid;
+}
+static inline gid_t fs_gid_store(const struct fs_workspace *ws, gid_t gid)
+{
+        return gid == ws->gid ? ws->store_gid : gid;
+}
 
 /* inode.c */
 struct node *node_new(struct fs_workspace *ws, enum node_kind kind, mode_t type, uint64_t ino);

@@ -58,6 +58,18 @@ struct fs_options {
         uint64_t max_bytes;   /* bytes the writable layers may hold */
         uint64_t max_files;   /* entries the writable layers may hold */
         uint64_t max_journal; /* bytes of <state>/journal.jsonl; 0: the default */
+        /*
+         * The sandbox identity of the agent, when the daemon runs as root
+         * and the agent as an unprivileged host uid (host_uid 0: none, the
+         * agent is the daemon's own user). Files the daemon stores as its
+         * own are shown owned by host_uid/host_gid, which the sandbox maps
+         * to uid/gid; what host_uid creates or chowns to itself is stored as
+         * the daemon's; the journal names host_uid's requests as the agent's.
+         */
+        struct {
+                uint32_t host_uid, host_gid;
+                uint32_t uid, gid; /* inside the sandbox */
+        } agent;
 };
 
 /*

@@ -21,7 +21,15 @@
 struct journal_caller ops_caller(fuse_req_t req)
 {
         const struct fuse_ctx *c = fuse_req_ctx(req);
-        return (struct journal_caller){.pid = c->pid, .uid = c->uid, .gid = c->gid};
+        const struct fs_workspace *ws = req_ws(req);
+        /* Only the agent runs as the sandbox's host uid: nothing else on the host has it. */
+        bool agent = ws->uid != ws->store_uid && c->uid == ws->uid;
+
+        return (struct journal_caller){.pid = c->pid,
+                                       .uid = c->uid,
+                                       .gid = c->gid,
+                                       .in_sandbox = agent,
+                                       .sandbox_uid = agent ? ws->agent_uid : 0};
 }
 
 int ops_journal(struct fs_workspace *ws, fuse_req_t req, enum journal_op op, struct node *n,
@@ -606,7 +614,10 @@ static int setattr_meta(struct fs_workspace *ws, fuse_req_t req, struct node *n,
         if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
                 uid_t u = to_set & FUSE_SET_ATTR_UID ? attr->st_uid : (uid_t)-1;
                 gid_t g = to_set & FUSE_SET_ATTR_GID ? attr->st_gid : (gid_t)-1;
-                if (fchownat(fd, "", u, g, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+                /* The kernel checked the change against the owner shown; store it as kept. */
+                if (fchownat(fd, "", u == (uid_t)-1 ? u : fs_uid_store(ws, u),
+                             g == (gid_t)-1 ? g : fs_gid_store(ws, g),
+                             AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
                         return negative_errno();
                 r = ops_journal(ws, req, JOURNAL_CHOWN, n, NULL,
                                 &(struct journal_entry){

@@ -50,12 +50,22 @@ static int synth_getattr(struct fs_workspace *ws, struct node *n, struct stat *s
 
 int ops_getattr(struct fs_workspace *ws, struct node *n, struct handle *h, struct stat *st)
 {
+        int r;
+
         switch (n->kind) {
         case NODE_SYNTH:
         case NODE_CTL:
                 return synth_getattr(ws, n, st);
         case NODE_MIRROR:
-                return mirror_getattr(ws, n, st);
+                r = mirror_getattr(ws, n, st);
+                /*
+                 * The repo's own objects read as the agent's, as in an
+                 * unprivileged run; a mirror shows its host owners, whom a
+                 * root-run agent is not.
+                 */
+                if (r == 0 && n->mirror == &ws->objects)
+                        fs_owner_show(ws, st);
+                return r;
         case NODE_COW:
                 if (h && h->fd >= 0 && h->is_upper && !S_ISDIR(n->type) && !n->metacopy) {
                         /* An open upper file, maybe unlinked already. */
@@ -63,9 +73,13 @@ int ops_getattr(struct fs_workspace *ws, struct node *n, struct handle *h, struc
                                 return negative_errno();
                         attr_view(ws, n, h->fd, st);
                         st->st_ino = n->ino;
+                        fs_owner_show(ws, st);
                         return 0;
                 }
-                return cow_getattr(ws, n, st);
+                r = cow_getattr(ws, n, st);
+                if (r == 0)
+                        fs_owner_show(ws, st);
+                return r;
         }
         return -EIO;
 }

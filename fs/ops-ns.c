@@ -157,7 +157,7 @@ int ops_settle_new(struct fs_workspace *ws, fuse_req_t req, struct node *p, int 
                    mode_t mode, dev_t rdev, mode_t *xbits)
 {
         const struct fuse_ctx *c = fuse_req_ctx(req);
-        gid_t gid = c->gid;
+        gid_t gid = fs_gid_store(ws, c->gid); /* as stored */
         bool dir = S_ISDIR(type);
 
         if (p->xbits & S_ISGID) {
@@ -170,7 +170,7 @@ int ops_settle_new(struct fs_workspace *ws, fuse_req_t req, struct node *p, int 
                         mode |= S_ISGID;
         }
         if (geteuid() == 0 &&
-            fchownat(fd, "", c->uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+            fchownat(fd, "", fs_uid_store(ws, c->uid), gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
                 return negative_errno();
         if (S_ISLNK(type))
                 return 0;

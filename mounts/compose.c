@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "compose.h"
 
@@ -69,4 +70,9 @@ void compose_broker_options(const struct config *c, struct broker_workspace_opti
                 .socket = c->broker.socket,
                 .audit_max = c->limits.audit,
         };
+        /* As root, the agent is a sandbox identity from [run] host_uids (hostid.h). */
+        if (geteuid() == 0) {
+                ret->agent_uids.first = c->run.host_uids.first;
+                ret->agent_uids.last = c->run.host_uids.last;
+        }
 }

@@ -31,8 +31,9 @@ enum key_type {
         KEY_NETWORK,
         KEY_ENV_LIST,
         KEY_USER,
-        KEY_SEED,    /* repeatable */
-        KEY_EXCLUDE, /* mirror only, repeatable */
+        KEY_SEED,     /* repeatable */
+        KEY_EXCLUDE,  /* mirror only, repeatable */
+        KEY_ID_RANGE, /* FIRST-LAST, two host ids */
 };
 
 struct key {
@@ -86,6 +87,8 @@ static const struct key keys[] = {
         {SECTION_NETWORK, "mode", KEY_NETWORK, CFG(network.mode), 0, 0, 0},
         {SECTION_RUN, "env", KEY_ENV_LIST, CFG(run.env), 0, 0, 0},
         {SECTION_RUN, "user", KEY_USER, CFG(run.user), 0, 0, 0},
+        {SECTION_RUN, "host_uids", KEY_ID_RANGE, CFG(run.host_uids), CONFIG_HOST_UID_FLOOR,
+         CONFIG_HOST_UID_CEILING, 0},
 };
 
 _Static_assert(ELEMENTSOF(keys) <= CONFIG_KEYS_MAX, "raise CONFIG_KEYS_MAX");
@@ -241,6 +244,37 @@ static int number_check(struct parse_state *st, const struct key *k, int r, uint
         return 1;
 }
 
+/* FIRST-LAST: both within the key's bounds, FIRST <= LAST. */
+static int id_range_apply(struct parse_state *st, const struct key *k,
+                          struct config_id_range *field, const char *value)
+{
+        unsigned line = config_reader_line(st);
+        const char *sec = config_section_names[k->section];
+        _cleanup_free_ char *first = strdup(value);
+        uint64_t lo, hi;
+        char *dash;
+
+        if (!first)
+                return config_error(st, 0, "out of memory");
+        dash = strchr(first, '-');
+        if (!dash)
+                return config_error(st, line, "key '%s' in [%s]: '%s' is not a range FIRST-LAST",
+                                    k->name, sec, value);
+        *dash = '\0';
+        if (value_parse_uint(strip(first), &lo) < 0 || value_parse_uint(strip(dash + 1), &hi) < 0)
+                return config_error(st, line,
+                                    "key '%s' in [%s]: '%s' is not a range of two whole numbers",
+                                    k->name, sec, value);
+        if (lo < k->min || hi > k->max || lo > hi)
+                return config_error(st, line,
+                                    "key '%s' in [%s]: %s is out of range (FIRST <= LAST, both "
+                                    "%llu to %llu)",
+                                    k->name, sec, value, (unsigned long long)k->min,
+                                    (unsigned long long)k->max);
+        *field = (struct config_id_range){(uint32_t)lo, (uint32_t)hi};
+        return 1;
+}
+
 static int key_value_apply(struct parse_state *st, const struct key *k, void *base,
                            const char *value)
 {
@@ -348,6 +382,8 @@ static int key_value_apply(struct parse_state *st, const struct key *k, void *ba
                                    glob_is_valid, "a glob");
         case KEY_SEED:
                 return seed_add(st, k, value);
+        case KEY_ID_RANGE:
+                return id_range_apply(st, k, field, value);
         }
 
         char **s = field;

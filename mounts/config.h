@@ -20,9 +20,25 @@
 #define CONFIG_MAX_ENV       256
 #define CONFIG_NAME_MAX      64
 
+/*
+ * [run] host_uids: the host uids (and gids, the same numbers) that root's
+ * sandboxes run as, one per mounted workspace. The default lies above the
+ * ranges shadow's useradd hands out for subordinate ids (up to SUB_UID_MAX,
+ * 600100000), above systemd's container range (524288-1879048191) and
+ * SSSD's default id mapping (up to 2000200000), and below 2^31.
+ */
+#define CONFIG_HOST_UID_MIN     2100000000U
+#define CONFIG_HOST_UID_MAX     2100065535U
+#define CONFIG_HOST_UID_FLOOR   65536U      /* above the 16-bit ids: system, users, nobody */
+#define CONFIG_HOST_UID_CEILING 2147483647U /* ids stay positive as a signed int */
+
 enum config_network {
         CONFIG_NETWORK_NONE = 0, /* loopback only (default) */
         CONFIG_NETWORK_HOST,     /* the host's network; refused by run without a flag */
+};
+
+struct config_id_range {
+        uint32_t first, last; /* inclusive */
 };
 
 struct config_seed {
@@ -92,6 +108,7 @@ struct config {
         struct {
                 char **env; /* NULL-terminated host variable names allowed in; never NULL */
                 char *user; /* the agent's user name; default "agent" */
+                struct config_id_range host_uids; /* default CONFIG_HOST_UID_MIN-MAX */
         } run;
 };
 

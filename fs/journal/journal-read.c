@@ -260,6 +260,7 @@ int journal_reader_next(journal_reader *r, struct journal_record *ret)
                         .comm = str_field(o, "comm"),
                         .pid = int_field(o, "pid", 0),
                         .uid = int_field(o, "uid", -1),
+                        .sandbox_uid = int_field(o, "sandbox_uid", -1),
                         .result = int_field(o, "result", 0),
                         .count = int_field(o, "count", 1),
                         .mark = mark,

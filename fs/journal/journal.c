@@ -282,6 +282,8 @@ static int entry_caller(json_t *o, const struct journal_caller *who, const char 
                 r = json_set_int(o, "uid", who ? (json_int_t)who->uid : -1);
         if (r == 0)
                 r = json_set_int(o, "gid", who ? (json_int_t)who->gid : -1);
+        if (r == 0 && who && who->in_sandbox)
+                r = json_set_int(o, "sandbox_uid", (json_int_t)who->sandbox_uid);
         if (r == 0)
                 r = json_object_set_new(o, "comm", comm ? json_string(comm) : json_null()) < 0
                             ? -ENOMEM

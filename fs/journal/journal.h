@@ -37,8 +37,10 @@ enum journal_op {
 /* Who asked: from fuse_req_ctx(); comm is read from /proc/PID/comm by the journal. */
 struct journal_caller {
         pid_t pid;
-        uid_t uid;
+        uid_t uid; /* on the host */
         gid_t gid;
+        bool in_sandbox;   /* uid is the agent's sandbox identity (a root-run sandbox) */
+        uid_t sandbox_uid; /* then: the agent's uid inside the sandbox */
 };
 
 struct journal_entry {
@@ -143,10 +145,11 @@ const char *journal_op_to_string(enum journal_op op);
  *   {"time":"2026-12-02T16:43:00.123456Z","op":"write","path":"/workspace/a",
  *    "offset":0,"length":4096,"count":1,"result":0,"pid":42,"uid":0,"gid":0,
  *    "comm":"cat"}
- * plus "path2" (rename/link/symlink target), "mode", "owner_uid"/"owner_gid"
- * (chown), "name" (xattr), "error" ("ENOENT") when result < 0, "path_hex" /
- * "path2_hex" when a name is not valid UTF-8 ("path" then has "?" for each byte
- * above 0x7f).
+ * plus "sandbox_uid" (the agent's uid inside the sandbox) when "uid" is the
+ * host identity of a root-run sandbox, "path2" (rename/link/symlink target),
+ * "mode", "owner_uid"/"owner_gid" (chown), "name" (xattr), "error" ("ENOENT")
+ * when result < 0, "path_hex" / "path2_hex" when a name is not valid UTF-8
+ * ("path" then has "?" for each byte above 0x7f).
  * A line that does not parse (a crash mid-append, a full disk) is skipped and
  * counted, never fatal.
  */
@@ -167,6 +170,7 @@ struct journal_record {
         const char *name;  /* setxattr/removexattr: the attribute name; else NULL */
         const char *comm;  /* NULL if the process was gone */
         int64_t pid, uid;
+        int64_t sandbox_uid; /* -1 if absent */
         int64_t result;
         int64_t count; /* write: calls merged; other ops: identical repeats merged (1) */
         bool mark;     /* a journal_* mark, not an operation */

@@ -116,7 +116,11 @@ static void record_print(const struct journal_record *rec)
         }
         fputs("  (", stdout);
         quote_fputs(stdout, rec->comm ? rec->comm : "?", 0);
-        printf("[%" PRId64 "] uid %" PRId64 ")", rec->pid, rec->uid);
+        if (rec->sandbox_uid >= 0) /* a root-run sandbox: its uid inside, and on the host */
+                printf("[%" PRId64 "] uid %" PRId64 ", host uid %" PRId64 ")", rec->pid,
+                       rec->sandbox_uid, rec->uid);
+        else
+                printf("[%" PRId64 "] uid %" PRId64 ")", rec->pid, rec->uid);
         if (rec->result < 0) {
                 v = json_object_get(o, "error");
                 fputs(" failed: ", stdout);

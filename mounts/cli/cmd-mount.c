@@ -22,7 +22,9 @@
 #include "compose.h"
 #include "config.h"
 #include "fs.h"
+#include "hostid.h"
 #include "lib/util.h"
+#include "sandbox.h"
 
 #define EXIT_ALREADY 3
 
@@ -35,16 +37,49 @@ static int load(const struct command *cmd, const char *path, struct config **ret
         return 0;
 }
 
-/* The filesystem of c; f holds what its options borrow, until ws is freed. */
+/*
+ * The filesystem of c; f holds what its options borrow, until ws is freed.
+ * As root, the daemon reserves the sandbox identity that every run of this
+ * workspace will have (hostid.h) and holds it, in *id, for as long as it
+ * serves: the files are shown as that identity's.
+ */
 static int workspace_open(const struct config *c, struct compose_fs *f, fs_workspace **ws,
-                          char **err)
+                          hostid **id, char **err)
 {
-        int r = compose_fs_options(c, f);
+        int r;
+
+        *id = NULL;
+        if (geteuid() == 0) {
+                _cleanup_free_ char *why = NULL;
+
+                r = hostid_acquire(c->run.host_uids.first, c->run.host_uids.last,
+                                   c->workspace.state, id, &why);
+                if (r < 0) {
+                        if (asprintf(err, "%s: [run] host_uids: %s", c->file,
+                                     why ? why : strerror(-r)) < 0)
+                                *err = NULL;
+                        return r;
+                }
+        }
+        r = compose_fs_options(c, f);
         if (r < 0)
-                return r;
+                goto fail;
+        if (*id)
+                f->options.agent = (typeof(f->options.agent)){
+                        .host_uid = hostid_uid(*id),
+                        .host_gid = (gid_t)hostid_uid(*id),
+                        .uid = SANDBOX_AGENT_UID,
+                        .gid = SANDBOX_AGENT_GID,
+                };
         r = fs_workspace_new(&f->options, ws, err);
-        if (r < 0)
+        if (r < 0) {
                 compose_fs_options_free(f);
+                goto fail;
+        }
+        return 0;
+fail:
+        hostid_free(*id);
+        *id = NULL;
         return r;
 }
 
@@ -52,15 +87,17 @@ static int serve(const struct config *c, int ready_fd)
 {
         struct compose_fs f;
         fs_workspace *ws = NULL;
+        hostid *id = NULL;
         _cleanup_free_ char *err = NULL;
         int r;
 
-        r = workspace_open(c, &f, &ws, &err);
+        r = workspace_open(c, &f, &ws, &id, &err);
         if (r < 0)
                 return command_fail(&command_mount, 1, "%s", err ? err : strerror(-r));
         r = fs_workspace_serve(ws, ready_fd, &err);
         fs_workspace_free(ws);
         compose_fs_options_free(&f);
+        hostid_free(id);
         if (r < 0)
                 return command_fail(&command_mount, 1, "%s", err ? err : strerror(-r));
         return 0;
@@ -137,8 +174,9 @@ static int mount_run(int argc, char **argv)
                 {
                         struct compose_fs f;
                         fs_workspace *ws = NULL;
+                        hostid *id = NULL;
                         _cleanup_free_ char *err = NULL;
-                        r = workspace_open(c, &f, &ws, &err);
+                        r = workspace_open(c, &f, &ws, &id, &err);
                         if (r < 0)
                                 _exit(command_fail(&command_mount, 1, "%s",
                                                    err ? err : strerror(-r)));
@@ -148,6 +186,7 @@ static int mount_run(int argc, char **argv)
                                 fprintf(stderr, "cloister mount: %s\n", err ? err : strerror(-r));
                         fs_workspace_free(ws);
                         compose_fs_options_free(&f);
+                        hostid_free(id);
                         exit(r < 0 ? 1 : 0); /* exit, not _exit: LeakSanitizer runs at exit */
                 }
         }

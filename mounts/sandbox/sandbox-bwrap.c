@@ -275,11 +275,25 @@ static void usr_add(struct strv_builder *b)
         }
 }
 
-static int layout_bind(const struct sandbox_options *o, struct strv_builder *b, const char *path,
-                       bool writable, char **ret_error)
+/*
+ * The path bwrap binds src from: src itself, or for a root-run sandbox,
+ * whose bwrap works as the agent's host uid and can't pass root's private
+ * directories, src staged by sandbox-identity.c.
+ */
+static int bind_source(const struct sandbox_options *o, struct sandbox_fds *fds, const char *src,
+                       bool dir, char **ret)
 {
-        _cleanup_free_ char *src = NULL;
+        if (!o->host_uid)
+                return (*ret = strdup(src)) ? 0 : -ENOMEM;
+        return sandbox_stage_add(fds, src, dir, ret);
+}
+
+static int layout_bind(const struct sandbox_options *o, struct sandbox_fds *fds,
+                       struct strv_builder *b, const char *path, bool writable, char **ret_error)
+{
+        _cleanup_free_ char *src = NULL, *from = NULL;
         struct stat st;
+        int r;
 
         if (asprintf(&src, "%s%s", o->root, path) < 0)
                 return -ENOMEM;
@@ -289,8 +303,11 @@ static int layout_bind(const struct sandbox_options *o, struct strv_builder *b, 
                                       "%s: %m (is the workspace mounted?)", src);
         if (!S_ISDIR(st.st_mode))
                 return sandbox_errorf(ret_error, -ENOTDIR, "%s: not a directory", src);
+        r = bind_source(o, fds, src, true, &from);
+        if (r < 0)
+                return sandbox_errorf(ret_error, r, "%s: %s", src, strerror(-r));
         sandbox_strv_add(b, writable ? "--bind" : "--ro-bind");
-        sandbox_strv_add(b, src);
+        sandbox_strv_add(b, from);
         sandbox_strv_add(b, path);
         return 0;
 }
@@ -302,18 +319,22 @@ static int layout_bind(const struct sandbox_options *o, struct strv_builder *b, 
  * They are host binaries the agent may read and run, nothing more: they
  * reach the broker only through the socket, as the agent could itself.
  */
-static void clients_bind(struct strv_builder *b)
+static void clients_bind(const struct sandbox_options *o, struct sandbox_fds *fds,
+                         struct strv_builder *b)
 {
         static const char *const helper_rel[] = {"git-credential-cloister",
                                                  "../../broker/git-credential-cloister"};
+        _cleanup_free_ char *from = NULL;
         char exe[PATH_MAX];
         ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
         if (n <= 0)
                 return;
         exe[n] = '\0';
+        if (bind_source(o, fds, exe, false, &from) < 0)
+                return;
         sandbox_strv_add(b, "--ro-bind");
-        sandbox_strv_add(b, exe);
+        sandbox_strv_add(b, from);
         sandbox_strv_add(b, SANDBOX_CLIENT_DIR "/cloister");
 
         char *slash = strrchr(exe, '/');
@@ -325,8 +346,11 @@ static void clients_bind(struct strv_builder *b)
                 if (asprintf(&helper, "%s/%s", exe, helper_rel[i]) < 0)
                         return;
                 if (access(helper, X_OK) == 0) {
+                        _cleanup_free_ char *hfrom = NULL;
+                        if (bind_source(o, fds, helper, false, &hfrom) < 0)
+                                return;
                         sandbox_strv_add(b, "--ro-bind");
-                        sandbox_strv_add(b, helper);
+                        sandbox_strv_add(b, hfrom);
                         sandbox_strv_add(b, SANDBOX_CLIENT_DIR "/git-credential-cloister");
                         return;
                 }
@@ -338,12 +362,31 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
 {
         const struct config *c = o->config;
         struct strv_builder b = {0};
-        _cleanup_free_ char *objects = NULL;
+        _cleanup_free_ char *objects = NULL, *from = NULL;
         struct stat st;
         int r;
 
         sandbox_strv_add(&b, CLOISTER_BWRAP);
-        sandbox_strv_add(&b, "--unshare-user");
+        if (o->host_uid && fds->userns < 0) {
+                r = sandbox_errorf(ret_error, -EINVAL, "no user namespace for host uid %u",
+                                   (unsigned)o->host_uid);
+                goto out;
+        }
+        if (o->host_uid) {
+                /*
+                 * Root-run: the user namespace is ours (sandbox-identity.c),
+                 * nesting already disabled in it. bwrap never closes the
+                 * --userns descriptor, and its child would pass it on to the
+                 * command; as --block-fd the child reads it (a namespace file
+                 * reads as EINVAL at once, which bwrap ignores) and closes it.
+                 */
+                sandbox_strv_add(&b, "--userns");
+                sandbox_strv_addf(&b, "%d", fds->userns);
+                sandbox_strv_add(&b, "--block-fd");
+                sandbox_strv_addf(&b, "%d", fds->userns);
+        } else {
+                sandbox_strv_add(&b, "--unshare-user");
+        }
         sandbox_strv_add(&b, "--unshare-pid");
         sandbox_strv_add(&b, "--unshare-ipc");
         sandbox_strv_add(&b, "--unshare-uts");
@@ -351,7 +394,8 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
         if (!o->host_network)
                 sandbox_strv_add(&b, "--unshare-net"); /* bwrap brings up lo, nothing else */
         /* No nested user namespaces, enforced by the kernel (besides seccomp). */
-        sandbox_strv_add(&b, "--disable-userns");
+        if (!o->host_uid)
+                sandbox_strv_add(&b, "--disable-userns");
         sandbox_strv_add(&b, "--assert-userns-disabled");
         sandbox_strv_add(&b, "--uid");
         sandbox_strv_addf(&b, "%u", SANDBOX_AGENT_UID);
@@ -375,8 +419,9 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
         sandbox_strv_add(&b, "/proc");
         /*
          * bwrap leaves /proc/sys writable when its directory mode already
-         * forbids writes; but global sysctls are writable by their owner, and
-         * when cloister runs as root the agent's kernel uid is 0. Freeze them.
+         * forbids writes; but global sysctls are writable by their owner,
+         * root. The agent is never host uid 0 (sandbox-identity.c); freeze
+         * them anyway, in case it ever were.
          */
         sandbox_strv_add(&b, "--ro-bind");
         sandbox_strv_add(&b, "/proc/sys");
@@ -395,7 +440,19 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
                 r = sandbox_errorf(ret_error, -EINVAL, "the sandbox's /tmp was not prepared");
                 goto out;
         }
-        sandbox_tmpfs_bind_args(fds->tmpfs, &b);
+        for (size_t i = 0; i < SANDBOX_TMPFS_N; i++) {
+                _cleanup_free_ char *tmp_from = NULL;
+
+                r = bind_source(o, fds, fds->tmpfs->dirs[i], true, &tmp_from);
+                if (r < 0) {
+                        r = sandbox_errorf(ret_error, r, "cannot stage the sandbox's %s: %s",
+                                           sandbox_tmpfs_dest(i), strerror(-r));
+                        goto out;
+                }
+                sandbox_strv_add(&b, "--bind");
+                sandbox_strv_add(&b, tmp_from);
+                sandbox_strv_add(&b, sandbox_tmpfs_dest(i));
+        }
         /*
          * --dev's own tmpfs is unlimited and the agent owns it: read-only,
          * so no file can be made there (device nodes stay writable).
@@ -408,14 +465,14 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
         sandbox_strv_add(&b, "../tmp");
         sandbox_strv_add(&b, "/var/tmp");
 
-        r = layout_bind(o, &b, c->repo.path, true, ret_error);
+        r = layout_bind(o, fds, &b, c->repo.path, true, ret_error);
         if (r < 0)
                 goto out;
-        r = layout_bind(o, &b, c->home.path, true, ret_error);
+        r = layout_bind(o, fds, &b, c->home.path, true, ret_error);
         if (r < 0)
                 goto out;
         for (size_t i = 0; i < c->n_mirrors; i++) {
-                r = layout_bind(o, &b, c->mirrors[i].path, false, ret_error);
+                r = layout_bind(o, fds, &b, c->mirrors[i].path, false, ret_error);
                 if (r < 0)
                         goto out;
         }
@@ -424,15 +481,26 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
                 goto out;
         }
         if (stat(objects, &st) == 0 && S_ISDIR(st.st_mode)) {
+                r = bind_source(o, fds, objects, true, &from);
+                if (r < 0) {
+                        sandbox_errorf(ret_error, r, "%s: %s", objects, strerror(-r));
+                        goto out;
+                }
                 sandbox_strv_add(&b, "--ro-bind");
-                sandbox_strv_add(&b, objects);
+                sandbox_strv_add(&b, from);
                 sandbox_strv_add(&b, "/.cloister/objects");
+                free(TAKE_PTR(from));
         }
         if (o->broker_socket) {
+                r = bind_source(o, fds, o->broker_socket, false, &from);
+                if (r < 0) {
+                        sandbox_errorf(ret_error, r, "%s: %s", o->broker_socket, strerror(-r));
+                        goto out;
+                }
                 sandbox_strv_add(&b, "--ro-bind");
-                sandbox_strv_add(&b, o->broker_socket);
+                sandbox_strv_add(&b, from);
                 sandbox_strv_add(&b, SANDBOX_BROKER_SOCKET);
-                clients_bind(&b);
+                clients_bind(o, fds, &b);
         }
         /* Everything is in place: freeze the root itself. */
         sandbox_strv_add(&b, "--remount-ro");

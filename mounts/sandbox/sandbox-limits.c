@@ -11,17 +11,20 @@
  * was in force when the namespace was created, i.e. the user's own).
  *
  * The kernel never enforces RLIMIT_NPROC on the host's root (uid 0 is
- * exempt in copy_process(), inside a user namespace too). So when cloister
- * runs as root the process limit comes from a pids cgroup instead (see
- * cgroup_make() for where); if none can be made, running as root is
- * refused rather than run unlimited.
+ * exempt in copy_process(), inside a user namespace too). A root-run agent
+ * is an unprivileged host uid now (sandbox-identity.c), so the rlimit binds
+ * it too; the pids cgroup (see cgroup_make() for where) stays, because it
+ * also holds every process of the sandbox for the memory cap and for
+ * teardown. If none can be made, running as root is refused.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "config.h"
@@ -273,36 +276,103 @@ static int limit_set(pid_t pid, int resource, uint64_t value, uint64_t hard)
         return 0;
 }
 
-int sandbox_limits_apply(const struct config *c, pid_t pid, struct sandbox_cgroup **ret_cg,
-                         char **ret_error)
+struct limit {
+        int resource;
+        uint64_t value, hard;
+        const char *what; /* for "cannot %s" */
+};
+
+static size_t limits_table(const struct config *c, struct limit t[static 4])
 {
+        t[0] = (struct limit){RLIMIT_AS, c->limits.memory, c->limits.memory,
+                              "limit memory (RLIMIT_AS)"};
+        /* SIGXCPU at the limit, so a tool may stop cleanly; SIGKILL a grace later. */
+        t[1] = (struct limit){RLIMIT_CPU, c->limits.cpu, c->limits.cpu + SANDBOX_GRACE_SECONDS,
+                              "limit cpu (RLIMIT_CPU)"};
+        /* Core dumps of the agent's processes would land in the workspace. */
+        t[2] = (struct limit){RLIMIT_CORE, 0, 0, "disable core dumps"};
+        t[3] = (struct limit){RLIMIT_NPROC, c->limits.processes, c->limits.processes,
+                              "limit processes (RLIMIT_NPROC)"};
+        return 4;
+}
+
+/* The index of the limit that failed and its errno, or (n, 0). */
+struct limits_result {
+        size_t failed;
+        int error;
+};
+
+static struct limits_result limits_set(const struct limit *t, size_t n, pid_t pid)
+{
+        for (size_t i = 0; i < n; i++) {
+                int r = limit_set(pid, t[i].resource, t[i].value, t[i].hard);
+                if (r < 0)
+                        return (struct limits_result){i, -r};
+        }
+        return (struct limits_result){n, 0};
+}
+
+/*
+ * prlimit(2) on another uid's process needs CAP_SYS_RESOURCE over it, which
+ * root may lack (some container hosts drop it); the process's own uid and
+ * gid need nothing to lower its limits. So for a root-run sandbox, whose
+ * processes are its host identity, a short-lived helper with that identity
+ * sets them.
+ */
+static struct limits_result limits_set_as(const struct limit *t, size_t n, pid_t pid, uid_t uid,
+                                          gid_t gid)
+{
+        struct limits_result res = {n, EIO};
+        int p[2], status;
+        pid_t helper;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return (struct limits_result){0, errno};
+        helper = fork();
+        if (helper < 0) {
+                res = (struct limits_result){0, errno};
+                close(p[0]);
+                close(p[1]);
+                return res;
+        }
+        if (helper == 0) {
+                close(p[0]);
+                if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 ||
+                    setresuid(uid, uid, uid) < 0)
+                        res = (struct limits_result){0, errno};
+                else
+                        res = limits_set(t, n, pid);
+                _exit(write(p[1], &res, sizeof(res)) == sizeof(res) ? 0 : 1);
+        }
+        close(p[1]);
+        if (read(p[0], &res, sizeof(res)) != sizeof(res))
+                res = (struct limits_result){0, EIO};
+        close(p[0]);
+        while (waitpid(helper, &status, 0) < 0 && errno == EINTR)
+                ;
+        return res;
+}
+
+int sandbox_limits_apply(const struct config *c, pid_t pid, uid_t as_uid, gid_t as_gid,
+                         struct sandbox_cgroup **ret_cg, char **ret_error)
+{
+        struct limit t[4];
+        size_t n = limits_table(c, t);
+        struct limits_result res =
+                as_uid ? limits_set_as(t, n, pid, as_uid, as_gid) : limits_set(t, n, pid);
         int r;
 
-        r = limit_set(pid, RLIMIT_AS, c->limits.memory, c->limits.memory);
-        if (r < 0)
-                return sandbox_errorf(ret_error, r, "cannot limit memory (RLIMIT_AS): %s",
-                                      strerror(-r));
-        /* SIGXCPU at the limit, so a tool may stop cleanly; SIGKILL a grace later. */
-        r = limit_set(pid, RLIMIT_CPU, c->limits.cpu, c->limits.cpu + SANDBOX_GRACE_SECONDS);
-        if (r < 0)
-                return sandbox_errorf(ret_error, r, "cannot limit cpu (RLIMIT_CPU): %s",
-                                      strerror(-r));
-        /* Core dumps of the agent's processes would land in the workspace. */
-        r = limit_set(pid, RLIMIT_CORE, 0, 0);
-        if (r < 0)
-                return sandbox_errorf(ret_error, r, "cannot disable core dumps: %s", strerror(-r));
-        r = limit_set(pid, RLIMIT_NPROC, c->limits.processes, c->limits.processes);
-        if (r < 0)
-                return sandbox_errorf(ret_error, r, "cannot limit processes (RLIMIT_NPROC): %s",
-                                      strerror(-r));
+        if (res.error)
+                return sandbox_errorf(ret_error, -res.error, "cannot %s: %s",
+                                      t[MIN(res.failed, n - 1)].what, strerror(res.error));
         *ret_cg = NULL;
         if (geteuid() == 0) {
                 r = cgroup_make(pid, c->limits.processes, c->limits.memory, ret_cg);
                 if (r < 0)
                         return sandbox_errorf(ret_error, r,
                                               "running as root, [limits] processes needs a pids "
-                                              "cgroup (RLIMIT_NPROC does not bind root), and "
-                                              "none could be made: %s",
+                                              "cgroup (also to hold every process of the "
+                                              "sandbox), and none could be made: %s",
                                               strerror(-r));
         }
         return 0;

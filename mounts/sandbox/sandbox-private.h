@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "hostid.h"
 #include "sandbox.h"
 
 /* A NULL-terminated, growable vector of strings; errors stick until the end. */
@@ -26,6 +27,9 @@ void sandbox_strv_addf(struct strv_builder *b, const char *fmt, ...)
 int sandbox_strv_finish(struct strv_builder *b, char ***ret);
 void sandbox_strv_clear(struct strv_builder *b);
 
+/* Bind sources staged for a root-run sandbox (sandbox-identity.c): at most this many. */
+#define SANDBOX_STAGE_MAX 96
+
 /* The descriptors bwrap reads; all close-on-exec until the child clears them. */
 struct sandbox_fds {
         int seccomp;  /* --seccomp, read end of a pipe */
@@ -33,6 +37,12 @@ struct sandbox_fds {
         int etc[8];   /* --ro-bind-data sources */
         size_t n_etc;
         const struct sandbox_tmpfs *tmpfs; /* the /tmp and /dev/shm to bind */
+        int userns; /* --userns: a root-run sandbox's user namespace, or -1 */
+        struct {
+                char *path; /* a host path of root's; mounted at SANDBOX_STAGE_DIR/<index> */
+                bool dir;
+        } stage[SANDBOX_STAGE_MAX];
+        size_t n_stage;
 };
 
 /*
@@ -52,8 +62,8 @@ struct sandbox_tmpfs {
 /* In the parent: the names, options and maps, and the (empty) staging directory. */
 int sandbox_tmpfs_prepare(const struct config *c, struct sandbox_tmpfs *t, char **ret_error);
 void sandbox_tmpfs_clear(struct sandbox_tmpfs *t);
-/* --bind arguments that put the mounts in place. */
-void sandbox_tmpfs_bind_args(const struct sandbox_tmpfs *t, struct strv_builder *b);
+/* Where the sandbox sees t->dirs[i] (bwrap --binds it there). */
+const char *sandbox_tmpfs_dest(size_t i);
 /*
  * In the child between fork and exec of bwrap (system calls only): the
  * namespace and the mounts. Prints why on stderr and returns < 0 on failure;
@@ -74,8 +84,9 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
  * why that order makes RLIMIT_NPROC count only the sandbox).
  */
 struct sandbox_cgroup;
-int sandbox_limits_apply(const struct config *c, pid_t pid, struct sandbox_cgroup **ret_cg,
-                         char **ret_error);
+/* as_uid/as_gid: the host identity of a root-run sandbox (0: the pid is our own uid's). */
+int sandbox_limits_apply(const struct config *c, pid_t pid, uid_t as_uid, gid_t as_gid,
+                         struct sandbox_cgroup **ret_cg, char **ret_error);
 void sandbox_cgroup_free(struct sandbox_cgroup *cg);
 
 /* Kill every process of the sandbox whose first process is pid1. */
@@ -88,3 +99,27 @@ int sandbox_errorf(char **ret_error, int r, const char *fmt, ...)
 int sandbox_registry_add(const char *state, pid_t pid1, char **ret_path);
 void sandbox_registry_remove(char *path); /* unlinks and frees; NULL is a no-op */
 void sandbox_registry_sweep(const char *state);
+
+/*
+ * A root-run sandbox's identity (sandbox-identity.c). bubblewrap sets up the
+ * sandbox as the agent's host uid, which can't reach root's private paths
+ * (the state directory, the build tree): those bind sources are mounted,
+ * by root in the bwrap process's own mount namespace, under
+ * SANDBOX_STAGE_DIR, where that uid can reach them.
+ */
+#define SANDBOX_STAGE_DIR "/run/cloister/stage"
+/* A user namespace mapping SANDBOX_AGENT_UID/GID to host_uid/gid only, nesting disabled. */
+int sandbox_userns_make(uid_t host_uid, gid_t host_gid, int *ret_fd, char **ret_error);
+/* Stage src; *ret_path (malloc'd) is the path bwrap binds from instead. */
+int sandbox_stage_add(struct sandbox_fds *fds, const char *src, bool dir, char **ret_path);
+/* In the child about to exec bwrap: a private mount namespace with the staged sources. */
+int sandbox_stage_mount(const struct sandbox_fds *fds);
+int sandbox_stage_dir_ensure(char **ret_error);
+/*
+ * The host uid/gid a root-run sandbox of c runs as: the one its mount's
+ * daemon reserved (checked against the reservation), or with no_mount one
+ * reserved now, held in *ret_held until hostid_free().
+ */
+struct config;
+int sandbox_identity_for(const struct config *c, bool no_mount, uid_t *ret_uid, gid_t *ret_gid,
+                         hostid **ret_held, char **ret_error);

@@ -264,6 +264,7 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
         };
         sigset_t mask, old;
         pid_t broker = -1;
+        hostid *held = NULL;
         int r;
 
         if (access(CLOISTER_BWRAP, X_OK) < 0)
@@ -309,6 +310,13 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
         r = mount_ensure(o, ret_error);
         if (r < 0)
                 goto out;
+        /* As root, the agent is never uid 0: it runs as the workspace's sandbox identity. */
+        if (geteuid() == 0) {
+                r = sandbox_identity_for(c, o->no_mount, &so.host_uid, &so.host_gid, &held,
+                                         ret_error);
+                if (r < 0)
+                        goto out;
+        }
         r = broker_start(o, &broker, ret_error);
         if (r < 0)
                 goto out;
@@ -329,6 +337,7 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
         r = sandbox_run(&so, ret, ret_error);
 out:
         broker_stop(broker);
+        hostid_free(held);
         mount_release(o, lock_fd);
         sigprocmask(SIG_SETMASK, &old, NULL);
         return r;

@@ -92,13 +92,9 @@ void sandbox_tmpfs_clear(struct sandbox_tmpfs *t)
         *t = (struct sandbox_tmpfs){0};
 }
 
-void sandbox_tmpfs_bind_args(const struct sandbox_tmpfs *t, struct strv_builder *b)
+const char *sandbox_tmpfs_dest(size_t i)
 {
-        for (size_t i = 0; i < SANDBOX_TMPFS_N; i++) {
-                sandbox_strv_add(b, "--bind");
-                sandbox_strv_add(b, t->dirs[i]);
-                sandbox_strv_add(b, tmpfs_dirs[i].dest);
-        }
+        return i < SANDBOX_TMPFS_N ? tmpfs_dirs[i].dest : NULL;
 }
 
 /* Between fork and exec: plain system calls and write(2) only. */

@@ -20,11 +20,13 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <jansson.h>
 #include <limits.h>
 #include <linux/close_range.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sys/signalfd.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -51,6 +53,10 @@ static void fds_close(struct sandbox_fds *fds)
         for (size_t i = 0; i < fds->n_etc; i++)
                 safe_close(fds->etc[i]);
         fds->n_etc = 0;
+        fds->userns = safe_close(fds->userns);
+        for (size_t i = 0; i < fds->n_stage; i++)
+                free(fds->stage[i].path);
+        fds->n_stage = 0;
 }
 
 /* Consume whole lines; each is one JSON document from bwrap. */
@@ -104,8 +110,9 @@ static int64_t now_ms(void)
 static _noreturn_ void child_exec(const struct sandbox_options *o, char **argv,
                                   const struct sandbox_fds *fds, const sigset_t *mask)
 {
-        int keep[2 + ELEMENTSOF(fds->etc)];
+        int keep[3 + ELEMENTSOF(fds->etc)];
         size_t n = 0;
+        int r;
 
         /* bwrap and the sandbox start with default signal dispositions */
         signal(SIGINT, SIG_DFL);
@@ -121,6 +128,24 @@ static _noreturn_ void child_exec(const struct sandbox_options *o, char **argv,
         /* Nothing of ours or our caller's leaks in: only stdio and bwrap's fds. */
         if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
                 _exit(127);
+        if (o->host_uid) {
+                /* As root, what only root can do; then bwrap runs as the host identity. */
+                r = sandbox_stage_mount(fds);
+                if (r < 0) {
+                        fprintf(stderr,
+                                "cloister: cannot stage the sandbox's bind sources in %s: %s\n",
+                                SANDBOX_STAGE_DIR, strerror(-r));
+                        _exit(127);
+                }
+                if (setgroups(0, NULL) < 0 ||
+                    setresgid(o->host_gid, o->host_gid, o->host_gid) < 0 ||
+                    setresuid(o->host_uid, o->host_uid, o->host_uid) < 0) {
+                        fprintf(stderr, "cloister: cannot become host uid %u: %m\n",
+                                (unsigned)o->host_uid);
+                        _exit(127);
+                }
+                keep[n++] = fds->userns;
+        }
         keep[n++] = fds->seccomp;
         keep[n++] = fds->status_w;
         for (size_t i = 0; i < fds->n_etc; i++)
@@ -211,7 +236,7 @@ int sandbox_check_userns(char **ret_error)
 int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, char **ret_error)
 {
         struct sandbox_tmpfs tmpfs = {0};
-        struct sandbox_fds fds = {.seccomp = -1, .status_w = -1, .tmpfs = &tmpfs};
+        struct sandbox_fds fds = {.seccomp = -1, .status_w = -1, .userns = -1, .tmpfs = &tmpfs};
         _cleanup_close_ int status_r = -1, seccomp_w = -1, sfd = -1, pidfd = -1;
         _cleanup_free_ void *filter = NULL;
         size_t filter_len = 0;
@@ -269,6 +294,13 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
         r = sandbox_tmpfs_prepare(o->config, &tmpfs, ret_error);
         if (r < 0)
                 goto out;
+        if (o->host_uid) {
+                r = sandbox_stage_dir_ensure(ret_error);
+                if (r >= 0)
+                        r = sandbox_userns_make(o->host_uid, o->host_gid, &fds.userns, ret_error);
+                if (r < 0)
+                        goto out;
+        }
         r = sandbox_bwrap_argv(o, &fds, &argv, ret_error);
         if (r < 0)
                 goto out;
@@ -303,7 +335,8 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                                o->config->workspace.state, strerror(-r));
                 goto out;
         }
-        r = sandbox_limits_apply(o->config, st->child_pid, &cg, ret_error);
+        r = sandbox_limits_apply(o->config, st->child_pid, o->host_uid, o->host_gid, &cg,
+                                 ret_error);
         if (r < 0)
                 goto out;
         /* Limits are in place: hand over the filter, which lets the command run. */

@@ -5,9 +5,11 @@
  *
  * Trust boundary: everything in this module runs with the invoking user's
  * privileges (possibly root) on the host side. It never enters the sandbox
- * itself: bubblewrap builds the namespaces, a libseccomp filter and resource
- * limits are applied before the agent's first instruction, and afterwards
- * the only channels in are the FUSE mount, the broker socket and stdio.
+ * itself: bubblewrap builds the namespaces (as root, in a user namespace
+ * sandbox-identity.c makes, under an unprivileged host uid), a libseccomp
+ * filter and resource limits are applied before the agent's first
+ * instruction, and afterwards the only channels in are the FUSE mount, the
+ * broker socket and stdio.
  *
  * Library code does not print: failures come back as a negative errno and a
  * malloc'd one-line message (ret_error) that the CLI prints.
@@ -40,6 +42,9 @@ struct sandbox_options {
         bool host_network;         /* share the host's network namespace (explicitly allowed) */
         bool interactive;          /* a shell: keep the terminal, pass TERM, ignore SIGINT */
         char *const *env;          /* for sandbox_run: from sandbox_env_build() */
+        /* As root: the agent's unprivileged host identity (hostid.h); 0 when not root. */
+        uid_t host_uid;
+        gid_t host_gid;
 };
 
 /*

@@ -23,6 +23,9 @@ ws_new "$T" "[run]
 env = ESCAPE_TEST_OK, GITHUB_TOKEN, ESCAPE_TEST_VALUE"
 ws_mount || { not_ok workspace_mounts "cloister mount failed"; done_testing; exit; }
 preflight
+# Writable by anyone on the host, so that only the read-only mount can refuse
+# the overwrite (the agent owns no host file; as root it is not even this one's owner).
+chmod 666 "$T/mirror-src/sub/readme"
 
 # The probe travels in through the workspace, like any file of the agent's.
 mkdir -p "$MNT/workspace/.probe"
@@ -37,18 +40,17 @@ PORT=$(cat "$T/listener.port" 2>/dev/null || echo 9)
 HOSTIP=$("$CLOISTER_PROBE" host-ip)
 case "$HOSTIP" in [0-9]*) ;; *) HOSTIP="" ;; esac
 
-# Files only root can open: as root the agent's kernel uid is 0 (their
-# owner), so the capability check answers (EPERM); otherwise permissions do.
+# Files only root can open: the agent is never host uid 0, not even when
+# cloister runs as root (it is then an unprivileged host uid of its own), so
+# their permission bits refuse it (EACCES) before any capability check.
 privileged=EACCES
-[ "$(id -u)" = 0 ] && privileged=EPERM
 kcore=$privileged
 [ -e /proc/kcore ] || kcore=ENOENT # a kernel without /proc/kcore
 kmsg=$privileged
 [ -e /proc/kmsg ] || kmsg=ENOENT # a kernel without printk
-# sysctls: root's agent owns them, and the read-only mount stops it (EROFS);
-# anyone else's is stopped by their mode first.
+# sysctls: root's, so their mode stops the agent first (and the read-only
+# mount would stop it next).
 sysctl=EACCES
-[ "$(id -u)" = 0 ] && sysctl=EROFS
 sysrq=$sysctl
 [ -e /proc/sysrq-trigger ] || sysrq=ENOENT # a kernel without magic SysRq
 

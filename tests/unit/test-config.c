@@ -100,6 +100,46 @@ START_TEST(defaults_apply_when_keys_are_absent)
         ck_assert_ptr_nonnull(c->run.env);
         ck_assert_ptr_null(c->run.env[0]);
         ck_assert_str_eq(c->run.user, "agent");
+        ck_assert_uint_eq(c->run.host_uids.first, CONFIG_HOST_UID_MIN);
+        ck_assert_uint_eq(c->run.host_uids.last, CONFIG_HOST_UID_MAX);
+}
+END_TEST
+
+START_TEST(host_uid_range_is_parsed)
+{
+        _cleanup_config_ struct config *c = load_ok(HEAD "[run]\nhost_uids = 600000 - 699999\n");
+        ck_assert_uint_eq(c->run.host_uids.first, 600000);
+        ck_assert_uint_eq(c->run.host_uids.last, 699999);
+        config_free(TAKE_PTR(c));
+        c = load_ok(HEAD "[run]\nhost_uids = 2147483647-2147483647\n");
+        ck_assert_uint_eq(c->run.host_uids.first, 2147483647U);
+        ck_assert_uint_eq(c->run.host_uids.last, 2147483647U);
+}
+END_TEST
+
+START_TEST(bad_host_uid_ranges_are_refused)
+{
+        /* Below the floor: system ids, users, nobody; above: negative as an int. */
+        FAILS(HEAD "[run]\nhost_uids = 1000-70000\n",
+              ":7: key 'host_uids' in [run]: 1000-70000 is out of range (FIRST <= LAST, both "
+              "65536 to 2147483647)");
+        FAILS(HEAD "[run]\nhost_uids = 0-0\n",
+              ":7: key 'host_uids' in [run]: 0-0 is out of range (FIRST <= LAST, both 65536 to "
+              "2147483647)");
+        FAILS(HEAD "[run]\nhost_uids = 3000000000-3000000001\n",
+              ":7: key 'host_uids' in [run]: 3000000000-3000000001 is out of range (FIRST <= "
+              "LAST, both 65536 to 2147483647)");
+        FAILS(HEAD "[run]\nhost_uids = 700000-600000\n",
+              ":7: key 'host_uids' in [run]: 700000-600000 is out of range (FIRST <= LAST, both "
+              "65536 to 2147483647)");
+        FAILS(HEAD "[run]\nhost_uids = 600000\n",
+              ":7: key 'host_uids' in [run]: '600000' is not a range FIRST-LAST");
+        FAILS(HEAD "[run]\nhost_uids = 600000-x\n",
+              ":7: key 'host_uids' in [run]: '600000-x' is not a range of two whole numbers");
+        FAILS(HEAD "[run]\nhost_uids = -5-10\n",
+              ":7: key 'host_uids' in [run]: '-5-10' is not a range of two whole numbers");
+        FAILS(HEAD "[run]\nhost_uids = 600000-700000\nhost_uids = 600000-700000\n",
+              ":8: key 'host_uids' in [run]: duplicate key (first set on line 7)");
 }
 END_TEST
 
@@ -506,6 +546,8 @@ static Suite *config_suite(void)
         tcase_add_test(tc, embedded_nul_is_refused_with_its_line);
         tcase_add_test(tc, overlong_line_is_refused_not_split);
         tcase_add_test(tc, too_many_mirrors_are_refused);
+        tcase_add_test(tc, host_uid_range_is_parsed);
+        tcase_add_test(tc, bad_host_uid_ranges_are_refused);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sandbox-identity.c: who the agent is on the host when cloister runs as
+ * root, and the user namespace that makes it so.
+ *
+ * The agent must not be host uid 0, even without capabilities: the owner
+ * bits of every root-owned file would apply to it the moment a path to the
+ * host leaked. So a root-run sandbox maps SANDBOX_AGENT_UID/GID to an
+ * unprivileged host uid/gid that owns nothing (hostid.h): the identity the
+ * workspace's FUSE daemon reserved and shows as the owner of the agent's
+ * files, or, with --no-mount, one this run reserves for itself.
+ *
+ * Trust boundary. Everything here runs as root, before the sandbox exists:
+ *   - sandbox_userns_make(): root (CAP_SETUID in the initial namespace) may
+ *     write any mapping, so the namespace maps the agent's uid and gid to
+ *     the host identity and nothing else; uid 0 does not exist in it.
+ *     Nested user namespaces are disabled the way bubblewrap's
+ *     --disable-userns does it (user.max_user_namespaces = 0 in it), and
+ *     setgroups is denied in it.
+ *   - bubblewrap runs as the host identity, joins the namespace (--userns)
+ *     as its owner, and builds the sandbox with that identity: root's
+ *     private directories are closed to it. The sources it
+ *     must bind from there (the workspace mount under a 0700 state
+ *     directory, the broker socket, the broker clients in a build tree) are
+ *     bind-mounted by root under SANDBOX_STAGE_DIR, in a mount namespace of
+ *     the bwrap process's own that the host never sees.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <jansson.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include "config.h"
+#include "hostid.h"
+#include "sandbox-private.h"
+#include "lib/util.h"
+
+#define WORKSPACE_JSON_MAX (64 * 1024)
+
+static int file_write(int dir_fd, const char *name, const char *s)
+{
+        _cleanup_close_ int fd = openat(dir_fd, name, O_WRONLY | O_CLOEXEC);
+        size_t l = strlen(s);
+
+        if (fd < 0)
+                return negative_errno();
+        if (write(fd, s, l) != (ssize_t)l)
+                return negative_errno();
+        return 0;
+}
+
+/* Become host uid/gid, keeping CAP_SYS_ADMIN and nothing else; 0 or an errno. */
+static int become(uid_t uid, gid_t gid)
+{
+        struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+        struct __user_cap_data_struct d[2] = {{0}};
+
+        if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) < 0 || setgroups(0, NULL) < 0 ||
+            setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+                return errno;
+        d[0].permitted = d[0].effective = 1U << CAP_SYS_ADMIN;
+        return syscall(SYS_capset, &h, d) < 0 ? errno : 0;
+}
+
+/*
+ * The helper: enter a new user namespace as the host identity, so that the
+ * namespace is that identity's (see sandbox_userns_make), close it to
+ * nesting, and wait to be told to go.
+ */
+static _noreturn_ void userns_child(uid_t uid, gid_t gid, int ready_w, int go_r)
+{
+        int err = become(uid, gid);
+        char b;
+
+        /* CAP_SYS_ADMIN: made as root would, whatever the policy for unprivileged users. */
+        if (!err && unshare(CLONE_NEWUSER) < 0)
+                err = errno;
+        if (!err && file_write(AT_FDCWD, "/proc/sys/user/max_user_namespaces", "0") < 0)
+                err = errno ? errno : EIO; /* this namespace's own limit: it has the caps */
+        if (write(ready_w, &err, sizeof(err)) != sizeof(err))
+                _exit(1);
+        /* EOF when the parent is done with us (or dies). */
+        while (read(go_r, &b, 1) < 0 && errno == EINTR)
+                ;
+        _exit(0);
+}
+
+/*
+ * The namespace belongs to the host identity, not to root: bubblewrap then
+ * runs entirely as that identity (sandbox.c drops to it before the exec),
+ * joins the namespace as its owner, and every process of the sandbox,
+ * bwrap's own included, has one uid. That matters for more than looks: the
+ * kernel delivers a parent-death signal only where the dying parent may
+ * signal the child, so a root-owned bwrap could not take an unprivileged
+ * sandbox down with it when `cloister run` is SIGKILLed. Only root writes
+ * the maps (CAP_SETUID in the initial namespace), and the agent, inside,
+ * has no capabilities in it.
+ */
+int sandbox_userns_make(uid_t host_uid, gid_t host_gid, int *ret_fd, char **ret_error)
+{
+        _cleanup_close_ int ready_r = -1, ready_w = -1, go_r = -1, go_w = -1, dir = -1;
+        char path[64], map[64];
+        int p[2], err = 0, r, fd, status;
+        pid_t pid;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return sandbox_errorf(ret_error, negative_errno(), "pipe: %m");
+        ready_r = p[0];
+        ready_w = p[1];
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return sandbox_errorf(ret_error, negative_errno(), "pipe: %m");
+        go_r = p[0];
+        go_w = p[1];
+        pid = fork();
+        if (pid < 0)
+                return sandbox_errorf(ret_error, negative_errno(), "fork: %m");
+        if (pid == 0) {
+                /* Only the parent's copy of go_w may keep the helper waiting. */
+                close(go_w);
+                close(ready_r);
+                userns_child(host_uid, host_gid, ready_w, go_r);
+        }
+        ready_w = safe_close(ready_w);
+        go_r = safe_close(go_r);
+
+        if (read(ready_r, &err, sizeof(err)) != sizeof(err))
+                err = EIO;
+        if (err) {
+                r = sandbox_errorf(ret_error, -err,
+                                   "cannot create the sandbox's user namespace: %s", strerror(err));
+                goto out;
+        }
+        snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+        dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+        if (dir < 0) {
+                r = sandbox_errorf(ret_error, negative_errno(), "%s: %m", path);
+                goto out;
+        }
+        /* The agent's ids and nothing else; no setgroups, ever, in there. */
+        r = file_write(dir, "setgroups", "deny");
+        if (r >= 0) {
+                snprintf(map, sizeof(map), "%u %u 1\n", SANDBOX_AGENT_GID, (unsigned)host_gid);
+                r = file_write(dir, "gid_map", map);
+        }
+        if (r >= 0) {
+                snprintf(map, sizeof(map), "%u %u 1\n", SANDBOX_AGENT_UID, (unsigned)host_uid);
+                r = file_write(dir, "uid_map", map);
+        }
+        if (r < 0) {
+                sandbox_errorf(ret_error, r, "cannot map the sandbox's uid to host uid %u: %s",
+                               (unsigned)host_uid, strerror(-r));
+                goto out;
+        }
+        fd = openat(dir, "ns/user", O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+                r = sandbox_errorf(ret_error, negative_errno(), "%s/ns/user: %m", path);
+                goto out;
+        }
+        *ret_fd = fd;
+        r = 0;
+out:
+        go_w = safe_close(go_w);
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        return r;
+}
+
+int sandbox_stage_dir_ensure(char **ret_error)
+{
+        static const char *const dirs[] = {"/run/cloister", SANDBOX_STAGE_DIR};
+
+        for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
+                struct stat st;
+
+                if (mkdir(dirs[i], 0755) < 0 && errno != EEXIST)
+                        return sandbox_errorf(ret_error, negative_errno(), "cannot create %s: %m",
+                                              dirs[i]);
+                if (lstat(dirs[i], &st) < 0)
+                        return sandbox_errorf(ret_error, negative_errno(), "%s: %m", dirs[i]);
+                /* Only a mount point, but bwrap resolves through it: root's alone. */
+                if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 0022))
+                        return sandbox_errorf(ret_error, -EPERM,
+                                              "%s must be a directory of root's that no one "
+                                              "else may write",
+                                              dirs[i]);
+        }
+        return 0;
+}
+
+int sandbox_stage_add(struct sandbox_fds *fds, const char *src, bool dir, char **ret_path)
+{
+        char *path;
+
+        if (fds->n_stage >= SANDBOX_STAGE_MAX)
+                return -E2BIG;
+        path = strdup(src);
+        if (!path)
+                return -ENOMEM;
+        if (asprintf(ret_path, "%s/%zu", SANDBOX_STAGE_DIR, fds->n_stage) < 0) {
+                free(path);
+                return -ENOMEM;
+        }
+        fds->stage[fds->n_stage].path = path;
+        fds->stage[fds->n_stage].dir = dir;
+        fds->n_stage++;
+        return 0;
+}
+
+int sandbox_stage_mount(const struct sandbox_fds *fds)
+{
+        _cleanup_close_ int dir = -1;
+
+        if (unshare(CLONE_NEWNS) < 0)
+                return negative_errno();
+        /* Nothing mounted here reaches the host's mount namespace. */
+        if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+                return negative_errno();
+        if (mount("cloister-stage", SANDBOX_STAGE_DIR, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  "mode=0755,size=64k,nr_inodes=256") < 0)
+                return negative_errno();
+        dir = open(SANDBOX_STAGE_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dir < 0)
+                return negative_errno();
+        /*
+         * By path, as root, now: a descriptor opened before unshare() would
+         * name a mount of the host's namespace, which can't be bound here.
+         * The sources are root's own paths (the mount, the state directory,
+         * the build tree) that bwrap would otherwise have resolved itself.
+         */
+        for (size_t i = 0; i < fds->n_stage; i++) {
+                char name[16], dest[sizeof(SANDBOX_STAGE_DIR) + 16];
+                _cleanup_close_ int f = -1;
+
+                snprintf(name, sizeof(name), "%zu", i);
+                if (fds->stage[i].dir) {
+                        if (mkdirat(dir, name, 0755) < 0)
+                                return negative_errno();
+                } else {
+                        f = openat(dir, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+                        if (f < 0)
+                                return negative_errno();
+                }
+                snprintf(dest, sizeof(dest), "%s/%s", SANDBOX_STAGE_DIR, name);
+                if (mount(fds->stage[i].path, dest, NULL, MS_BIND | MS_REC, NULL) < 0)
+                        return negative_errno();
+        }
+        return 0;
+}
+
+/* <mountpoint>/.cloister/workspace, as the daemon serving it wrote it. */
+static int workspace_json_read(const char *mountpoint, json_t **ret)
+{
+        _cleanup_free_ char *path = NULL, *buf = malloc(WORKSPACE_JSON_MAX);
+        _cleanup_close_ int fd = -1;
+        size_t len = 0;
+        json_t *j;
+
+        if (!buf || asprintf(&path, "%s/.cloister/workspace", mountpoint) < 0)
+                return -ENOMEM;
+        fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        for (;;) {
+                ssize_t n = read(fd, buf + len, WORKSPACE_JSON_MAX - len);
+                if (n < 0)
+                        return negative_errno();
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+                if (len == WORKSPACE_JSON_MAX)
+                        return -EFBIG;
+        }
+        j = json_loadb(buf, len, JSON_REJECT_DUPLICATES, NULL);
+        if (!json_is_object(j)) {
+                json_decref(j);
+                return -EBADMSG;
+        }
+        *ret = j;
+        return 0;
+}
+
+int sandbox_identity_for(const struct config *c, bool no_mount, uid_t *ret_uid, gid_t *ret_gid,
+                         hostid **ret_held, char **ret_error)
+{
+        const struct config_id_range *range = &c->run.host_uids;
+        json_t *j = NULL, *sb;
+        json_int_t uid, gid, pid;
+        bool have;
+        int r;
+
+        *ret_held = NULL;
+        if (no_mount) {
+                /* No daemon holds one for this workspace: this run does, until it ends. */
+                _cleanup_free_ char *why = NULL;
+                hostid *h;
+
+                r = hostid_acquire(range->first, range->last, c->workspace.state, &h, &why);
+                if (r < 0)
+                        return sandbox_errorf(ret_error, r, "%s: [run] host_uids: %s", c->file,
+                                              why ? why : strerror(-r));
+                *ret_uid = hostid_uid(h);
+                *ret_gid = (gid_t)hostid_uid(h);
+                *ret_held = h;
+                return 0;
+        }
+        r = workspace_json_read(c->workspace.mountpoint, &j);
+        if (r < 0)
+                return sandbox_errorf(ret_error, r,
+                                      "cannot read %s/.cloister/workspace to learn the "
+                                      "sandbox's identity: %s",
+                                      c->workspace.mountpoint, strerror(-r));
+        sb = json_object_get(j, "sandbox"); /* borrowed from j */
+        have = json_is_object(sb);
+        uid = json_integer_value(json_object_get(sb, "host_uid"));
+        gid = json_integer_value(json_object_get(sb, "host_gid"));
+        pid = json_integer_value(json_object_get(j, "daemon_pid"));
+        json_decref(j);
+        if (!have)
+                return sandbox_errorf(ret_error, -EPERM,
+                                      "%s is mounted without a sandbox identity (by another "
+                                      "user, or by an older cloister); as root, cloister run "
+                                      "needs a mount made by root: run 'cloister unmount %s' "
+                                      "and try again",
+                                      c->workspace.mountpoint, c->file);
+        /* The daemon says whom to run as; it must be a reservation of its own, from the range. */
+        if (uid < range->first || uid > range->last || gid != uid || pid <= 1)
+                return sandbox_errorf(ret_error, -EPERM,
+                                      "%s: the mount's sandbox identity %lld is not in [run] "
+                                      "host_uids %u-%u; remount the workspace",
+                                      c->file, (long long)uid, range->first, range->last);
+        r = hostid_check((uid_t)uid, (pid_t)pid);
+        if (r < 0)
+                return sandbox_errorf(ret_error, r,
+                                      "host uid %lld of the mount at %s is not reserved by its "
+                                      "daemon (%s); remount the workspace",
+                                      (long long)uid, c->workspace.mountpoint,
+                                      r == -ESRCH   ? "nobody holds it"
+                                      : r == -EPERM ? "another process holds it"
+                                                    : strerror(-r));
+        *ret_uid = (uid_t)uid;
+        *ret_gid = (gid_t)gid;
+        return 0;
+}
