@@ -90,8 +90,10 @@ static int repo_check(struct check *ck, const struct config *c, git_repository *
         git_object_free(obj);
         if (r < 0) {
                 const git_error *e = git_error_last();
-                return lint_add(&ck->out, LINT_ERROR, c->file, 0, "repo", "rev", "'%s': %s",
-                                c->repo.rev, e && e->message ? e->message : "cannot resolve");
+                r = lint_add(&ck->out, LINT_ERROR, c->file, 0, "repo", "rev", "'%s': %s",
+                             c->repo.rev, e && e->message ? e->message : "cannot resolve");
+                git_repository_free(repo);
+                return r;
         }
         *ret = repo;
         return 0;

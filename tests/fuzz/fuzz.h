@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fuzz.h: what the fuzz harnesses share (tests/fuzz/README.md).
+ * fuzz.h: what the fuzz harnesses share (docs/fuzzing.md).
  *
  * Each harness defines LLVMFuzzerTestOneInput for one parser. Linked with
  * libFuzzer (clang, -Dfuzz=true) it is a coverage-guided fuzzer; linked
