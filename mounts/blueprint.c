@@ -101,7 +101,7 @@ static int remotes_load(git_repository *repo, struct remotes *ret)
         int r = 0;
 
         if (git_remote_list(&names, repo) < 0)
-                return 0; /* an unreadable config: no remotes we can speak for */
+                return -EIO; /* an unreadable config: no remotes we can speak for */
         rs.v = calloc(names.count ? names.count : 1, sizeof(*rs.v));
         if (!rs.v) {
                 git_strarray_dispose(&names);
@@ -267,6 +267,14 @@ static int check_scope_hosts(const struct blueprint *bp, struct lint *out)
 
         if (bp->repo) {
                 r = remotes_load(bp->repo, &rs);
+                if (r == -EIO) {
+                        const git_error *e = git_error_last();
+                        return lint_add(out, LINT_WARNING, bp->config->file, 0, "repo", "source",
+                                        "cannot read the git remotes of '%s' to check the "
+                                        "policy's hosts: %s",
+                                        bp->config->repo.source,
+                                        e && e->message ? e->message : "unknown error");
+                }
                 if (r < 0)
                         return r;
         }
