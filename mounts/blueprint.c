@@ -265,6 +265,9 @@ static int check_scope_hosts(const struct blueprint *bp, struct lint *out)
         _cleanup_free_ char *desc = NULL;
         int r = 0;
 
+        if (bp->repo_broken)
+                return 0; /* its error is reported already; a guess about its remotes would be noise
+                           */
         if (bp->repo) {
                 r = remotes_load(bp->repo, &rs);
                 if (r == -EIO) {

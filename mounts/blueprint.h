@@ -13,6 +13,7 @@
 #pragma once
 
 #include <git2.h>
+#include <stdbool.h>
 
 #include "config.h"
 #include "lint.h"
@@ -29,6 +30,7 @@ struct blueprint {
         const struct config *config;
         const struct broker_policy *policy; /* NULL: no [broker] policy, or it did not parse */
         git_repository *repo;               /* [repo] source; NULL: not a git repository */
+        bool repo_broken;                   /* it is one, but it did not open: no remote checks */
         int broker_dirfd;                   /* [broker] dir; -1: see broker_dir_error */
         int broker_dir_error;               /* negative errno: why it is not open */
 };

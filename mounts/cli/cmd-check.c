@@ -69,9 +69,9 @@ static int host_path_check(struct check *ck, const struct config *c, unsigned li
 
 /*
  * The repo source must be a git repository whose rev resolves, or a plain
- * folder. *ret is the repository, for the remote cross-checks.
+ * folder. The repository goes to bp, for the remote cross-checks.
  */
-static int repo_check(struct check *ck, const struct config *c, git_repository **ret)
+static int repo_check(struct check *ck, const struct config *c, struct blueprint *bp)
 {
         git_repository *repo = NULL;
         git_object *obj = NULL;
@@ -80,8 +80,14 @@ static int repo_check(struct check *ck, const struct config *c, git_repository *
         r = git_repository_open_ext(&repo, c->repo.source, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
         if (r == GIT_ENOTFOUND)
                 return 0; /* a plain directory: the lower layer is the folder itself */
-        if (r == 0)
-                r = git_revparse_single(&obj, repo, c->repo.rev);
+        if (r < 0) {
+                const git_error *e = git_error_last();
+                bp->repo_broken = true;
+                return lint_add(&ck->out, LINT_ERROR, c->file, 0, "repo", "source",
+                                "'%s': cannot open the git repository: %s", c->repo.source,
+                                e && e->message ? e->message : "unknown error");
+        }
+        r = git_revparse_single(&obj, repo, c->repo.rev);
         if (r == 0 && git_object_type(obj) != GIT_OBJECT_COMMIT) {
                 git_object *commit = NULL;
                 r = git_object_peel(&commit, obj, GIT_OBJECT_COMMIT);
@@ -95,7 +101,7 @@ static int repo_check(struct check *ck, const struct config *c, git_repository *
                 git_repository_free(repo);
                 return r;
         }
-        *ret = repo;
+        bp->repo = repo;
         return 0;
 }
 
@@ -149,7 +155,7 @@ static int blueprint_collect(struct check *ck, const struct config *c)
                 r = host_path_check(ck, c, c->home.seeds[i].line, "home", "seed",
                                     c->home.seeds[i].source, false);
         if (r >= 0 && source > 0)
-                r = repo_check(ck, c, &bp.repo);
+                r = repo_check(ck, c, &bp);
         if (r >= 0 && c->broker.policy)
                 r = policy_check(ck, c, &policy);
         if (r >= 0)

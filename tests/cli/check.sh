@@ -11,7 +11,7 @@ tmp=$(mktemp -d /tmp/cloister-check.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 . "$CLOISTER_SRC/tests/cli/lib.sh"
 
-echo "1..45"
+echo "1..47"
 
 src="$tmp/src"
 git init -q "$src"
@@ -199,6 +199,13 @@ check
 expect "plain_directory_source_matches_no_host" 0 \
         "'git.example.com' can match no git remote: \[repo\] source '$tmp/plain' is not a git repository"
 git -C "$src" remote add origin https://git.example.com/org/repo.git
+cp -r "$src" "$tmp/broken"
+printf '[core\n' >>"$tmp/broken/.git/config"
+config "$tmp/broken"
+check
+expect "unopenable_repository_is_an_error" 1 \
+        "^cloister check: $tmp/ws.ini: key 'source' in \[repo\]: '$tmp/broken': cannot open the git repository: "
+ok "$(no_finding "key 'hosts'"; echo $?)" "unopenable_repository_gets_no_guess_about_its_remotes"
 config
 
 # ---- --json ----
