@@ -61,13 +61,7 @@ static void blueprint_run(const struct broker_policy *p)
 
         if (blueprint_check(&bp, &l) < 0)
                 fuzz_fail("blueprint_check failed");
-        for (size_t i = 0; i < l.n; i++) {
-                char *s = lint_finding_format(&l.findings[i]);
-                if (!s || strchr(s, '\n'))
-                        fuzz_fail("cross-check finding is not one line: %s", s ? s : "(null)");
-                free(s);
-        }
-        lint_done(&l);
+        fuzz_lint_check(&l, "cross-check");
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

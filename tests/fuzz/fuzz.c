@@ -75,3 +75,14 @@ void fuzz_error_check(const char *path, const uint8_t *data, size_t size, const 
         free(back);
         lint_done(&l);
 }
+
+void fuzz_lint_check(struct lint *l, const char *what)
+{
+        for (size_t i = 0; i < l->n; i++) {
+                char *s = lint_finding_format(&l->findings[i]);
+                if (!s || strchr(s, '\n'))
+                        fuzz_fail("%s finding is not one line: %s", what, s ? s : "(null)");
+                free(s);
+        }
+        lint_done(l);
+}

@@ -27,6 +27,10 @@ const char *fuzz_file(const uint8_t *data, size_t size);
 /* Abort unless err is one line "PATH[:LINE]: ..." with LINE inside data. */
 void fuzz_error_check(const char *path, const uint8_t *data, size_t size, const char *err);
 
+struct lint;
+/* Abort unless every finding in l formats as one line; then free them. */
+void fuzz_lint_check(struct lint *l, const char *what);
+
 /* Abort with a message: a promise of the parser does not hold. */
 __attribute__((noreturn, format(printf, 1, 2))) void fuzz_fail(const char *fmt, ...);
 
