@@ -52,8 +52,10 @@ static int perror_at(struct state *st, unsigned line, const char *fmt, ...)
         if (line ? asprintf(&st->error, "%s:%u: %s", st->file, line, msg ? msg : "error") < 0
                  : asprintf(&st->error, "%s: %s", st->file, msg ? msg : "error") < 0)
                 st->error = NULL;
-        if (!st->error)
-                st->error = strdup("policy: out of memory");
+        /* A value echoed in the message must not split it or drive the terminal. */
+        char *printable = st->error ? inifile_escape(st->error, false) : NULL;
+        free(st->error);
+        st->error = printable ?: strdup("policy: out of memory");
         return 0;
 }
 
@@ -196,17 +198,23 @@ static int scope_key(struct state *st, const char *name, const char *value)
         }
         if (streq(name, "ttl"))
                 return ttl_parse(st, name, value, &s->ttl);
-        if (streq(name, "max_ttl"))
+        if (streq(name, "max_ttl")) {
+                s->line_max_ttl = s->line_max_ttl ?: st->rd.line;
                 return ttl_parse(st, name, value, &s->max_ttl);
+        }
         if (streq(name, "max_uses")) {
                 if (value_parse_uint(value, &s->max_uses) < 0)
                         return KEYERR("'%s' is not a whole number (0: no limit)", value);
                 return 1;
         }
-        if (streq(name, "workspaces"))
+        if (streq(name, "workspaces")) {
+                s->line_workspaces = s->line_workspaces ?: st->rd.line;
                 return list_value(st, name, &s->workspaces, value, true);
-        if (streq(name, "hosts"))
+        }
+        if (streq(name, "hosts")) {
+                s->line_hosts = s->line_hosts ?: st->rd.line;
                 return list_value(st, name, &s->hosts, value, false);
+        }
         if (streq(name, "username")) {
                 if (strpbrk(value, "\n\r"))
                         return KEYERR("must be one line");
@@ -215,6 +223,7 @@ static int scope_key(struct state *st, const char *name, const char *value)
         if (streq(name, "secret")) {
                 if (!broker_name_is_valid(value))
                         return KEYERR("'%s' is not a valid secret name", value);
+                s->line_secret = s->line_secret ?: st->rd.line;
                 return dup_value(st, name, &s->secret, value);
         }
         return KEYERR("unknown key (expected audience, ttl, max_ttl, max_uses, workspaces, "

@@ -28,7 +28,9 @@ struct broker_scope {
         char **hosts;      /* NULL-terminated; git hosts this scope answers for */
         char *username;    /* username git gets with the token; default "cloister" */
         char *secret;      /* stored secret a redeemer gets; NULL: none */
-        unsigned line;
+        unsigned line;     /* of the [scope "NAME"] header */
+        /* Lines of the keys that `cloister check` cross-checks; 0: not set. */
+        unsigned line_max_ttl, line_workspaces, line_hosts, line_secret;
 };
 
 struct broker_policy {

@@ -184,6 +184,24 @@ int broker_secret_load(int dirfd, const char *name, unsigned char **ret, size_t 
         return r;
 }
 
+int broker_secret_is_stored(int dirfd, const char *name)
+{
+        _cleanup_close_ int sfd = -1;
+        struct stat sb;
+
+        if (!broker_name_is_valid(name))
+                return -EINVAL;
+        sfd = secrets_dir(dirfd, false);
+        if (sfd == -ENOENT)
+                return 0;
+        if (sfd < 0)
+                return sfd;
+        if (fstatat(sfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+                return errno == ENOENT ? 0 : negative_errno();
+        /* What broker_secret_load would open: a symlink or directory would not unseal. */
+        return S_ISREG(sb.st_mode) ? 1 : 0;
+}
+
 static int cmp(const void *a, const void *b)
 {
         return strcmp(*(char *const *)a, *(char *const *)b);

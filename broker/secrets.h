@@ -20,6 +20,11 @@
 int broker_secret_store(int dirfd, const char *name, const unsigned char *data, size_t len);
 /* Unseal; ret is sodium_malloc'd, NUL-terminated, free with sodium_free(). */
 int broker_secret_load(int dirfd, const char *name, unsigned char **ret, size_t *ret_len);
+/*
+ * Is a secret stored under name? 1 yes, 0 no (nor any secrets dir), or a
+ * negative errno. Unseals nothing: `cloister check` asks it of each scope.
+ */
+int broker_secret_is_stored(int dirfd, const char *name);
 /* Sorted names; NULL-terminated, free with strv_free(). */
 int broker_secret_list(int dirfd, char ***ret);
 int broker_secret_remove(int dirfd, const char *name);

@@ -27,7 +27,7 @@ int inifile_read(const char *path, size_t max, char **ret, size_t *ret_len, char
         _cleanup_free_ char *buf = NULL;
         _cleanup_free_ char *msg = NULL;
         struct stat sb;
-        size_t len = 0;
+        size_t len = 0, cap;
 
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0) {
@@ -46,12 +46,29 @@ int inifile_read(const char *path, size_t max, char **ret, size_t *ret_len, char
                         return -ENOMEM;
                 return read_error(ret_error, -EFBIG, path, msg);
         }
-        buf = malloc(max + 1);
+        /*
+         * Size the buffer to the file, not to max: every subcommand loads a
+         * config, and a fuzzer loads millions. Read to EOF, not st_size: the
+         * file may be a growing one, so the buffer grows too, to max + 1
+         * bytes at most (one more than allowed, to see that it is too large).
+         */
+        cap = MIN((size_t)sb.st_size, max) + 1;
+        cap = MAX(cap, MIN((size_t)4096, max + 1));
+        buf = malloc(cap + 1);
         if (!buf)
                 return -ENOMEM;
-        /* Read to EOF, not st_size: the file may be a growing one. */
         for (;;) {
-                ssize_t n = read(fd, buf + len, max + 1 - len);
+                ssize_t n;
+
+                if (len == cap) {
+                        size_t ncap = MIN(cap * 2, max + 1);
+                        char *nbuf = realloc(buf, ncap + 1);
+                        if (!nbuf)
+                                return -ENOMEM;
+                        buf = nbuf;
+                        cap = ncap;
+                }
+                n = read(fd, buf + len, cap - len);
                 if (n < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -116,4 +133,27 @@ char *inifile_reader_gets(char *str, int num, void *stream)
         if (r->on_line && !r->on_line(r->user, str))
                 return NULL;
         return str;
+}
+
+char *inifile_escape(const char *s, bool high)
+{
+        size_t n = 0;
+        char *out, *o;
+
+        for (const unsigned char *c = (const unsigned char *)s; *c; c++)
+                n += (*c < 0x20 || *c == 0x7f || (high && *c >= 0x80)) ? 4 : 1;
+        out = malloc(n + 1);
+        if (!out)
+                return NULL;
+        o = out;
+        for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+                if (*c < 0x20 || *c == 0x7f || (high && *c >= 0x80)) {
+                        snprintf(o, 5, "\\x%02x", *c);
+                        o += 4;
+                } else {
+                        *o++ = (char)*c;
+                }
+        }
+        *o = '\0';
+        return out;
 }

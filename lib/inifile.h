@@ -36,3 +36,11 @@ unsigned inifile_nul_line(const char *buf, size_t len);
 
 /* An ini_reader (fgets-like) over r; pass r as the stream. */
 char *inifile_reader_gets(char *str, int num, void *stream);
+
+/*
+ * s, printable: each control character (below 0x20, and 0x7f) and, if
+ * high, each byte from 0x80 written as \xNN. Every parser error passes
+ * through it, so a value echoed in an error can neither split the error
+ * into two lines nor drive the terminal. NULL if out of memory.
+ */
+char *inifile_escape(const char *s, bool high);

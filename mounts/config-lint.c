@@ -2,7 +2,8 @@
 /*
  * config-lint.c: a config can be valid and still undermine the boundary,
  * e.g. by mirroring ~/.ssh into the sandbox. These findings are warnings for
- * `cloister check` and errors under `--strict`.
+ * `cloister check` and errors under `--strict`. The checks of the config
+ * against the broker policy and the host are in blueprint.c.
  */
 #include <errno.h>
 #include <fnmatch.h>
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "lint.h"
 #include "lib/util.h"
 
 /* Host paths whose exposure hands the agent credentials or host control. */
@@ -45,50 +47,27 @@ static bool path_within(const char *a, const char *b)
         return strncmp(a, b, n) == 0 && (a[n] == '\0' || a[n] == '/');
 }
 
-static int add(char ***lines, size_t *n, const char *fmt, ...) _printf_(3, 4);
-static int add(char ***lines, size_t *n, const char *fmt, ...)
-{
-        va_list ap;
-        char *s = NULL;
-        char **nv;
-
-        va_start(ap, fmt);
-        if (vasprintf(&s, fmt, ap) < 0)
-                s = NULL;
-        va_end(ap);
-        if (!s)
-                return -ENOMEM;
-        nv = realloc(*lines, (*n + 2) * sizeof(char *));
-        if (!nv) {
-                free(s);
-                return -ENOMEM;
-        }
-        *lines = nv;
-        nv[(*n)++] = s;
-        nv[*n] = NULL;
-        return 0;
-}
-
-/* Does exposing host path p (a mirror or seed source) expose something sensitive? */
-static int lint_exposure(const char *p, const char *host_home, const char *where, unsigned line,
-                         const char *file, char ***lines, size_t *n)
+/*
+ * Does exposing host path p (a mirror or seed source) expose something
+ * sensitive? section and key say where p was set, line on which line.
+ */
+static int lint_exposure(const struct config *c, const char *p, const char *host_home,
+                         const char *section, const char *key, unsigned line, struct lint *out)
 {
         char buf[4096];
 
+#define EXPOSES(...) lint_add(out, LINT_WARNING, c->file, line, section, key, __VA_ARGS__)
         if (host_home && *host_home && !streq(host_home, "/") &&
             (path_within(host_home, p) || streq(p, host_home)))
-                return add(lines, n, "%s:%u: %s: '%s' exposes the user's home '%s'", file, line,
-                           where, p, host_home);
+                return EXPOSES("'%s' exposes the user's home '%s'", p, host_home);
         for (size_t i = 0; host_home && i < ELEMENTSOF(sensitive_home); i++) {
                 snprintf(buf, sizeof(buf), "%s/%s", host_home, sensitive_home[i]);
                 if (path_within(p, buf) || path_within(buf, p))
-                        return add(lines, n, "%s:%u: %s: '%s' exposes credentials in '%s'", file,
-                                   line, where, p, buf);
+                        return EXPOSES("'%s' exposes credentials in '%s'", p, buf);
         }
         for (size_t i = 0; i < ELEMENTSOF(sensitive_host); i++)
                 if (path_within(p, sensitive_host[i]) || path_within(sensitive_host[i], p))
-                        return add(lines, n, "%s:%u: %s: '%s' exposes '%s' to the agent", file,
-                                   line, where, p, sensitive_host[i]);
+                        return EXPOSES("'%s' exposes '%s' to the agent", p, sensitive_host[i]);
         /* A dotfile directory under any /home/<user> is almost always a credential store. */
         const char *h = startswith(p, "/home/");
         if (h && strchr(h, '/')) {
@@ -97,42 +76,35 @@ static int lint_exposure(const char *p, const char *host_home, const char *where
                         size_t l = strlen(sensitive_home[i]);
                         if (strncmp(rest, sensitive_home[i], l) == 0 &&
                             (rest[l] == '\0' || rest[l] == '/'))
-                                return add(lines, n,
-                                           "%s:%u: %s: '%s' exposes credentials in a home "
-                                           "directory",
-                                           file, line, where, p);
+                                return EXPOSES("'%s' exposes credentials in a home directory", p);
                 }
         }
+#undef EXPOSES
         return 0;
 }
 
-int config_lint(const struct config *c, const char *host_home, char ***ret_lines)
+int config_lint(const struct config *c, const char *host_home, struct lint *out)
 {
-        char **lines = NULL;
-        size_t n = 0;
         int r = 0;
 
         for (size_t i = 0; r >= 0 && i < c->n_mirrors; i++) {
-                char where[128];
-                snprintf(where, sizeof(where), "key 'source' in [mirror \"%s\"]",
-                         c->mirrors[i].name);
-                r = lint_exposure(c->mirrors[i].source, host_home, where, c->mirrors[i].line,
-                                  c->file, &lines, &n);
+                char section[128];
+                snprintf(section, sizeof(section), "mirror \"%s\"", c->mirrors[i].name);
+                r = lint_exposure(c, c->mirrors[i].source, host_home, section, "source",
+                                  c->mirrors[i].line, out);
         }
         for (size_t i = 0; r >= 0 && i < c->home.n_seeds; i++)
-                r = lint_exposure(c->home.seeds[i].source, host_home, "key 'seed' in [home]",
-                                  c->home.seeds[i].line, c->file, &lines, &n);
+                r = lint_exposure(c, c->home.seeds[i].source, host_home, "home", "seed",
+                                  c->home.seeds[i].line, out);
         if (r >= 0 && (path_within(c->repo.source, "/proc") || path_within(c->repo.source, "/sys")))
-                r = add(&lines, &n, "%s: key 'source' in [repo]: '%s' is a kernel filesystem",
-                        c->file, c->repo.source);
+                r = lint_add(out, LINT_WARNING, c->file, 0, "repo", "source",
+                             "'%s' is a kernel filesystem", c->repo.source);
         if (r >= 0 && host_home && streq(c->repo.source, host_home))
-                r = add(&lines, &n, "%s: key 'source' in [repo]: '%s' is the user's home", c->file,
-                        c->repo.source);
+                r = lint_add(out, LINT_WARNING, c->file, 0, "repo", "source",
+                             "'%s' is the user's home", c->repo.source);
         if (r >= 0 && c->network.mode != CONFIG_NETWORK_NONE)
-                r = add(&lines, &n,
-                        "%s: key 'mode' in [network]: not 'none': the agent can reach the "
-                        "network",
-                        c->file);
+                r = lint_add(out, LINT_WARNING, c->file, 0, "network", "mode",
+                             "not 'none': the agent can reach the network");
 
         struct {
                 const char *key;
@@ -147,28 +119,22 @@ int config_lint(const struct config *c, const char *host_home, char ***ret_lines
         };
         for (size_t i = 0; r >= 0 && i < ELEMENTSOF(lim); i++) {
                 if (!lim[i].set)
-                        r = add(&lines, &n,
-                                "%s: key '%s' in [limits]: not set; the default %llu applies",
-                                c->file, lim[i].key, (unsigned long long)lim[i].value);
+                        r = lint_add(out, LINT_WARNING, c->file, 0, "limits", lim[i].key,
+                                     "not set; the default %llu applies",
+                                     (unsigned long long)lim[i].value);
                 else if (lim[i].value > lim[i].large)
-                        r = add(&lines, &n,
-                                "%s: key '%s' in [limits]: %llu is very large (above %llu)",
-                                c->file, lim[i].key, (unsigned long long)lim[i].value,
-                                (unsigned long long)lim[i].large);
+                        r = lint_add(out, LINT_WARNING, c->file, 0, "limits", lim[i].key,
+                                     "%llu is very large (above %llu)",
+                                     (unsigned long long)lim[i].value,
+                                     (unsigned long long)lim[i].large);
         }
         for (char **e = c->run.env; r >= 0 && e && *e; e++)
                 for (size_t i = 0; i < ELEMENTSOF(secret_env_globs); i++)
                         if (fnmatch(secret_env_globs[i], *e, 0) == 0) {
-                                r = add(&lines, &n,
-                                        "%s: key 'env' in [run]: '%s' looks like a secret; "
-                                        "use the broker instead",
-                                        c->file, *e);
+                                r = lint_add(out, LINT_WARNING, c->file, 0, "run", "env",
+                                             "'%s' looks like a secret; use the broker instead",
+                                             *e);
                                 break;
                         }
-        if (r < 0) {
-                strv_free(lines);
-                return r;
-        }
-        *ret_lines = lines;
-        return (int)n;
+        return r < 0 ? r : 0;
 }

@@ -80,8 +80,10 @@ _printf_(3, 4) int config_error(struct parse_state *st, unsigned line, const cha
                 st->error = NULL;
         }
         free(msg);
-        if (!st->error)
-                st->error = strdup("config: out of memory");
+        /* A value echoed in the message must not split it or drive the terminal. */
+        msg = st->error ? inifile_escape(st->error, false) : NULL;
+        free(st->error);
+        st->error = msg ?: strdup("config: out of memory");
         return 0;
 }
 

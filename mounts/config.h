@@ -125,8 +125,9 @@ static inline void config_freep(struct config **c)
 }
 #define _cleanup_config_ __attribute__((cleanup(config_freep)))
 
-/* Security lint. One line per finding, appended to *lines (NULL-terminated). */
-enum config_lint_level {
-        CONFIG_LINT_WARNING,
-};
-int config_lint(const struct config *c, const char *host_home, char ***ret_lines);
+/*
+ * Security lint: a warning in out for each setting that undermines the
+ * boundary, with host_home (may be NULL) as the user's home. -ENOMEM only.
+ */
+struct lint;
+int config_lint(const struct config *c, const char *host_home, struct lint *out);

@@ -1,21 +1,35 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cmd-check.c: `cloister check [--strict] CONFIG`: validate a workspace
- * config, check that the host paths it names exist, that the revision
- * resolves, and lint it for settings that would undermine the boundary.
+ * cmd-check.c: `cloister check [--strict] [--json] CONFIG`: check a
+ * workspace's blueprint whole before anything runs: the config, the broker
+ * policy it names (parsed by the broker's own parser), the host paths and
+ * revision they name, the security lint, and the cross-checks of the files
+ * against each other and the host (blueprint.c).
+ *
+ * Every finding is collected first and then printed, as text on stderr or
+ * as JSON lines on stdout, so one run reports everything it can.
  */
+#include <fcntl.h>
 #include <getopt.h>
 #include <git2.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "blueprint.h"
 #include "command.h"
 #include "config.h"
+#include "lint.h"
+#include "policy.h"
 #include "lib/util.h"
 
+struct check {
+        struct lint out;
+        bool invalid; /* a file did not parse: exit 2 */
+};
+
 /* Every home directory the invoking person may have: $HOME, uid's, sudoer's. */
-static size_t homes_collect(const char *homes[3])
+static size_t homes_collect(char *homes[3])
 {
         const char *cand[3] = {getenv("HOME"), NULL, NULL};
         struct passwd *pw = getpwuid(getuid());
@@ -32,59 +46,158 @@ static size_t homes_collect(const char *homes[3])
                         continue;
                 for (size_t j = 0; j < n; j++)
                         dup |= streq(homes[j], cand[i]);
-                if (!dup)
-                        homes[n++] = strdup(cand[i]);
+                if (!dup && (homes[n] = strdup(cand[i])))
+                        n++;
         }
         return n;
 }
 
-static int host_dir_check(const char *cfgfile, const char *what, const char *path, bool dir)
+/* 1 if path exists (and is a directory, if dir); else 0 and an error finding. */
+static int host_path_check(struct check *ck, const struct config *c, unsigned line,
+                           const char *section, const char *key, const char *path, bool dir)
 {
         struct stat sb;
 
-        if (stat(path, &sb) < 0) {
-                fprintf(stderr, "cloister check: %s: %s: '%s': %m\n", cfgfile, what, path);
-                return -1;
-        }
-        if (dir && !S_ISDIR(sb.st_mode)) {
-                fprintf(stderr, "cloister check: %s: %s: '%s' is not a directory\n", cfgfile, what,
-                        path);
-                return -1;
-        }
-        return 0;
+        if (stat(path, &sb) < 0)
+                return lint_add(&ck->out, LINT_ERROR, c->file, line, section, key, "'%s': %s", path,
+                                strerror(errno));
+        if (dir && !S_ISDIR(sb.st_mode))
+                return lint_add(&ck->out, LINT_ERROR, c->file, line, section, key,
+                                "'%s' is not a directory", path);
+        return 1;
 }
 
-/* The repo source must be a git repository whose rev resolves, or a plain folder. */
-static int repo_check(const struct config *c)
+/*
+ * The repo source must be a git repository whose rev resolves, or a plain
+ * folder. The repository goes to bp, for the remote cross-checks.
+ */
+static int repo_check(struct check *ck, const struct config *c, struct blueprint *bp)
 {
         git_repository *repo = NULL;
         git_object *obj = NULL;
         int r;
 
-        if (host_dir_check(c->file, "key 'source' in [repo]", c->repo.source, true) < 0)
-                return -1;
-        git_libgit2_init();
         r = git_repository_open_ext(&repo, c->repo.source, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL);
-        if (r == GIT_ENOTFOUND) {
-                git_libgit2_shutdown();
+        if (r == GIT_ENOTFOUND)
                 return 0; /* a plain directory: the lower layer is the folder itself */
+        if (r < 0) {
+                const git_error *e = git_error_last();
+                bp->repo_broken = true;
+                return lint_add(&ck->out, LINT_ERROR, c->file, 0, "repo", "source",
+                                "'%s': cannot open the git repository: %s", c->repo.source,
+                                e && e->message ? e->message : "unknown error");
         }
-        if (r == 0)
-                r = git_revparse_single(&obj, repo, c->repo.rev);
+        r = git_revparse_single(&obj, repo, c->repo.rev);
         if (r == 0 && git_object_type(obj) != GIT_OBJECT_COMMIT) {
                 git_object *commit = NULL;
                 r = git_object_peel(&commit, obj, GIT_OBJECT_COMMIT);
                 git_object_free(commit);
         }
+        git_object_free(obj);
         if (r < 0) {
                 const git_error *e = git_error_last();
-                fprintf(stderr, "cloister check: %s: key 'rev' in [repo]: '%s': %s\n", c->file,
-                        c->repo.rev, e && e->message ? e->message : "cannot resolve");
+                r = lint_add(&ck->out, LINT_ERROR, c->file, 0, "repo", "rev", "'%s': %s",
+                             c->repo.rev, e && e->message ? e->message : "cannot resolve");
+                git_repository_free(repo);
+                return r;
         }
-        git_object_free(obj);
-        git_repository_free(repo);
-        git_libgit2_shutdown();
-        return r < 0 ? -1 : 0;
+        bp->repo = repo;
+        return 0;
+}
+
+/* Parse the policy with the broker's parser; NULL in *ret if it does not load. */
+static int policy_check(struct check *ck, const struct config *c, struct broker_policy **ret)
+{
+        _cleanup_free_ char *error = NULL;
+        struct stat sb;
+
+        /* A policy that is not there is a missing host path, like a mirror's. */
+        if (stat(c->broker.policy, &sb) < 0)
+                return host_path_check(ck, c, 0, "broker", "policy", c->broker.policy, false);
+        (void)sb;
+        if (broker_policy_load(c->broker.policy, ret, &error) == 0)
+                return 0;
+        ck->invalid = true;
+        if (!error)
+                return lint_add(&ck->out, LINT_ERROR, c->broker.policy, 0, NULL, NULL,
+                                "cannot load the policy");
+        return lint_add_error(&ck->out, LINT_ERROR, c->broker.policy, error);
+}
+
+static int lint_run(struct check *ck, const struct config *c)
+{
+        char *homes[3] = {};
+        size_t n = homes_collect(homes);
+        int r = 0;
+
+        for (size_t h = 0; r >= 0 && h < MAX(n, (size_t)1); h++)
+                r = config_lint(c, n ? homes[h] : NULL, &ck->out);
+        for (size_t h = 0; h < n; h++)
+                free(homes[h]);
+        return r;
+}
+
+/* Everything check can find about c; -ENOMEM only. */
+static int blueprint_collect(struct check *ck, const struct config *c)
+{
+        struct blueprint bp = {.config = c, .broker_dirfd = -1};
+        struct broker_policy *policy = NULL;
+        int r, source;
+
+        r = source = host_path_check(ck, c, 0, "repo", "source", c->repo.source, true);
+        for (size_t i = 0; r >= 0 && i < c->n_mirrors; i++) {
+                char sec[96];
+                snprintf(sec, sizeof(sec), "mirror \"%s\"", c->mirrors[i].name);
+                r = host_path_check(ck, c, c->mirrors[i].line, sec, "source", c->mirrors[i].source,
+                                    true);
+        }
+        for (size_t i = 0; r >= 0 && i < c->home.n_seeds; i++)
+                r = host_path_check(ck, c, c->home.seeds[i].line, "home", "seed",
+                                    c->home.seeds[i].source, false);
+        if (r >= 0 && source > 0)
+                r = repo_check(ck, c, &bp);
+        if (r >= 0 && c->broker.policy)
+                r = policy_check(ck, c, &policy);
+        if (r >= 0)
+                r = lint_run(ck, c);
+        if (r >= 0 && policy) {
+                bp.policy = policy;
+                bp.broker_dirfd =
+                        open(c->broker.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                bp.broker_dir_error = bp.broker_dirfd < 0 ? negative_errno() : 0;
+                r = blueprint_check(&bp, &ck->out);
+        }
+        safe_close(bp.broker_dirfd);
+        git_repository_free(bp.repo);
+        broker_policy_free(policy);
+        return r;
+}
+
+static int report(const struct check *ck, bool strict, bool json)
+{
+        for (size_t i = 0; i < ck->out.n; i++) {
+                const struct lint_finding *f = &ck->out.findings[i];
+                _cleanup_free_ char *line = NULL;
+
+                if (json) {
+                        json_t *o = lint_finding_json(f, strict);
+                        line = o ? json_dumps(o, JSON_COMPACT) : NULL;
+                        json_decref(o);
+                        if (!line)
+                                return -ENOMEM;
+                        printf("%s\n", line);
+                        continue;
+                }
+                line = lint_finding_format(f);
+                if (!line)
+                        return -ENOMEM;
+                if (f->severity == LINT_ERROR)
+                        fprintf(stderr, "cloister check: %s\n", line);
+                else
+                        fprintf(stderr, "cloister check: %s: %s\n",
+                                lint_severity_name(f->severity, strict), line);
+        }
+        return fflush(stdout) == 0 ? 0 : -EIO;
 }
 
 static int check_run(int argc, char **argv)
@@ -92,16 +205,15 @@ static int check_run(int argc, char **argv)
         static const struct option opts[] = {
                 {"strict", no_argument, NULL, 's'},
                 {"quiet", no_argument, NULL, 'q'},
+                {"json", no_argument, NULL, 'j'},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
         _cleanup_config_ struct config *c = NULL;
         _cleanup_free_ char *error = NULL;
-        bool strict = false, quiet = false;
-        const char *homes[3] = {};
-        char **seen = NULL;
-        size_t n_homes, n_seen = 0;
-        int opt, failed = 0;
+        struct check ck = {};
+        bool strict = false, quiet = false, json = false;
+        int opt, r, code;
 
         optind = 1;
         opterr = 0;
@@ -113,6 +225,9 @@ static int check_run(int argc, char **argv)
                 case 'q':
                         quiet = true;
                         break;
+                case 'j':
+                        json = true;
+                        break;
                 case 'h':
                         printf("%s", command_check.usage);
                         return 0;
@@ -123,74 +238,45 @@ static int check_run(int argc, char **argv)
         }
         if (argc - optind != 1)
                 return command_fail(&command_check, EXIT_USAGE,
-                                    "usage: cloister check [--strict] CONFIG");
+                                    "usage: cloister check [--strict] [--json] CONFIG");
 
+        git_libgit2_init();
         if (config_load(argv[optind], &c, &error) < 0) {
-                fprintf(stderr, "cloister check: %s\n", error ? error : "cannot load config");
-                return EXIT_USAGE;
+                ck.invalid = true;
+                r = lint_add_error(&ck.out, LINT_ERROR, argv[optind],
+                                   error ? error : "cannot load the config");
+        } else {
+                r = blueprint_collect(&ck, c);
+        }
+        if (r >= 0)
+                r = report(&ck, strict, json);
+        git_libgit2_shutdown();
+        if (r < 0) {
+                lint_done(&ck.out);
+                return command_fail(&command_check, 1, "%s", strerror(-r));
         }
 
-        if (repo_check(c) < 0)
-                failed = 1;
-        for (size_t i = 0; i < c->n_mirrors; i++) {
-                char what[128];
-                snprintf(what, sizeof(what), "key 'source' in [mirror \"%s\"]", c->mirrors[i].name);
-                if (host_dir_check(c->file, what, c->mirrors[i].source, true) < 0)
-                        failed = 1;
-        }
-        for (size_t i = 0; i < c->home.n_seeds; i++)
-                if (host_dir_check(c->file, "key 'seed' in [home]", c->home.seeds[i].source,
-                                   false) < 0)
-                        failed = 1;
-        if (c->broker.policy &&
-            host_dir_check(c->file, "key 'policy' in [broker]", c->broker.policy, false) < 0)
-                failed = 1;
-
-        n_homes = homes_collect(homes);
-        for (size_t h = 0; h < MAX(n_homes, (size_t)1); h++) {
-                char **lines = NULL;
-                int n = config_lint(c, n_homes ? homes[h] : NULL, &lines);
-                if (n < 0) {
-                        fprintf(stderr, "cloister check: out of memory\n");
-                        return 1;
-                }
-                for (int i = 0; i < n; i++) {
-                        bool dup = false;
-                        for (size_t j = 0; j < n_seen; j++)
-                                dup |= streq(seen[j], lines[i]);
-                        if (dup)
-                                continue;
-                        char **nv = realloc(seen, (n_seen + 1) * sizeof(char *));
-                        if (!nv)
-                                break;
-                        seen = nv;
-                        seen[n_seen++] = strdup(lines[i]);
-                        fprintf(stderr, "cloister check: %s: %s\n", strict ? "error" : "warning",
-                                lines[i]);
-                }
-                strv_free(lines);
-        }
-        for (size_t h = 0; h < n_homes; h++)
-                free((char *)homes[h]);
-        for (size_t j = 0; j < n_seen; j++)
-                free(seen[j]);
-        free(seen);
-
-        if (failed)
-                return 1;
-        if (strict && n_seen > 0)
-                return 1;
-        if (!quiet)
-                printf("%s: ok%s\n", c->file, n_seen ? " (with warnings)" : "");
-        return 0;
+        if (ck.invalid)
+                code = EXIT_USAGE;
+        else if (lint_count(&ck.out, LINT_ERROR) || (strict && ck.out.n))
+                code = 1;
+        else
+                code = 0;
+        if (code == 0 && !quiet && !json)
+                printf("%s: ok%s\n", c->file, ck.out.n ? " (with warnings)" : "");
+        lint_done(&ck.out);
+        return code;
 }
 
 const struct command command_check = {
         .name = "check",
-        .summary = "validate a workspace config and lint it for security",
-        .usage = "usage: cloister check [--strict] [--quiet] CONFIG\n"
+        .summary = "validate a workspace config and its broker policy, and lint them",
+        .usage = "usage: cloister check [--strict] [--quiet] [--json] CONFIG\n"
                  "  --strict   treat every security warning as an error (exit 1)\n"
                  "  --quiet    print nothing on success\n"
-                 "Exit: 0 valid, 1 host paths missing or (--strict) warnings, 2 invalid config.\n",
+                 "  --json     print the findings as JSON lines on stdout (file, line,\n"
+                 "             section, key, severity, message)\n"
+                 "Exit: 0 valid, 1 host paths missing or (--strict) warnings, 2 invalid config\n"
+                 "or policy.\n",
         .run = check_run,
 };
