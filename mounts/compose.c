@@ -3,6 +3,7 @@
  * compose.c: fill in the options of fs/ and broker/ from a workspace config.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,4 +68,32 @@ void compose_broker_options(const struct config *c, struct broker_workspace_opti
                 .dir = c->broker.dir,
                 .socket = c->broker.socket,
         };
+}
+
+int compose_proxy_options(const struct config *c, struct proxy_options *ret, char **ret_control)
+{
+        char *control = NULL;
+
+        if (asprintf(&control, "%s/%s", c->workspace.state, PROXY_CONTROL_FILE) < 0)
+                return -ENOMEM;
+        *ret = (struct proxy_options){
+                .origin = c->file,
+                .workspace = c->workspace.name,
+                .broker_dir = c->broker.dir,
+                .control_socket = control,
+                .allow = c->network.allow,
+                .n_allow = c->network.n_allow,
+                .deny = c->network.deny,
+                .n_deny = c->network.n_deny,
+                .resolve = c->network.resolve,
+                .n_resolve = c->network.n_resolve,
+                .rules = c->injects,
+                .n_rules = c->n_injects,
+                .test_ca = c->network.test_ca,
+                .connections = c->network.connections,
+                .rate = c->network.rate,
+                .bytes_out = c->network.bytes_out,
+        };
+        *ret_control = control;
+        return 0;
 }

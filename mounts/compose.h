@@ -11,6 +11,7 @@
 #include "broker.h"
 #include "config.h"
 #include "fs.h"
+#include "proxy/proxy.h"
 
 /* Options that borrow c's strings; arrays are owned (compose_fs_options_free). */
 struct compose_fs {
@@ -24,3 +25,9 @@ void compose_fs_options_free(struct compose_fs *f);
 
 /* Options that borrow c's strings; nothing to free. */
 void compose_broker_options(const struct config *c, struct broker_workspace_options *ret);
+
+/*
+ * The proxy's options: borrows c's strings and arrays; nothing to free.
+ * The control socket is <state>/proxy.sock.
+ */
+int compose_proxy_options(const struct config *c, struct proxy_options *ret, char **ret_control);

@@ -128,10 +128,30 @@ int config_lint(const struct config *c, const char *host_home, char ***ret_lines
         if (r >= 0 && host_home && streq(c->repo.source, host_home))
                 r = add(&lines, &n, "%s: key 'source' in [repo]: '%s' is the user's home", c->file,
                         c->repo.source);
-        if (r >= 0 && c->network.mode != CONFIG_NETWORK_NONE)
+        if (r >= 0 && c->network.mode == CONFIG_NETWORK_HOST)
                 r = add(&lines, &n,
-                        "%s: key 'mode' in [network]: not 'none': the agent can reach the "
+                        "%s: key 'mode' in [network]: 'host': the agent can reach the whole "
                         "network",
+                        c->file);
+        for (size_t i = 0; r >= 0 && i < c->network.n_resolve; i++)
+                r = add(&lines, &n,
+                        "%s:%u: key 'resolve' in [network]: test only: '%s' is sent to a fixed "
+                        "address, without DNS and without the deny set",
+                        c->file, c->network.resolve[i].line, c->network.resolve[i].host);
+        if (r >= 0 && c->network.test_ca)
+                r = add(&lines, &n,
+                        "%s: key 'test_ca' in [network]: test only: the proxy trusts '%s' to vouch "
+                        "for every host",
+                        c->file, c->network.test_ca);
+        if (r >= 0 && c->network.mode == CONFIG_NETWORK_PROXY && !c->network.set_bytes_out)
+                r = add(&lines, &n,
+                        "%s: key 'bytes_out' in [network]: not set; the default %llu applies",
+                        c->file, (unsigned long long)c->network.bytes_out);
+        if (r >= 0 && c->network.mode == CONFIG_NETWORK_PROXY && !c->network.n_allow &&
+            !c->n_injects)
+                r = add(&lines, &n,
+                        "%s: key 'mode' in [network]: 'proxy' with no allow entries and no "
+                        "[inject] rules: nothing is reachable",
                         c->file);
 
         struct {

@@ -98,6 +98,9 @@ void config_finish(struct parse_state *st)
                 c->limits.cpu = 3600;
         if (!c->limits.tmp)
                 c->limits.tmp = 512ULL << 20;
+        config_network_finish(st);
+        if (st->error)
+                return;
 
         /* The parts inside the workspace: none may nest in, or equal, another. */
         parts[n++] =
