@@ -115,6 +115,7 @@ enum {
 
 struct fs_workspace {
         char *name, *state, *mountpoint, *source, *rev;
+        char *git_config_extra; /* NULL: none */
         int state_fd;
         uid_t uid;
         gid_t gid;

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "compose.h"
+#include "lib/util.h"
+#include "sandbox/sandbox.h"
 
 int compose_fs_options(const struct config *c, struct compose_fs *ret)
 {
@@ -48,6 +50,11 @@ int compose_fs_options(const struct config *c, struct compose_fs *ret)
                 .max_bytes = c->limits.bytes,
                 .max_files = c->limits.files,
         };
+        if (compose_git_proxy_config(c, &f.git_config_extra) < 0) {
+                compose_fs_options_free(&f);
+                return -ENOMEM;
+        }
+        f.options.git_config_extra = f.git_config_extra;
         *ret = f;
         return 0;
 }
@@ -56,7 +63,41 @@ void compose_fs_options_free(struct compose_fs *f)
 {
         free(f->seeds);
         free(f->mirrors);
+        free(f->git_config_extra);
         *f = (struct compose_fs){0};
+}
+
+int compose_git_proxy_config(const struct config *c, char **ret)
+{
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        *ret = NULL;
+        if (c->network.mode != CONFIG_NETWORK_PROXY || c->n_injects == 0)
+                return 0;
+        f = open_memstream(&text, &len);
+        if (!f)
+                return -ENOMEM;
+        fputs("# [network] mode = proxy: git reaches these hosts over plain HTTP through\n"
+              "# the egress proxy, which swaps the token that git-credential-cloister\n"
+              "# hands git for the real credential and talks TLS upstream (docs/network.md).\n",
+              f);
+        for (size_t i = 0; i < c->n_injects; i++) {
+                bool seen = false;
+                for (size_t j = 0; j < i && !seen; j++)
+                        seen = streq(c->injects[j].host, c->injects[i].host);
+                if (!seen)
+                        fprintf(f, "[url \"http://%s/\"]\n\tinsteadOf = https://%s/\n",
+                                c->injects[i].host, c->injects[i].host);
+        }
+        fputs("[credential]\n\thelper = " SANDBOX_CLIENT_DIR "/git-credential-cloister\n", f);
+        if (fclose(f) != 0) {
+                free(text);
+                return -ENOMEM;
+        }
+        *ret = text;
+        return 0;
 }
 
 void compose_broker_options(const struct config *c, struct broker_workspace_options *ret)

@@ -45,8 +45,10 @@ struct gitdir_params {
                                  * gets mtime = ctime = this, nsec 0 */
         uid_t uid;              /* what the fs reports for lower files */
         gid_t gid;
-        bool skip_index; /* gitdir_prepare(): leave the index out, for a later
-                          * gitdir_write_index_msg() (mount time stays flat) */
+        bool skip_index;          /* gitdir_prepare(): leave the index out, for a later
+                                   * gitdir_write_index_msg() (mount time stays flat) */
+        const char *config_extra; /* appended to the config (trusted: from the workspace
+                                   * config, e.g. the proxy's url rewrites); NULL: none */
 };
 
 /*
