@@ -129,12 +129,16 @@ void proxy_forward_start(struct client *c)
                 return;
         }
         n = evbuffer_get_length(head);
-        if (!proxy_budget_charge(c, n)) {
+        if (c->held) {
+                /* A push: not even the head goes up before its refs are checked. */
+                evbuffer_add_buffer(c->held, head);
+        } else if (!proxy_budget_charge(c, n)) {
                 evbuffer_free(head);
                 proxy_client_refuse(c, 403, "this run has sent all it may ([network] bytes_out)");
                 return;
+        } else {
+                evbuffer_add_buffer(bufferevent_get_output(c->up->bev), head);
         }
-        evbuffer_add_buffer(bufferevent_get_output(c->up->bev), head);
         evbuffer_free(head);
         c->rec.decision = "allow";
         c->state = CLIENT_FORWARD;
