@@ -266,6 +266,11 @@ int proxy_http_parse_head(struct proxy_http *p, bool request, bool skip_body, co
                         *ret_reason = "more than one Host header";
                         goto fail;
                 }
+                /* llhttp's own rule (RFC 9112 6.3), which it applies only after the pause. */
+                if ((p->parser.flags & F_TRANSFER_ENCODING) && !(p->parser.flags & F_CHUNKED)) {
+                        *ret_reason = "a Transfer-Encoding that does not end in chunked";
+                        goto fail;
+                }
         } else {
                 ret->status = llhttp_get_status_code(&p->parser);
                 if (ret->status < 100 || ret->status > 599) {
