@@ -295,8 +295,7 @@ static bool host_header_matches(struct client *c)
 static bool denied(struct client *c, bool connect)
 {
         for (size_t i = 0; i < c->px->n_deny; i++)
-                if (proxy_host_pattern_match(&c->px->deny[i], c->host, c->literal, c->port,
-                                             connect))
+                if (proxy_host_pattern_denies(&c->px->deny[i], c->host, c->literal, c->port))
                         return true;
         return false;
 }

@@ -292,6 +292,15 @@ bool proxy_host_pattern_match(const struct proxy_host_pattern *p, const char *ho
         return hl > sl + 1 && host[hl - sl - 1] == '.' && streq(host + hl - sl, p->host);
 }
 
+bool proxy_host_pattern_denies(const struct proxy_host_pattern *p, const char *host, bool literal,
+                               uint16_t port)
+{
+        struct proxy_host_pattern any = *p;
+
+        any.port = p->port ? p->port : port;
+        return proxy_host_pattern_match(&any, host, literal, port, true);
+}
+
 int proxy_resolve_parse(const char *s, struct proxy_resolve *ret, const char **ret_reason)
 {
         const char *colon = strchr(s, ':');

@@ -89,6 +89,9 @@ bool proxy_host_pattern_match(const struct proxy_host_pattern *p, const char *ho
  */
 int proxy_host_normalize(const char *host, size_t len, char *buf, size_t size, bool *ret_literal,
                          bool *ret_exact, const char **ret_reason);
+/* The same, for a deny entry: one without a port denies the host on every port. */
+bool proxy_host_pattern_denies(const struct proxy_host_pattern *p, const char *host, bool literal,
+                               uint16_t port);
 /* "host[:port]" or "[v6]:port" split; port 0 when absent. For CONNECT targets and Host headers. */
 int proxy_authority_split(const char *s, size_t len, const char **ret_host, size_t *ret_host_len,
                           uint16_t *ret_port, const char **ret_reason);

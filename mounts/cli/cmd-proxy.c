@@ -10,6 +10,7 @@
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "broker.h"
 #include "command.h"
@@ -31,7 +32,7 @@ static int proxy_cmd_run(int argc, char **argv)
                 {},
         };
         _cleanup_config_ struct config *c = NULL;
-        _cleanup_free_ char *error = NULL, *control = NULL, *bound = NULL;
+        _cleanup_free_ char *error = NULL, *control = NULL, *bound = NULL, *pidfile = NULL;
         const char *listen = NULL;
         struct proxy_options o;
         proxy *px = NULL;
@@ -94,12 +95,20 @@ static int proxy_cmd_run(int argc, char **argv)
                 printf("%s\n", bound);
                 fflush(stdout);
         }
+        /* <state>/proxy.pid: which process to signal, for people and tests. */
+        if (asprintf(&pidfile, "%s/proxy.pid", c->workspace.state) >= 0) {
+                _cleanup_fclose_ FILE *pf = fopen(pidfile, "we");
+                if (pf)
+                        fprintf(pf, "%d\n", (int)getpid());
+        }
         fprintf(stderr, "cloister proxy: serving workspace '%s' (control: %s%s%s)\n",
                 c->workspace.name, control, bound ? ", listening on " : "", bound ? bound : "");
         free(error);
         error = NULL;
         r = proxy_run(px, &error);
         proxy_free(px);
+        if (pidfile)
+                unlink(pidfile);
         if (r < 0)
                 return command_fail(&command_proxy, 1, "%s", error ? error : strerror(-r));
         return 0;
