@@ -14,6 +14,8 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -144,6 +146,8 @@ void proxy_client_accept(struct listener *ls, int fd)
                 free(c);
                 return;
         }
+        /* Heads and bodies are relayed as they come: no Nagle delay on top. */
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
         c->next = ls->clients;
         if (ls->clients)
                 ls->clients->prev = c;

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <event2/bufferevent_ssl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <openssl/err.h>
 #include <openssl/x509v3.h>
 #include <stdio.h>
@@ -285,6 +286,8 @@ static void up_event_cb(struct bufferevent *bev, short what, void *arg)
 
         if (what & BEV_EVENT_CONNECTED) {
                 u->connected = true;
+                (void)setsockopt(bufferevent_getfd(bev), IPPROTO_TCP, TCP_NODELAY, &(int){1},
+                                 sizeof(int));
                 bufferevent_set_timeouts(bev, &tv, &tv);
                 bufferevent_enable(bev, EV_READ | EV_WRITE);
                 if (c->state != CLIENT_WAIT)

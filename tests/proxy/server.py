@@ -42,6 +42,7 @@ lock = threading.Lock()
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # head and body are separate writes
 
     def log_message(self, *a):
         pass
