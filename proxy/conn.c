@@ -238,12 +238,12 @@ static void drain(struct client *c)
 static int url_split(struct client *c, const char **ret_path, size_t *ret_path_len,
                      const char **ret_query, const char **ret_why)
 {
-        const char *t = c->req.target, *a, *end, *host;
-        size_t hl;
+        const char *t = c->req.target ? c->req.target : "", *a, *end, *host;
+        size_t hl, tl = strlen(t);
         uint16_t port;
         bool exact;
 
-        if (strncasecmp(t, "http://", 7) != 0) {
+        if (tl < 7 || strncasecmp(t, "http://", 7) != 0) {
                 *ret_why = t[0] == '/' ? "the proxy takes requests in absolute form "
                                          "(http://host/path): is HTTP_PROXY set?"
                            : strncasecmp(t, "https://", 8) == 0
@@ -252,7 +252,8 @@ static int url_split(struct client *c, const char **ret_path, size_t *ret_path_l
                 return -EINVAL;
         }
         a = t + 7;
-        end = a + strcspn(a, "/?#");
+        for (end = a; end < t + tl && *end != '/' && *end != '?' && *end != '#'; end++)
+                ;
         if (strchr(t, '#')) {
                 *ret_why = "a fragment ('#') in the request target";
                 return -EINVAL;
@@ -315,7 +316,7 @@ static bool allowed(struct client *c, bool connect)
 
 static void handle_connect(struct client *c)
 {
-        const char *t = c->req.target, *host, *why = NULL;
+        const char *t = c->req.target ? c->req.target : "", *host, *why = NULL;
         size_t hl;
         uint16_t port;
         bool exact;
