@@ -70,7 +70,7 @@ make_certs() {
                 -subj /CN=cloister-test-ca -keyout "$T/ca/ca.key" -out "$T/ca/ca.pem" 2>/dev/null &&
         openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=web.test \
                 -keyout "$T/ca/srv.key" -out "$T/ca/srv.csr" 2>/dev/null &&
-        printf 'subjectAltName=DNS:git.test,DNS:web.test,DNS:api.test,DNS:other.test,DNS:localhost\n' \
+        printf 'subjectAltName=DNS:git.test,DNS:web.test,DNS:api.test,DNS:other.test,DNS:localhost,DNS:api.example-model.com\n' \
                 >"$T/ca/ext" &&
         openssl x509 -req -in "$T/ca/srv.csr" -CA "$T/ca/ca.pem" -CAkey "$T/ca/ca.key" \
                 -CAcreateserial -days 2 -extfile "$T/ca/ext" -out "$T/ca/srv.pem" 2>/dev/null

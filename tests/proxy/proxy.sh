@@ -51,6 +51,7 @@ mode = proxy
 allow = web.test:$HP, plain.test:$PP, localhost:$HP
 deny = denied.test
 resolve = web.test:127.0.0.1, plain.test:127.0.0.1, api.test:127.0.0.1, denied.test:127.0.0.1
+resolve = nocert.test:127.0.0.1
 test_ca = $T/ca/ca.pem
 $2
 [inject "api"]
@@ -58,6 +59,13 @@ host = api.test
 port = $HP
 methods = GET, POST
 paths = /api/**, /echo, /redirect
+scope = api
+secret = api-key
+[inject "nocert"]
+host = nocert.test
+port = $HP
+methods = GET
+paths = /api/**
 scope = api
 secret = api-key
 [inject "nosecret"]
@@ -208,6 +216,10 @@ is altered_token_is_refused "$(px "http://api.test/api/x" -H "Authorization: Bea
 # --- failing closed ---------------------------------------------------------
 is missing_secret_fails_closed "$(px -X PUT "http://api.test/api/x" -H "Authorization: Bearer $TOK")" 502
 contains missing_secret_says_which "$(xerr)" "'never-stored' is not stored"
+before=$(requests)
+is tls_hostname_mismatch_fails_closed "$(px "http://nocert.test/api/x" -H "Authorization: Bearer $TOK")" 502
+contains tls_hostname_mismatch_says_why "$(xerr)" "hostname mismatch"
+is tls_failure_sends_no_request "$(requests)" "$before"
 kill "$B1" && wait "$B1" 2>/dev/null
 is broker_down_fails_closed "$(px "http://api.test/api/x" -H "Authorization: Bearer $TOK")" 502
 contains broker_down_says_why "$(xerr)" "broker"
@@ -273,6 +285,30 @@ is bytes_out_budget_refuses_new_requests "$(curl -s -x "http://$X3" -o /dev/null
 grep -q '"/up"' "$T/plain.requests" && grep '"/up"' "$T/plain.requests" | grep -q '"body_len": 8192' &&
         not_ok upload_beyond_the_budget_never_arrived_whole || ok upload_beyond_the_budget_never_arrived_whole
 
+# --- examples/model-proxy.ini: the agent's model key stays outside ---------------
+start_server model --tls --header "x-api-key:$SECRET" || { echo "Bail out! no model server"; exit 1; }
+mkdir -p "$T/model/repo" "$T/model/state"
+sed -e "s|^state = .*|state = $T/model/state|" -e "s|^source = %R|source = $T/model/repo|" \
+    -e "s|^policy = %C/|policy = $CLOISTER_SRC/examples/|" \
+    -e "s|^mode = proxy|mode = proxy\nresolve = api.example-model.com:127.0.0.1\ntest_ca = $T/ca/ca.pem|" \
+    -e "s|^scheme = header|scheme = header\nport = $(port model)|" \
+    "$CLOISTER_SRC/examples/model-proxy.ini" >"$T/model.ini"
+out=$("$CLOISTER" check "$CLOISTER_SRC/examples/model-proxy.ini" 2>&1)
+is model_example_passes_check "$?" 0
+start_broker "$T/model.ini" "$T/model/state/broker.sock" || { echo "Bail out! no model broker"; exit 1; }
+printf '%s' "$SECRET" | "$CLOISTER" secret add model-key --config "$T/model.ini" >/dev/null 2>&1
+start_proxy "$T/model.ini" pm || { echo "Bail out! no model proxy"; exit 1; }
+mtok=$("$CLOISTER" token issue model --socket "$T/model/state/broker.sock")
+code=$(curl -sS -x "http://$(cat "$T/pm.addr")" -o "$T/body" -w '%{http_code}' -X POST \
+        -H "x-api-key: $mtok" -d '{"model":"m","messages":[]}' http://api.example-model.com/v1/messages)
+is model_example_reaches_the_api_with_the_real_key "$code" 200
+last=$(tail -n1 "$T/model.requests")
+contains model_example_sends_the_key_in_its_header "$last" "[\"x-api-key\", \"$SECRET\"]"
+lacks model_example_never_sends_the_token "$last" "v4.public."
+code=$(curl -sS -x "http://$(cat "$T/pm.addr")" -o /dev/null -w '%{http_code}' -X POST \
+        -H "x-api-key: sk-a-real-looking-key" http://api.example-model.com/v1/messages)
+is model_example_refuses_a_key_that_is_not_a_token "$code" 401
+
 # --- the proxy gone -------------------------------------------------------------
 kill "$P1_PID" && wait "$P1_PID" 2>/dev/null
 curl -s -x "http://$X" -o /dev/null "http://plain.test:$PP/z"
@@ -281,7 +317,7 @@ is proxy_not_running_refuses_connections "$?" 7
         not_ok stopped_proxy_removes_its_control_socket
 
 # --- the secret never appears where it must not -----------------------------------
-leaks=$(grep -rl -- "$SECRET" "$T" 2>/dev/null | grep -v -e '/web.requests$' -e '/policy' | tr '\n' ' ')
+leaks=$(grep -rl -- "$SECRET" "$T" 2>/dev/null | grep -v -e '/web.requests$' -e '/model.requests$' -e '/policy' | tr '\n' ' ')
 is real_secret_appears_nowhere_but_at_the_server "$leaks" ""
 grep -q "v4.public." "$T/ws1/state/broker/net.jsonl" && not_ok tokens_never_enter_the_net_log ||
         ok tokens_never_enter_the_net_log

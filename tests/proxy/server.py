@@ -8,7 +8,7 @@ ephemeral port of 127.0.0.1, serving
                 Authorization value; or --header NAME:VALUE)
   /echo         the request's headers, as the body (a server that reflects
                 credentials, for the masking test)
-  /api/...      {"ok": true} with the expected credential, else 401
+  /api/, /v1/   {"ok": true} with the expected credential, else 401
   /redirect     302 to http://169.254.169.254/latest/meta-data/
   anything else 200 "hello from NAME"
 
@@ -88,7 +88,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(200, "".join(f"{k}: {v}\n" for k, v in self.headers.items()).encode())
         if path == "/redirect":
             return self.reply(302, b"", extra=[("Location", "http://169.254.169.254/latest/meta-data/")])
-        if path.startswith("/api/"):
+        if path.startswith("/api/") or path.startswith("/v1/"):
             if not self.authorized():
                 return self.reply(401, b"no\n")
             return self.reply(200, b'{"ok": true}\n', "application/json")
