@@ -176,7 +176,7 @@ static int head_check(int head_fd, const struct scan *s, unsigned *ret_line, cha
                 return 0; /* never written: a new log */
         buf[n] = '\0';
         if (sscanf(buf, "%llu %64s", &seq, hash) != 2)
-                return reason_set(reason, "%s: malformed (edited)", BROKER_AUDIT_HEAD);
+                return reason_set(reason, "the head file is malformed (edited)");
         if (seq > s->seq) {
                 *ret_line = s->lines + 1;
                 return reason_set(reason,
@@ -211,10 +211,16 @@ int broker_audit_verify(const char *path, unsigned *ret_lines, unsigned *ret_lin
                 *ret_line = line;
                 return r;
         }
+        /* NAME.jsonl is chained to NAME.head beside it (audit.head, net.head). */
         slash = strrchr(path, '/');
-        if (asprintf(&head, "%.*s%s", slash ? (int)(slash - path + 1) : 0, path,
-                     BROKER_AUDIT_HEAD) < 0)
+        size_t pl = strlen(path);
+        if (pl > 6 && streq(path + pl - 6, ".jsonl") && (!slash || path + pl - 6 > slash + 1)) {
+                if (asprintf(&head, "%.*s.head", (int)(pl - 6), path) < 0)
+                        return -ENOMEM;
+        } else if (asprintf(&head, "%.*s%s", slash ? (int)(slash - path + 1) : 0, path,
+                            BROKER_AUDIT_HEAD) < 0) {
                 return -ENOMEM;
+        }
         head_fd = open(head, O_RDONLY | O_CLOEXEC);
         if (head_fd >= 0) {
                 r = head_check(head_fd, &s, &line, ret_reason);
@@ -230,6 +236,14 @@ int broker_audit_verify(const char *path, unsigned *ret_lines, unsigned *ret_lin
 int broker_audit_open(int dirfd, const char *dir, broker_audit_replay_fn replay, void *userdata,
                       broker_audit **ret, char **ret_error)
 {
+        return broker_audit_open_file(dirfd, dir, BROKER_AUDIT_FILE, BROKER_AUDIT_HEAD, replay,
+                                      userdata, ret, ret_error);
+}
+
+int broker_audit_open_file(int dirfd, const char *dir, const char *file, const char *head_file,
+                           broker_audit_replay_fn replay, void *userdata, broker_audit **ret,
+                           char **ret_error)
+{
         _cleanup_close_ int fd = -1, head_fd = -1;
         _cleanup_free_ char *reason = NULL;
         struct scan s = {.replay = replay, .userdata = userdata};
@@ -238,20 +252,17 @@ int broker_audit_open(int dirfd, const char *dir, broker_audit_replay_fn replay,
         FILE *f;
         int r, dup_fd;
 
-        fd = openat(dirfd, BROKER_AUDIT_FILE, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC,
-                    0600);
+        fd = openat(dirfd, file, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0) {
                 r = negative_errno();
-                if (asprintf(ret_error, "%s/%s: cannot open: %s", dir, BROKER_AUDIT_FILE,
-                             strerror(-r)) < 0)
+                if (asprintf(ret_error, "%s/%s: cannot open: %s", dir, file, strerror(-r)) < 0)
                         *ret_error = NULL;
                 return r;
         }
-        head_fd = openat(dirfd, BROKER_AUDIT_HEAD, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        head_fd = openat(dirfd, head_file, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (head_fd < 0) {
                 r = negative_errno();
-                if (asprintf(ret_error, "%s/%s: cannot open: %s", dir, BROKER_AUDIT_HEAD,
-                             strerror(-r)) < 0)
+                if (asprintf(ret_error, "%s/%s: cannot open: %s", dir, head_file, strerror(-r)) < 0)
                         *ret_error = NULL;
                 return r;
         }
@@ -271,7 +282,7 @@ int broker_audit_open(int dirfd, const char *dir, broker_audit_replay_fn replay,
                 if (asprintf(ret_error,
                              "%s/%s: %s; refusing to continue a tampered log (move it aside "
                              "after review)",
-                             dir, BROKER_AUDIT_FILE, reason ? reason : strerror(-r)) < 0)
+                             dir, file, reason ? reason : strerror(-r)) < 0)
                         *ret_error = NULL;
                 return r;
         }

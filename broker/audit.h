@@ -53,6 +53,13 @@ typedef int (*broker_audit_replay_fn)(void *userdata, json_t *entry);
 int broker_audit_open(int dirfd, const char *dir, broker_audit_replay_fn replay, void *userdata,
                       broker_audit **ret, char **ret_error);
 /*
+ * The same for another chained log in dirfd, e.g. the proxy's net.jsonl with
+ * its net.head: same format, same checks, verified by broker_audit_verify().
+ */
+int broker_audit_open_file(int dirfd, const char *dir, const char *file, const char *head,
+                           broker_audit_replay_fn replay, void *userdata, broker_audit **ret,
+                           char **ret_error);
+/*
  * Append entry (an object; "seq", "time", "prev" are added to it). Returns
  * a negative errno if the line could not be written completely; the log is
  * then left as it was, and the caller must refuse what it was about to do.
@@ -76,7 +83,8 @@ int broker_audit_append_noise(broker_audit *a, json_t *entry, int64_t now)
 void broker_audit_free(broker_audit *a);
 
 /*
- * Check a log file (and its .head next to it, if present). Returns 0 if
+ * Check a log file (and its head next to it, if present: NAME.jsonl has
+ * NAME.head). Returns 0 if
  * intact (ret_lines: how many lines), -EBADMSG with ret_line and a malloc'd
  * one-line ret_reason naming the first edited, deleted or reordered line,
  * or another negative errno if it could not be read.

@@ -292,6 +292,7 @@ static int setup_gitdir(struct fs_workspace *ws, int fsdir, char **ret_error)
         p.rev = ws->rev;
         p.alternates = alt;
         p.name = ws->name;
+        p.config_extra = ws->git_config_extra;
         p.lower_mtime = lower_commit_time(ws->repo.lower);
         p.uid = ws->uid;
         p.gid = ws->gid;
@@ -385,7 +386,9 @@ int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_
         ws->mountpoint = strdup(o->mountpoint);
         ws->source = strdup(o->repo.source);
         ws->rev = strdup(o->repo.rev);
-        if (!ws->name || !ws->state || !ws->mountpoint || !ws->source || !ws->rev) {
+        ws->git_config_extra = o->git_config_extra ? strdup(o->git_config_extra) : NULL;
+        if (!ws->name || !ws->state || !ws->mountpoint || !ws->source || !ws->rev ||
+            (o->git_config_extra && !ws->git_config_extra)) {
                 r = -ENOMEM;
                 goto out;
         }
@@ -509,6 +512,7 @@ void fs_workspace_free(fs_workspace *ws)
         free(ws->mountpoint);
         free(ws->source);
         free(ws->rev);
+        free(ws->git_config_extra);
         free(ws->home_upper_path);
         pthread_rwlock_destroy(&ws->ns_lock);
         pthread_mutex_destroy(&ws->itable_lock);

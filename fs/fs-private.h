@@ -121,6 +121,7 @@ enum {
 
 struct fs_workspace {
         char *name, *state, *mountpoint, *source, *rev;
+        char *git_config_extra; /* NULL: none */
         int state_fd;
         uid_t uid; /* the owner shown for the agent's files: agent.host_uid, or store_uid */
         gid_t gid;

@@ -55,6 +55,12 @@ struct fs_options {
         } home;
         const struct fs_mirror_options *mirrors;
         size_t n_mirrors;
+        /*
+         * Appended to the synthesized .git/config at the first mount, or NULL:
+         * for a [network] mode = proxy workspace, the url.insteadOf rewrites
+         * and the credential helper that send git through the egress proxy.
+         */
+        const char *git_config_extra;
         uint64_t max_bytes;   /* bytes the writable layers may hold */
         uint64_t max_files;   /* entries the writable layers may hold */
         uint64_t max_journal; /* bytes of <state>/journal.jsonl; 0: the default */

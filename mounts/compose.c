@@ -3,11 +3,14 @@
  * compose.c: fill in the options of fs/ and broker/ from a workspace config.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "compose.h"
+#include "lib/util.h"
+#include "sandbox/sandbox.h"
 
 int compose_fs_options(const struct config *c, struct compose_fs *ret)
 {
@@ -49,6 +52,11 @@ int compose_fs_options(const struct config *c, struct compose_fs *ret)
                 .max_files = c->limits.files,
                 .max_journal = c->limits.journal,
         };
+        if (compose_git_proxy_config(c, &f.git_config_extra) < 0) {
+                compose_fs_options_free(&f);
+                return -ENOMEM;
+        }
+        f.options.git_config_extra = f.git_config_extra;
         *ret = f;
         return 0;
 }
@@ -57,7 +65,41 @@ void compose_fs_options_free(struct compose_fs *f)
 {
         free(f->seeds);
         free(f->mirrors);
+        free(f->git_config_extra);
         *f = (struct compose_fs){0};
+}
+
+int compose_git_proxy_config(const struct config *c, char **ret)
+{
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        *ret = NULL;
+        if (c->network.mode != CONFIG_NETWORK_PROXY || c->n_injects == 0)
+                return 0;
+        f = open_memstream(&text, &len);
+        if (!f)
+                return -ENOMEM;
+        fputs("# [network] mode = proxy: git reaches these hosts over plain HTTP through\n"
+              "# the egress proxy, which swaps the token that git-credential-cloister\n"
+              "# hands git for the real credential and talks TLS upstream (docs/network.md).\n",
+              f);
+        for (size_t i = 0; i < c->n_injects; i++) {
+                bool seen = false;
+                for (size_t j = 0; j < i && !seen; j++)
+                        seen = streq(c->injects[j].host, c->injects[i].host);
+                if (!seen)
+                        fprintf(f, "[url \"http://%s/\"]\n\tinsteadOf = https://%s/\n",
+                                c->injects[i].host, c->injects[i].host);
+        }
+        fputs("[credential]\n\thelper = " SANDBOX_CLIENT_DIR "/git-credential-cloister\n", f);
+        if (fclose(f) != 0) {
+                free(text);
+                return -ENOMEM;
+        }
+        *ret = text;
+        return 0;
 }
 
 void compose_broker_options(const struct config *c, struct broker_workspace_options *ret)
@@ -75,4 +117,32 @@ void compose_broker_options(const struct config *c, struct broker_workspace_opti
                 ret->agent_uids.first = c->run.host_uids.first;
                 ret->agent_uids.last = c->run.host_uids.last;
         }
+}
+
+int compose_proxy_options(const struct config *c, struct proxy_options *ret, char **ret_control)
+{
+        char *control = NULL;
+
+        if (asprintf(&control, "%s/%s", c->workspace.state, PROXY_CONTROL_FILE) < 0)
+                return -ENOMEM;
+        *ret = (struct proxy_options){
+                .origin = c->file,
+                .workspace = c->workspace.name,
+                .broker_dir = c->broker.dir,
+                .control_socket = control,
+                .allow = c->network.allow,
+                .n_allow = c->network.n_allow,
+                .deny = c->network.deny,
+                .n_deny = c->network.n_deny,
+                .resolve = c->network.resolve,
+                .n_resolve = c->network.n_resolve,
+                .rules = c->injects,
+                .n_rules = c->n_injects,
+                .test_ca = c->network.test_ca,
+                .connections = c->network.connections,
+                .rate = c->network.rate,
+                .bytes_out = c->network.bytes_out,
+        };
+        *ret_control = control;
+        return 0;
 }

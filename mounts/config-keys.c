@@ -12,11 +12,12 @@
 #include "config-private.h"
 #include "lib/util.h"
 #include "lib/values.h"
+#include "proxy/proxy.h"
 
 const char *const config_section_names[SECTION_MAX] = {
         [SECTION_WORKSPACE] = "workspace", [SECTION_REPO] = "repo",     [SECTION_HOME] = "home",
         [SECTION_MIRROR] = "mirror",       [SECTION_BROKER] = "broker", [SECTION_LIMITS] = "limits",
-        [SECTION_NETWORK] = "network",     [SECTION_RUN] = "run",
+        [SECTION_NETWORK] = "network",     [SECTION_RUN] = "run",       [SECTION_INJECT] = "inject",
 };
 
 enum key_type {
@@ -89,6 +90,12 @@ static const struct key keys[] = {
         {SECTION_RUN, "user", KEY_USER, CFG(run.user), 0, 0, 0},
         {SECTION_RUN, "host_uids", KEY_ID_RANGE, CFG(run.host_uids), CONFIG_HOST_UID_FLOOR,
          CONFIG_HOST_UID_CEILING, 0},
+        {SECTION_NETWORK, "test_ca", KEY_HOST_PATH, CFG(network.test_ca), 0, 0, 0},
+        {SECTION_NETWORK, "connections", KEY_COUNT, CFG(network.connections), 1, PROXY_CONNS_MAX,
+         0},
+        {SECTION_NETWORK, "rate", KEY_COUNT, CFG(network.rate), 1, 100000, 0},
+        {SECTION_NETWORK, "bytes_out", KEY_SIZE, CFG(network.bytes_out), 1 * KiB, 16 * TiB,
+         CFG(network.set_bytes_out)},
 };
 
 _Static_assert(ELEMENTSOF(keys) <= CONFIG_KEYS_MAX, "raise CONFIG_KEYS_MAX");
@@ -363,9 +370,12 @@ static int key_value_apply(struct parse_state *st, const struct key *k, void *ba
                         *(enum config_network *)field = CONFIG_NETWORK_NONE;
                 else if (streq(value, "host"))
                         *(enum config_network *)field = CONFIG_NETWORK_HOST;
+                else if (streq(value, "proxy"))
+                        *(enum config_network *)field = CONFIG_NETWORK_PROXY;
                 else
                         return config_error(st, line,
-                                            "key '%s' in [%s]: '%s' is not 'none' or 'host'",
+                                            "key '%s' in [%s]: '%s' is not 'none', 'proxy' or "
+                                            "'host'",
                                             k->name, sec, value);
                 return 1;
         case KEY_USER:
@@ -400,6 +410,13 @@ int config_key_apply(struct parse_state *st, const char *section, const char *na
         unsigned line = config_reader_line(st);
         const char *sec = config_section_names[st->section];
 
+        if (st->section == SECTION_INJECT)
+                return config_inject_key(st, name, value);
+        if (st->section == SECTION_NETWORK && !streq(name, "mode") &&
+            !st->cfg->network.first_proxy_key_line)
+                st->cfg->network.first_proxy_key_line = line;
+        if (st->section == SECTION_NETWORK && config_network_key_is_list(name))
+                return config_network_list_add(st, name, value);
         for (size_t i = 0; i < ELEMENTSOF(keys); i++) {
                 const struct key *k = &keys[i];
                 bool repeatable =

@@ -102,9 +102,28 @@ int config_lint(const struct config *c, const char *host_home, struct lint *out)
         if (r >= 0 && host_home && streq(c->repo.source, host_home))
                 r = lint_add(out, LINT_WARNING, c->file, 0, "repo", "source",
                              "'%s' is the user's home", c->repo.source);
-        if (r >= 0 && c->network.mode != CONFIG_NETWORK_NONE)
+        if (r >= 0 && c->network.mode == CONFIG_NETWORK_HOST)
                 r = lint_add(out, LINT_WARNING, c->file, 0, "network", "mode",
-                             "not 'none': the agent can reach the network");
+                             "'host': the agent can reach the whole network");
+        for (size_t i = 0; r >= 0 && i < c->network.n_resolve; i++)
+                r = lint_add(out, LINT_WARNING, c->file, c->network.resolve[i].line, "network",
+                             "resolve",
+                             "test only: '%s' is sent to a fixed address, without DNS and "
+                             "without the deny set",
+                             c->network.resolve[i].host);
+        if (r >= 0 && c->network.test_ca)
+                r = lint_add(out, LINT_WARNING, c->file, 0, "network", "test_ca",
+                             "test only: the proxy trusts '%s' to vouch for every host",
+                             c->network.test_ca);
+        if (r >= 0 && c->network.mode == CONFIG_NETWORK_PROXY && !c->network.set_bytes_out)
+                r = lint_add(out, LINT_WARNING, c->file, 0, "network", "bytes_out",
+                             "not set; the default %llu applies",
+                             (unsigned long long)c->network.bytes_out);
+        if (r >= 0 && c->network.mode == CONFIG_NETWORK_PROXY && !c->network.n_allow &&
+            !c->n_injects)
+                r = lint_add(out, LINT_WARNING, c->file, 0, "network", "mode",
+                             "'proxy' with no allow entries and no [inject] rules: nothing is "
+                             "reachable");
 
         struct {
                 const char *key;

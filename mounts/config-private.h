@@ -18,6 +18,7 @@ enum section_kind {
         SECTION_LIMITS,
         SECTION_NETWORK,
         SECTION_RUN,
+        SECTION_INJECT,
         SECTION_MAX,
 };
 
@@ -41,9 +42,11 @@ struct parse_state {
         char *current_section;
         enum section_kind section;
         struct config_mirror *mirror;
-        unsigned lines[CONFIG_KEYS_MAX]; /* scalar keys, by key index */
-        unsigned mirror_lines[4];        /* per key of the current mirror */
-        char *config_dir;                /* canonical directory of the file, for %C and %R */
+        unsigned lines[CONFIG_KEYS_MAX];  /* scalar keys, by key index */
+        unsigned mirror_lines[4];         /* per key of the current mirror */
+        struct proxy_inject_rule *inject; /* the current [inject "NAME"] */
+        unsigned inject_lines[16];        /* per key of the current [inject] */
+        char *config_dir;                 /* canonical directory of the file, for %C and %R */
         char *error;
 };
 
@@ -55,4 +58,14 @@ int config_error(struct parse_state *st, unsigned line, const char *fmt, ...)
 int config_key_apply(struct parse_state *st, const char *section, const char *name,
                      const char *value);
 void config_finish(struct parse_state *st);
+
+/* config-network.c: [network] lists and [inject "NAME"] sections. */
+bool config_network_key_is_list(const char *name);
+int config_network_list_add(struct parse_state *st, const char *name, const char *value);
+int config_inject_begin(struct parse_state *st, const char *name, size_t len);
+int config_inject_key(struct parse_state *st, const char *name, const char *value);
+void config_network_finish(struct parse_state *st);
+void config_network_free(struct config *c);
+/* Split "a, b c" into a NULL-terminated vector appended to *vec; at most max items. */
+int config_words_append(char ***vec, const char *value, size_t max, size_t *ret_n);
 unsigned config_reader_line(const struct parse_state *st);

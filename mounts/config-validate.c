@@ -112,6 +112,9 @@ void config_finish(struct parse_state *st)
         if (!c->run.host_uids.first)
                 c->run.host_uids =
                         (struct config_id_range){CONFIG_HOST_UID_MIN, CONFIG_HOST_UID_MAX};
+        config_network_finish(st);
+        if (st->error)
+                return;
 
         /* The parts inside the workspace: none may nest in, or equal, another. */
         parts[n++] =

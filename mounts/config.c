@@ -94,13 +94,34 @@ static int section_parse(struct parse_state *st, const char *section)
         size_t n;
 
         st->mirror = NULL;
+        st->inject = NULL;
         for (size_t i = 0; i < SECTION_MAX; i++) {
                 if (streq(section, config_section_names[i])) {
-                        if (i == SECTION_MIRROR)
+                        if (i == SECTION_MIRROR || i == SECTION_INJECT)
                                 break;
                         st->section = (enum section_kind)i;
                         return 1;
                 }
+        }
+        q = startswith(section, "inject");
+        if (q && (*q == '\0' || *q == ' ' || *q == '\t' || *q == '"')) {
+                while (*q == ' ' || *q == '\t')
+                        q++;
+                n = strlen(q);
+                if (n < 3 || q[0] != '"' || q[n - 1] != '"')
+                        return config_error(st, st->reader->line,
+                                            "section [%s]: expected [inject \"NAME\"]", section);
+                for (size_t i = 1; i + 1 < n; i++)
+                        if (!isalnum((unsigned char)q[i]) && !strchr("._-", q[i]))
+                                return config_error(st, st->reader->line,
+                                                    "section [%s]: a rule name may hold only "
+                                                    "letters, digits, '.', '_' and '-'",
+                                                    section);
+                if (n - 2 > CONFIG_NAME_MAX)
+                        return config_error(st, st->reader->line,
+                                            "section [%s]: rule name longer than %d characters",
+                                            section, CONFIG_NAME_MAX);
+                return config_inject_begin(st, q + 1, n - 2);
         }
         q = startswith(section, "mirror");
         if (!q)
@@ -343,5 +364,6 @@ void config_free(struct config *c)
         free(c->broker.dir);
         strv_free(c->run.env);
         free(c->run.user);
+        config_network_free(c);
         free(c);
 }

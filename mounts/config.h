@@ -13,12 +13,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "proxy/rules.h"
+
 #define CONFIG_MAX_FILE_SIZE (1024 * 1024) /* a config is small; refuse more */
 #define CONFIG_MAX_MIRRORS   64
 #define CONFIG_MAX_SEEDS     256
 #define CONFIG_MAX_EXCLUDES  256
 #define CONFIG_MAX_ENV       256
 #define CONFIG_NAME_MAX      64
+#define CONFIG_MAX_HOSTS     1024 /* allow and deny entries, each */
+#define CONFIG_MAX_RESOLVE   64
+#define CONFIG_MAX_INJECTS   64
+#define CONFIG_MAX_PATTERNS  64 /* paths and push_refs of one [inject] rule */
 
 /*
  * [run] host_uids: the host uids (and gids, the same numbers) that root's
@@ -35,6 +41,7 @@
 enum config_network {
         CONFIG_NETWORK_NONE = 0, /* loopback only (default) */
         CONFIG_NETWORK_HOST,     /* the host's network; refused by run without a flag */
+        CONFIG_NETWORK_PROXY,    /* loopback only, and the egress proxy at 127.0.0.1:3128 */
 };
 
 struct config_id_range {
@@ -103,7 +110,21 @@ struct config {
 
         struct {
                 enum config_network mode;
+                struct proxy_host_pattern *allow, *deny;
+                size_t n_allow, n_deny;
+                struct proxy_resolve *resolve; /* test only */
+                size_t n_resolve;
+                char *test_ca;        /* test only */
+                uint64_t connections; /* per run; default 64 */
+                uint64_t rate;        /* requests per second per run; default 50 */
+                uint64_t bytes_out;   /* bytes sent upstream per run; default 1 GiB */
+                bool set_bytes_out;
+                unsigned mode_line, first_proxy_key_line;
         } network;
+
+        /* [inject "NAME"] sections, in file order */
+        struct proxy_inject_rule *injects;
+        size_t n_injects;
 
         struct {
                 char **env; /* NULL-terminated host variable names allowed in; never NULL */

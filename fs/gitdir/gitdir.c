@@ -89,7 +89,7 @@ static bool alternates_ok(const char *a)
         return a && *a && a[0] != '/' && !strpbrk(a, "\n\r") && strlen(a) < 4096;
 }
 
-static int write_skeleton(int dest, const char *alternates, char **err)
+static int write_skeleton(int dest, const char *alternates, const char *extra, char **err)
 {
         static const char *const dirs[] = {"objects/pack", "refs/heads", "refs/tags"};
         _cleanup_close_ int info = -1;
@@ -110,7 +110,12 @@ static int write_skeleton(int dest, const char *alternates, char **err)
         r = gitdir_write_file(info, "alternates", line, strlen(line), err);
         if (r < 0)
                 return r;
-        return gitdir_write_file(dest, "config", config_text, sizeof(config_text) - 1, err);
+        if (!extra)
+                return gitdir_write_file(dest, "config", config_text, sizeof(config_text) - 1, err);
+        _cleanup_free_ char *text = NULL;
+        if (asprintf(&text, "%s%s", config_text, extra) < 0)
+                return -ENOMEM;
+        return gitdir_write_file(dest, "config", text, strlen(text), err);
 }
 
 /* The source repository, and the base commit, its tree and branch name. */
@@ -152,7 +157,7 @@ static int prepare(const struct gitdir_params *p, int dest, char **err)
         if (r < 0)
                 return r;
 
-        r = write_skeleton(dest, p->alternates, err);
+        r = write_skeleton(dest, p->alternates, p->config_extra, err);
         if (r < 0)
                 return r;
         if (asprintf(&refname, "refs/heads/%s", branch) < 0)

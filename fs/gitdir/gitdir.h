@@ -58,6 +58,8 @@ struct gitdir_params {
         int (*worktree_size)(void *userdata, const char *path, const struct git_oid *id,
                              uint64_t *size);
         void *userdata;
+        const char *config_extra; /* appended to the config (trusted: from the workspace
+                                   * config, e.g. the proxy's url rewrites); NULL: none */
 };
 
 /*

@@ -12,11 +12,12 @@
 #include "command.h"
 #include "config.h"
 #include "lib/util.h"
+#include "proxy/proxy.h"
 
 static int audit_run(int argc, char **argv)
 {
         _cleanup_config_ struct config *c = NULL;
-        _cleanup_free_ char *error = NULL, *path = NULL, *reason = NULL;
+        _cleanup_free_ char *error = NULL, *path = NULL, *reason = NULL, *net = NULL;
         unsigned lines = 0, line = 0;
         int r;
 
@@ -31,6 +32,11 @@ static int audit_run(int argc, char **argv)
                         return command_fail(&command_audit, EXIT_USAGE, "%s", error);
                 if (asprintf(&path, "%s/%s", c->broker.dir, BROKER_AUDIT_FILE) < 0)
                         path = NULL;
+                /* The egress proxy's log is the same kind of chain. */
+                if (asprintf(&net, "%s/%s", c->broker.dir, PROXY_AUDIT_FILE) < 0)
+                        net = NULL;
+                if (!net)
+                        return command_fail(&command_audit, 1, "out of memory");
         } else {
                 return command_fail(&command_audit, EXIT_USAGE,
                                     "usage: cloister audit verify CONFIG|--file PATH");
@@ -39,23 +45,35 @@ static int audit_run(int argc, char **argv)
                 return command_fail(&command_audit, 1, "out of memory");
         if (sodium_init() < 0)
                 return command_fail(&command_audit, 1, "libsodium failed to initialize");
-        r = broker_audit_verify(path, &lines, &line, &reason);
-        if (r == -EBADMSG)
-                return command_fail(&command_audit, 1, "%s: %s", path,
-                                    reason ? reason : "tampered");
-        if (r < 0)
-                return command_fail(&command_audit, 1, "%s: cannot read: %s", path, strerror(-r));
-        printf("%s: %u entries, chain intact\n", path, lines);
-        return 0;
+        int ret = 0;
+        for (int i = 0; i < 2; i++) {
+                const char *p = i == 0 ? path : net;
+
+                if (!p || (i == 1 && access(p, F_OK) < 0))
+                        continue; /* no proxy has run: no net log */
+                free(reason);
+                reason = NULL;
+                r = broker_audit_verify(p, &lines, &line, &reason);
+                if (r == -EBADMSG)
+                        ret = command_fail(&command_audit, 1, "%s: %s", p,
+                                           reason ? reason : "tampered");
+                else if (r < 0)
+                        ret = command_fail(&command_audit, 1, "%s: cannot read: %s", p,
+                                           strerror(-r));
+                else
+                        printf("%s: %u entries, chain intact\n", p, lines);
+        }
+        return ret;
 }
 
 const struct command command_audit = {
         .name = "audit",
-        .summary = "verify the broker's hash-chained audit log",
+        .summary = "verify the broker's and the proxy's hash-chained audit logs",
         .usage = "usage: cloister audit verify CONFIG\n"
                  "       cloister audit verify --file PATH\n"
                  "\n"
-                 "Exit 0 if every line is intact and in order; 1, naming the first bad\n"
-                 "line, if one was edited, deleted or reordered.\n",
+                 "With CONFIG: <[broker] dir>/audit.jsonl and, if the egress proxy has run,\n"
+                 "net.jsonl beside it. Exit 0 if every line is intact and in order; 1,\n"
+                 "naming the first bad line, if one was edited, deleted or reordered.\n",
         .run = audit_run,
 };

@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <time.h>
 
+#include "cmd-log.h"
 #include "command.h"
 #include "config.h"
 #include "journal.h"
@@ -160,11 +161,9 @@ static bool record_matches(const struct journal_record *rec, const char *glob)
 static int log_run(int argc, char **argv)
 {
         static const struct option opts[] = {
-                {"json", no_argument, NULL, 'j'},
-                {"since", required_argument, NULL, 's'},
-                {"path", required_argument, NULL, 'p'},
-                {"help", no_argument, NULL, 'h'},
-                {},
+                {"json", no_argument, NULL, 'j'},       {"since", required_argument, NULL, 's'},
+                {"path", required_argument, NULL, 'p'}, {"net", no_argument, NULL, 'n'},
+                {"help", no_argument, NULL, 'h'},       {},
         };
         _cleanup_config_ struct config *c = NULL;
         _cleanup_free_ char *err = NULL;
@@ -173,7 +172,7 @@ static int log_run(int argc, char **argv)
         struct journal_record rec;
         const char *glob = NULL;
         double since = 0;
-        bool json = false, have_since = false, last_closed = true;
+        bool json = false, have_since = false, last_closed = true, net = false;
         int opt, r;
 
         while ((opt = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
@@ -193,6 +192,9 @@ static int log_run(int argc, char **argv)
                 case 'p':
                         glob = optarg;
                         break;
+                case 'n':
+                        net = true;
+                        break;
                 case 'h':
                         fputs(command_log.usage, stdout);
                         return 0;
@@ -206,6 +208,11 @@ static int log_run(int argc, char **argv)
         r = config_load(argv[optind], &c, &err);
         if (r < 0)
                 return command_fail(&command_log, EXIT_USAGE, "%s", err ? err : strerror(-r));
+        if (net && glob)
+                return command_fail(&command_log, EXIT_USAGE,
+                                    "--path is for the journal, not --net");
+        if (net)
+                return log_net_print(c, json, have_since, since);
         dfd = open(c->workspace.state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return command_fail(&command_log, 1, "state directory '%s': %m",
@@ -266,6 +273,7 @@ const struct command command_log = {
         .name = "log",
         .summary = "print the journal of every change the agent made",
         .usage = "usage: cloister log CONFIG [--json] [--since T] [--path GLOB]\n"
+                 "       cloister log --net CONFIG [--json] [--since T]\n"
                  "\n"
                  "Print the workspace's journal, oldest first: every mutating operation on a\n"
                  "writable layer, with its time, paths, result and the calling process.\n"
@@ -275,6 +283,8 @@ const struct command command_log = {
                  "                @EPOCH, or a duration ago such as 15m or 2h\n"
                  "  --path GLOB   only entries whose path (or rename/link target) matches the\n"
                  "                fnmatch(3) GLOB against the workspace-absolute path; '*'\n"
-                 "                also matches '/', e.g. '/workspace/src/*'\n",
+                 "                also matches '/', e.g. '/workspace/src/*'\n"
+                 "  --net         the egress proxy's audit log instead: every request and\n"
+                 "                tunnel, allowed or refused (<[broker] dir>/net.jsonl)\n",
         .run = log_run,
 };

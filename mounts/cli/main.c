@@ -17,7 +17,8 @@ const struct command *const commands[] = {
         &command_diff,  &command_export,
         &command_log,   &command_broker,
         &command_token, &command_secret,
-        &command_audit, NULL,
+        &command_audit, &command_proxy,
+        NULL,
 };
 
 const struct command *command_find(const char *name)

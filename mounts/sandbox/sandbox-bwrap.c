@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 
 #include "cloister-config.h"
+#include "compose.h"
 #include "config.h"
 #include "sandbox-private.h"
 #include "lib/util.h"
@@ -178,7 +179,7 @@ static int etc_add(const struct sandbox_options *o, struct sandbox_fds *fds, str
 {
         const struct config *c = o->config;
         _cleanup_free_ char *passwd = NULL, *group = NULL, *hosts = NULL, *hostname = NULL;
-        _cleanup_free_ char *resolv = NULL;
+        _cleanup_free_ char *resolv = NULL, *gitconfig = NULL;
         struct {
                 const char *dest;
                 const char *data;
@@ -198,10 +199,16 @@ static int etc_add(const struct sandbox_options *o, struct sandbox_fds *fds, str
                 if (r < 0)
                         return r;
         } else {
-                resolv = strdup("# cloister: [network] mode = none; no name servers\n");
+                resolv = strdup(c->network.mode == CONFIG_NETWORK_PROXY
+                                        ? "# cloister: [network] mode = proxy; no name servers: "
+                                          "the proxy at " SANDBOX_PROXY_URL " resolves names\n"
+                                        : "# cloister: [network] mode = none; no name servers\n");
                 if (!resolv)
                         return -ENOMEM;
         }
+        r = compose_git_proxy_config(c, &gitconfig);
+        if (r < 0)
+                return r;
         files[n++] = (typeof(files[0])){"/etc/passwd", passwd};
         files[n++] = (typeof(files[0])){"/etc/group", group};
         files[n++] = (typeof(files[0])){"/etc/hostname", hostname};
@@ -210,6 +217,8 @@ static int etc_add(const struct sandbox_options *o, struct sandbox_fds *fds, str
         files[n++] = (typeof(files[0])){"/etc/nsswitch.conf",
                                         "passwd: files\ngroup: files\nshadow: files\n"
                                         "hosts: files dns\nnetworks: files\n"};
+        if (gitconfig)
+                files[n++] = (typeof(files[0])){"/etc/gitconfig", gitconfig};
         _Static_assert(ELEMENTSOF(files) <= ELEMENTSOF(fds->etc), "fds->etc too small");
 
         sandbox_strv_add(b, "--dir");

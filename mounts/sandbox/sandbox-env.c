@@ -56,6 +56,11 @@ bool sandbox_env_is_secret(const char *name, const char *value)
         return false;
 }
 
+/* Set in proxy mode; the first four name the proxy, the last two what bypasses it. */
+static const char *const proxy_vars[] = {
+        "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NO_PROXY", "no_proxy",
+};
+
 static bool env_is_reserved(const char *name)
 {
         if (startswith(name, "LD_") || startswith(name, "CLOISTER_") ||
@@ -97,6 +102,11 @@ int sandbox_env_build(const struct sandbox_options *o, char *const *host_env, ch
         sandbox_strv_addf(&env, "CLOISTER_WORKSPACE=%s", c->workspace.name);
         if (o->broker_socket)
                 sandbox_strv_add(&env, "CLOISTER_BROKER=" SANDBOX_BROKER_SOCKET);
+        /* Every client that honours a proxy variable goes through the proxy; nothing else is out
+         * there. */
+        for (size_t i = 0; o->proxy_socket && i < ELEMENTSOF(proxy_vars); i++)
+                sandbox_strv_addf(&env, "%s=%s", proxy_vars[i],
+                                  i >= 4 ? "localhost,127.0.0.1,::1" : SANDBOX_PROXY_URL);
         /* A terminal needs to know what it is talking to; TERM is no secret. */
         term = env_lookup(host_env, "TERM");
         if (o->interactive && term && !sandbox_env_is_secret("TERM", term))
@@ -110,7 +120,10 @@ int sandbox_env_build(const struct sandbox_options *o, char *const *host_env, ch
                         continue;
                 if (o->interactive && streq(*n, "TERM"))
                         continue; /* set above */
-                if (env_is_reserved(*n) || sandbox_env_is_secret(*n, v)) {
+                bool proxy_var = false;
+                for (size_t i = 0; o->proxy_socket && i < ELEMENTSOF(proxy_vars); i++)
+                        proxy_var |= streq(*n, proxy_vars[i]) || strcasecmp(*n, "all_proxy") == 0;
+                if (proxy_var || env_is_reserved(*n) || sandbox_env_is_secret(*n, v)) {
                         sandbox_strv_add(&refused, *n);
                         continue;
                 }

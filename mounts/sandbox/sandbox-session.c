@@ -30,6 +30,7 @@
 #include "config.h"
 #include "sandbox-private.h"
 #include "lib/util.h"
+#include "proxy/proxy.h"
 
 #ifndef FUSE_SUPER_MAGIC
 #define FUSE_SUPER_MAGIC 0x65735546
@@ -214,38 +215,46 @@ static void broker_stop(pid_t pid)
         (void)waitpid(pid, &status, 0);
 }
 
-static int broker_start(const struct sandbox_session_options *o, pid_t *ret_pid, char **ret_error)
+/* Start `cloister VERB CONFIG` (the broker, the proxy) unless socket already answers. */
+static int daemon_start(const struct sandbox_session_options *o, const char *verb, const char *what,
+                        const char *socket, pid_t *ret_pid, char **ret_error)
 {
-        const struct config *c = o->config;
         int status;
         pid_t pid;
 
         *ret_pid = -1;
-        if (!c->broker.policy)
-                return 0;
-        if (socket_live(c->broker.socket))
-                return 0; /* a broker already serves this workspace */
-        pid = self_spawn("broker", o->config_path, true);
+        if (socket_live(socket))
+                return 0; /* one already serves this workspace */
+        pid = self_spawn(verb, o->config_path, true);
         if (pid < 0)
-                return sandbox_errorf(ret_error, negative_errno(), "cannot start the broker: %m");
+                return sandbox_errorf(ret_error, negative_errno(), "cannot start the %s: %m", what);
         for (int i = 0; i < SANDBOX_BROKER_WAIT_SECONDS * 20; i++) {
                 pid_t w = waitpid(pid, &status, WNOHANG);
 
                 if (w == pid)
                         return sandbox_errorf(ret_error, -EIO,
-                                              "the broker failed to start ('cloister broker' "
-                                              "exited %d); nothing was run",
+                                              "the %s failed to start ('cloister %s' exited %d); "
+                                              "nothing was run",
+                                              what, verb,
                                               WIFEXITED(status) ? WEXITSTATUS(status)
                                                                 : 128 + WTERMSIG(status));
-                if (socket_live(c->broker.socket)) {
+                if (socket_live(socket)) {
                         *ret_pid = pid;
                         return 0;
                 }
                 sleep_ms(50);
         }
         broker_stop(pid);
-        return sandbox_errorf(ret_error, -ETIMEDOUT, "the broker did not open %s within %d seconds",
-                              c->broker.socket, SANDBOX_BROKER_WAIT_SECONDS);
+        return sandbox_errorf(ret_error, -ETIMEDOUT, "the %s did not open %s within %d seconds",
+                              what, socket, SANDBOX_BROKER_WAIT_SECONDS);
+}
+
+static int broker_start(const struct sandbox_session_options *o, pid_t *ret_pid, char **ret_error)
+{
+        *ret_pid = -1;
+        if (!o->config->broker.policy)
+                return 0;
+        return daemon_start(o, "broker", "broker", o->config->broker.socket, ret_pid, ret_error);
 }
 
 int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_result *ret,
@@ -262,8 +271,9 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
                 .host_network = c->network.mode == CONFIG_NETWORK_HOST,
                 .interactive = o->interactive,
         };
+        _cleanup_free_ char *proxy_socket = NULL;
         sigset_t mask, old;
-        pid_t broker = -1;
+        pid_t broker = -1, proxy_pid = -1;
         hostid *held = NULL;
         int r;
 
@@ -278,7 +288,8 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
         if (so.host_network && !o->allow_host_network)
                 return sandbox_errorf(ret_error, -EPERM,
                                       "%s: [network] mode = host is refused without "
-                                      "--allow-host-network (no egress proxy exists yet)",
+                                      "--allow-host-network (mode = proxy gives the agent an "
+                                      "allow-listed network)",
                                       c->file);
         if (so.host_network)
                 warnf(o, "warning: the sandbox shares the host's network (--allow-host-network)");
@@ -322,6 +333,17 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
                 goto out;
         if (c->broker.policy)
                 so.broker_socket = c->broker.socket;
+        if (c->network.mode == CONFIG_NETWORK_PROXY) {
+                if (asprintf(&proxy_socket, "%s/%s", c->workspace.state, PROXY_CONTROL_FILE) < 0) {
+                        proxy_socket = NULL;
+                        r = -ENOMEM;
+                        goto out;
+                }
+                r = daemon_start(o, "proxy", "egress proxy", proxy_socket, &proxy_pid, ret_error);
+                if (r < 0)
+                        goto out;
+                so.proxy_socket = proxy_socket;
+        }
 
         r = sandbox_env_build(&so, o->host_env, &env, &refused);
         if (r < 0) {
@@ -336,6 +358,7 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
         so.env = env;
         r = sandbox_run(&so, ret, ret_error);
 out:
+        broker_stop(proxy_pid);
         broker_stop(broker);
         hostid_free(held);
         mount_release(o, lock_fd);

@@ -36,6 +36,7 @@
 #include "config.h"
 #include "sandbox-private.h"
 #include "lib/util.h"
+#include "proxy/proxy.h"
 
 #define STATUS_MAX 4096 /* bwrap's status documents are a few dozen bytes each */
 
@@ -237,7 +238,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
 {
         struct sandbox_tmpfs tmpfs = {0};
         struct sandbox_fds fds = {.seccomp = -1, .status_w = -1, .userns = -1, .tmpfs = &tmpfs};
-        _cleanup_close_ int status_r = -1, seccomp_w = -1, sfd = -1, pidfd = -1;
+        _cleanup_close_ int status_r = -1, seccomp_w = -1, sfd = -1, pidfd = -1, proxy_ctl = -1;
         _cleanup_free_ void *filter = NULL;
         size_t filter_len = 0;
         _cleanup_strv_free_ char **argv = NULL;
@@ -334,6 +335,17 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                 sandbox_errorf(ret_error, r, "cannot record the sandbox in %s/sandboxes: %s",
                                o->config->workspace.state, strerror(-r));
                 goto out;
+        }
+        /*
+         * The proxy's listener goes into the sandbox's network namespace now,
+         * before the command can run; the connection stays open for the
+         * sandbox's life (when it closes, the proxy drops the listener).
+         */
+        if (o->proxy_socket) {
+                r = proxy_attach_sandbox(o->proxy_socket, st->child_pid, getpid(), &proxy_ctl,
+                                         ret_error);
+                if (r < 0)
+                        goto out;
         }
         r = sandbox_limits_apply(o->config, st->child_pid, o->host_uid, o->host_gid, &cg,
                                  ret_error);

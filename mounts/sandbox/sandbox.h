@@ -31,6 +31,8 @@ struct config;
 #define SANDBOX_CLIENT_DIR "/run/cloister/bin"
 /* Seconds between SIGTERM and SIGKILL when the sandbox is stopped. */
 #define SANDBOX_GRACE_SECONDS 5
+/* The egress proxy, as the agent sees it ([network] mode = proxy). */
+#define SANDBOX_PROXY_URL "http://127.0.0.1:3128"
 /* Largest host file copied into the synthesized /etc (resolv.conf). */
 #define SANDBOX_ETC_FILE_MAX (64 * 1024)
 
@@ -39,6 +41,7 @@ struct sandbox_options {
         char *const *argv;         /* the command; argv[0] is looked up in the sandbox's PATH */
         const char *root;          /* host directory holding the layout (the FUSE mountpoint) */
         const char *broker_socket; /* host path of the broker socket, or NULL */
+        const char *proxy_socket;  /* the egress proxy's control socket ([network] mode = proxy) */
         bool host_network;         /* share the host's network namespace (explicitly allowed) */
         bool interactive;          /* a shell: keep the terminal, pass TERM, ignore SIGINT */
         char *const *env;          /* for sandbox_run: from sandbox_env_build() */
@@ -101,7 +104,7 @@ struct sandbox_session_options {
         bool no_mount; /* use the mountpoint as it is (a prepared layout); for tests */
         void (*warn)(const char *msg);
 };
-/* Seconds to wait for the broker's socket and for the broker to exit. */
+/* Seconds to wait for the broker's (or the proxy's) socket and for it to exit. */
 #define SANDBOX_BROKER_WAIT_SECONDS 10
 int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_result *ret,
                         char **ret_error);

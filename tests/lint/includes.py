@@ -3,9 +3,9 @@
 """Check that #include lines point only down the layers.
 
 cloister's folders form a stack: lib/ at the bottom, fs/ and broker/ above
-it, mounts/ at the top. A file may include headers from its own folder and
+it, proxy/ above broker/, mounts/ at the top. A file may include headers from its own folder and
 from the folders below it, never from a sibling or from above. This reads
-every #include of lib/, fs/ and broker/ (the top, mounts/, may include
+every #include of lib/, fs/, broker/ and proxy/ (the top, mounts/, may include
 anything) and prints FILE:LINE: reason for each one that points elsewhere.
 Exit 0 if none, 1 if any.
 
@@ -25,6 +25,7 @@ ALLOWED = {
     "lib": {"lib"},
     "fs": {"lib", "fs"},
     "broker": {"lib", "broker"},
+    "proxy": {"lib", "broker", "proxy"},
 }
 CHECKED = tuple(ALLOWED)
 SOURCES = (".c", ".h")
@@ -32,6 +33,8 @@ INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 # Build files of the checked folders may not pull in a dependency of a
 # higher layer either.
 UPWARD_DEPS = re.compile(r"\b(mounts|sandbox|review|cli)_(dep|inc|lib)\b")
+# ... nor, below proxy/, the proxy's.
+PROXY_DEPS = re.compile(r"\bproxy_(dep|inc|lib)\b")
 
 
 def top(rel):
@@ -79,7 +82,8 @@ def check(root):
         if rel.endswith("meson.build"):
             for no, line in enumerate(lines, 1):
                 code = line.split("#", 1)[0]
-                m = UPWARD_DEPS.search(code)
+                m = UPWARD_DEPS.search(code) or (
+                    PROXY_DEPS.search(code) if "proxy" not in allowed else None)
                 if m:
                     problems.append(f"{rel}:{no}: uses '{m.group(0)}' from a layer above "
                                     f"{layer}/ (it may use only {', '.join(sorted(allowed))})")

@@ -12,7 +12,7 @@ not_ok() { n=$((n + 1)); failed=1; echo "not ok $n - $1"; shift; printf '# %s\n'
 command -v python3 >/dev/null || { echo "1..0 # SKIP python3 is not installed"; exit 77; }
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-echo "1..7"
+echo "1..9"
 
 if out=$("$check" --root "$src" 2>&1); then
         ok "tree_includes_point_only_down"
@@ -26,7 +26,7 @@ plant() {
         local name=$1 file=$2 text=$3 want=$4 out
         rm -rf "$T/tree"
         mkdir -p "$T/tree"
-        cp -r "$src/lib" "$src/fs" "$src/broker" "$src/mounts" "$T/tree/"
+        cp -r "$src/lib" "$src/fs" "$src/broker" "$src/proxy" "$src/mounts" "$T/tree/"
         printf '%s\n' "$text" >>"$T/tree/$file"
         if out=$("$check" --root "$T/tree" 2>&1); then
                 not_ok "$name" "the check passed a tree with '$text' in $file"
@@ -48,6 +48,10 @@ plant "lib_including_a_layer_above_fails" lib/values.c '#include "../broker/poli
         "lib/values.c:$(($(lines lib/values.c) + 1)): includes \"../broker/policy.h\" from broker/"
 plant "fs_subfolder_including_upward_fails" fs/journal/journal.c '#include <review.h>' \
         "fs/journal/journal.c:$(($(lines fs/journal/journal.c) + 1)): includes \"review.h\" from mounts/"
+plant "proxy_including_the_config_fails" proxy/conn.c '#include "config.h"' \
+        "proxy/conn.c:$(($(lines proxy/conn.c) + 1)): includes \"config.h\" from mounts/"
+plant "broker_including_the_proxy_fails" broker/request.c '#include "proxy/proxy.h"' \
+        "broker/request.c:$(($(lines broker/request.c) + 1)): includes \"proxy/proxy.h\" from proxy/"
 plant "fs_build_using_a_higher_dependency_fails" fs/meson.build 'x = [sandbox_dep]' \
         "fs/meson.build:$(($(lines fs/meson.build) + 1)): uses 'sandbox_dep'"
 exit $failed

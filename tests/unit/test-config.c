@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "lint.h"
 #include "lib/util.h"
 
 static char tmpdir[] = "/tmp/cloister-config-test-XXXXXX";
@@ -69,6 +70,111 @@ static void load_fails(const char *text, size_t len, const char *expected)
         ck_assert_ptr_null(strchr(err, '\n'));
 }
 #define FAILS(text, expected) load_fails(text, strlen(text), expected)
+
+#define PROXY_HEAD HEAD "[broker]\npolicy = /srv/p.ini\n[network]\nmode = proxy\n"
+
+START_TEST(proxy_mode_keys_and_rules_are_parsed)
+{
+        _cleanup_config_ struct config *c =
+                load_ok(PROXY_HEAD "allow = github.com, *.githubusercontent.com:443\n"
+                                   "allow = registry.npmjs.org 93.184.216.34:8443\n"
+                                   "deny = gist.github.com\nresolve = git.test:127.0.0.1\n"
+                                   "test_ca = /srv/ca.pem\nconnections = 8\nrate = 5\n"
+                                   "bytes_out = 10M\n"
+                                   "[inject \"gh\"]\nhost = GitHub.com\nmethods = get, POST\n"
+                                   "paths = /org/repo.git/**\npaths = /org/other.git/info/refs\n"
+                                   "scope = git\nsecret = gh-token\nscheme = basic\n"
+                                   "username = x-access-token\n"
+                                   "push_refs = refs/heads/cloister/ws/*\npush_delete = no\n"
+                                   "[inject \"model\"]\nhost = api.example-model.com\n"
+                                   "methods = POST\npaths = /v1/messages\nscope = model\n"
+                                   "secret = model-key\nscheme = header\nheader = X-Api-Key\n");
+
+        ck_assert_int_eq(c->network.mode, CONFIG_NETWORK_PROXY);
+        ck_assert_uint_eq(c->network.n_allow, 4);
+        ck_assert_str_eq(c->network.allow[1].host, "githubusercontent.com");
+        ck_assert(c->network.allow[1].wildcard);
+        ck_assert(c->network.allow[3].literal);
+        ck_assert_uint_eq(c->network.allow[3].port, 8443);
+        ck_assert_uint_eq(c->network.n_deny, 1);
+        ck_assert_uint_eq(c->network.n_resolve, 1);
+        ck_assert_str_eq(c->network.test_ca, "/srv/ca.pem");
+        ck_assert_uint_eq(c->network.connections, 8);
+        ck_assert_uint_eq(c->network.rate, 5);
+        ck_assert_uint_eq(c->network.bytes_out, 10ULL << 20);
+        ck_assert_uint_eq(c->n_injects, 2);
+        ck_assert_str_eq(c->injects[0].host, "github.com");
+        ck_assert_str_eq(c->injects[0].methods[0], "GET");
+        ck_assert_str_eq(c->injects[0].paths[1], "/org/other.git/info/refs");
+        ck_assert_int_eq(c->injects[0].scheme, PROXY_SCHEME_BASIC);
+        ck_assert_uint_eq(c->injects[0].port, 443);
+        ck_assert_str_eq(c->injects[1].header, "x-api-key");
+}
+END_TEST
+
+START_TEST(proxy_mode_errors_name_line_and_key)
+{
+        FAILS(PROXY_HEAD "allow = *\n",
+              ":10: key 'allow' in [network]: '*': '*' would allow every host; list the hosts");
+        FAILS(PROXY_HEAD "allow = *.com\n",
+              ":10: key 'allow' in [network]: '*.com': '*.TLD' would allow a whole top-level "
+              "domain");
+        FAILS(PROXY_HEAD "allow = 169.254.169.254\n",
+              ":10: key 'allow' in [network]: '169.254.169.254': this address is in the fixed "
+              "deny set (loopback, private, link-local, ...): the proxy never connects to it");
+        FAILS(PROXY_HEAD "resolve = git.test\n",
+              ":10: key 'resolve' in [network]: 'git.test': expected NAME:ADDRESS (e.g. "
+              "git.test:127.0.0.1)");
+        FAILS(HEAD "[network]\nallow = github.com\n", ":7: [network] allow, deny, resolve, test_ca "
+                                                      "and [inject] rules need [network] mode = "
+                                                      "proxy");
+        FAILS(PROXY_HEAD "[inject \"x\"]\nhost = a.test\nmethods = GET\nscope = s\nsecret = k\n",
+              ":10: section [inject \"x\"]: key 'paths': required (e.g. /org/repo.git/**)");
+        FAILS(PROXY_HEAD "[inject \"x\"]\nhost = a.test\nmethods = TRACE\n",
+              ":12: key 'methods' in [inject \"x\"]: 'TRACE': not one of GET, HEAD, POST, PUT, "
+              "PATCH, DELETE, OPTIONS");
+        FAILS(PROXY_HEAD "[inject \"x\"]\nhost = a.test\npaths = /a/../b\n",
+              ":12: key 'paths' in [inject \"x\"]: '/a/../b': '.' or '..' in the pattern");
+        FAILS(PROXY_HEAD "[inject \"x\"]\nhost = 10.0.0.1\n",
+              ":11: key 'host' in [inject \"x\"]: '10.0.0.1': one exact host name, not an "
+              "address or a wildcard");
+        FAILS(PROXY_HEAD "[inject \"x\"]\nhost = a.test\nhost = b.test\n",
+              ":12: key 'host' in [inject \"x\"]: duplicate key (first set on line 11)");
+        FAILS(PROXY_HEAD "[inject \"x\"]\nhost = a.test\ncolour = red\n",
+              ":12: key 'colour' in [inject \"x\"]: unknown key (expected host, port, methods, "
+              "paths, scope, secret, scheme, username, header, push_refs or push_delete)");
+        FAILS(HEAD "[network]\nmode = proxy\n[inject \"x\"]\nhost = a.test\nmethods = GET\n"
+                   "paths = /x\nscope = s\nsecret = k\n",
+              ":8: section [inject \"x\"]: needs a broker ([broker] policy): it checks the "
+              "agent's tokens and holds the secret");
+        FAILS(PROXY_HEAD "[inject \"x\"]\n[inject \"x\"]\n",
+              ":11: section [inject \"x\"]: duplicate rule (first on line 10)");
+}
+END_TEST
+
+START_TEST(proxy_mode_lint_warns_about_test_only_keys)
+{
+        _cleanup_config_ struct config *c =
+                load_ok(PROXY_HEAD "allow = git.test\nresolve = git.test:127.0.0.1\n"
+                                   "test_ca = /srv/ca.pem\n");
+        struct lint l = {0};
+        bool resolve = false, ca = false, budget = false, mode = false;
+
+        ck_assert_int_ge(config_lint(c, NULL, &l), 0);
+        for (size_t i = 0; i < l.n; i++) {
+                const struct lint_finding *f = &l.findings[i];
+                bool net = f->section && streq(f->section, "network") && f->key;
+
+                resolve |= net && streq(f->key, "resolve") && strstr(f->message, "test only");
+                ca |= net && streq(f->key, "test_ca") && strstr(f->message, "test only");
+                budget |= net && streq(f->key, "bytes_out") && strstr(f->message, "not set");
+                mode |= net && streq(f->key, "mode");
+        }
+        lint_done(&l);
+        ck_assert(resolve && ca && budget);
+        ck_assert(!mode); /* proxy mode itself is the safe way to give the agent a network */
+}
+END_TEST
 
 START_TEST(defaults_apply_when_keys_are_absent)
 {
@@ -317,7 +423,7 @@ START_TEST(bad_types_are_refused)
         FAILS(HEAD "[limits]\ntimeout = 5w\n",
               ":7: key 'timeout' in [limits]: '5w' is not a duration (e.g. 90s, 15m, 2h)");
         FAILS(HEAD "[network]\nmode = bridge\n",
-              ":7: key 'mode' in [network]: 'bridge' is not 'none' or 'host'");
+              ":7: key 'mode' in [network]: 'bridge' is not 'none', 'proxy' or 'host'");
         FAILS(HEAD "[run]\nenv = TERM, 1BAD\n",
               ":7: key 'env' in [run]: '1BAD' is not a variable name");
         FAILS(HEAD "[run]\nuser = Root!\n", ":7: key 'user' in [run]: 'Root!' is not a valid "
@@ -548,6 +654,9 @@ static Suite *config_suite(void)
         tcase_add_test(tc, too_many_mirrors_are_refused);
         tcase_add_test(tc, host_uid_range_is_parsed);
         tcase_add_test(tc, bad_host_uid_ranges_are_refused);
+        tcase_add_test(tc, proxy_mode_keys_and_rules_are_parsed);
+        tcase_add_test(tc, proxy_mode_errors_name_line_and_key);
+        tcase_add_test(tc, proxy_mode_lint_warns_about_test_only_keys);
         suite_add_tcase(s, tc);
         return s;
 }

@@ -1,0 +1,318 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * forward.c: relay one allowed HTTP request upstream and its response back.
+ *
+ * The request head is rebuilt, not copied: the request line in origin form
+ * (for injected requests the normalized path that the rule matched), the
+ * client's headers without hop-by-hop ones, without Proxy-Authorization,
+ * and for injected requests without any client Authorization (or the
+ * rule's header), then the real credential. The body bytes are relayed as
+ * received, framing and all, while llhttp follows the framing to find the
+ * end. The response is relayed as received after a strict parse of its head
+ * (a 101 is refused: nothing is upgraded); bytes of an injected exchange
+ * pass through the secret mask (inject.c) on their way to the sandbox.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "lib/util.h"
+#include "proxy-private.h"
+
+static bool hop_by_hop(const char *name, const char *connection)
+{
+        static const char *const hop[] = {"connection",
+                                          "keep-alive",
+                                          "proxy-connection",
+                                          "proxy-authorization",
+                                          "proxy-authenticate",
+                                          "te",
+                                          "trailer",
+                                          "upgrade",
+                                          "expect"};
+
+        for (size_t i = 0; i < ELEMENTSOF(hop); i++)
+                if (strcasecmp(name, hop[i]) == 0)
+                        return true;
+        return connection && proxy_http_list_has(connection, name);
+}
+
+static int push_body_cb(void *userdata, const char *data, size_t len)
+{
+        struct client *c = userdata;
+
+        if (c->push && proxy_push_scan_feed(c->push, data, len) < 0)
+                return 0; /* the verdict is read after the chunk */
+        return 0;
+}
+
+static bool is_receive_pack(struct client *c)
+{
+        size_t n = c->path_enc ? strlen(c->path_enc) : 0, s = strlen("/git-receive-pack");
+
+        return streq(c->req.method, "POST") && n >= s &&
+               streq(c->path_enc + n - s, "/git-receive-pack");
+}
+
+/* The request head as it goes upstream. */
+static int head_write(struct client *c, struct evbuffer *out)
+{
+        const char *connection = proxy_http_header(&c->req, "connection", NULL);
+        const struct proxy_inject_rule *r = c->rule;
+
+        evbuffer_add_printf(out, "%s %s%s%s HTTP/1.1\r\n", c->req.method, c->path_enc,
+                            c->query ? "?" : "", c->query ? c->query : "");
+        for (size_t i = 0; i < c->req.n_headers; i++) {
+                const struct proxy_header *h = &c->req.headers[i];
+
+                if (hop_by_hop(h->name, connection))
+                        continue;
+                if (r && (strcasecmp(h->name, "authorization") == 0 ||
+                          (r->header && strcasecmp(h->name, r->header) == 0)))
+                        continue; /* the client's credential never goes upstream */
+                if (r && strcasecmp(h->name, "host") == 0)
+                        continue; /* rewritten below for the TLS port */
+                evbuffer_add_printf(out, "%s: %s\r\n", h->name, h->value);
+        }
+        if (r) {
+                if (r->port == 443)
+                        evbuffer_add_printf(out, "Host: %s\r\n", c->host);
+                else
+                        evbuffer_add_printf(out, "Host: %s:%u\r\n", c->host, (unsigned)r->port);
+                int k = proxy_inject_credential(c, out);
+                if (k < 0)
+                        return k;
+        } else if (!proxy_http_header(&c->req, "host", NULL)) {
+                evbuffer_add_printf(out, "Host: %s:%u\r\n", c->host, (unsigned)c->port);
+        }
+        evbuffer_add(out, "\r\n", 2);
+        return 0;
+}
+
+void proxy_forward_start(struct client *c)
+{
+        struct evbuffer *head = evbuffer_new();
+        const char *expect = proxy_http_header(&c->req, "expect", NULL);
+        size_t n;
+
+        if (!head) {
+                proxy_client_refuse(c, 502, "out of memory");
+                return;
+        }
+        if (c->rule && is_receive_pack(c) && (c->rule->push_refs || !c->rule->push_delete)) {
+                const char *ce = proxy_http_header(&c->req, "content-encoding", NULL);
+                if (ce && strcasecmp(ce, "identity") != 0) {
+                        evbuffer_free(head);
+                        proxy_client_refuse(c, 403,
+                                            "a compressed push (Content-Encoding: %.40s) "
+                                            "cannot have its refs checked",
+                                            ce);
+                        return;
+                }
+                c->push = proxy_push_scan_new();
+                c->held = evbuffer_new();
+                if (!c->push || !c->held) {
+                        evbuffer_free(head);
+                        proxy_client_refuse(c, 502, "out of memory");
+                        return;
+                }
+                c->reqp.on_body = push_body_cb;
+                c->reqp.userdata = c;
+        }
+        if (head_write(c, head) < 0) {
+                evbuffer_free(head);
+                proxy_client_refuse(c, 502,
+                                    "the secret '%s' cannot be sent in a header (it "
+                                    "holds a line break or control byte)",
+                                    c->rule->secret);
+                return;
+        }
+        n = evbuffer_get_length(head);
+        if (c->held) {
+                /* A push: not even the head goes up before its refs are checked. */
+                evbuffer_add_buffer(c->held, head);
+        } else if (!proxy_budget_charge(c, n)) {
+                evbuffer_free(head);
+                proxy_client_refuse(c, 403, "this run has sent all it may ([network] bytes_out)");
+                return;
+        } else {
+                evbuffer_add_buffer(bufferevent_get_output(c->up->bev), head);
+        }
+        evbuffer_free(head);
+        c->rec.decision = "allow";
+        c->state = CLIENT_FORWARD;
+        if (expect && strcasecmp(expect, "100-continue") == 0 && c->req.has_body)
+                evbuffer_add_printf(bufferevent_get_output(c->bev),
+                                    "HTTP/1.1 100 Continue\r\n\r\n");
+        bufferevent_enable(c->bev, EV_READ);
+        proxy_forward_client_read(c);
+}
+
+/* The push's ref commands are complete (or broken): let it through or answer as git would. */
+static bool push_decide(struct client *c)
+{
+        char why[300];
+        const char *no = proxy_push_scan_verdict(c->push, c->rule, why, sizeof(why));
+
+        if (no) {
+                c->rec.decision = "refuse";
+                snprintf(c->rec.reason, sizeof(c->rec.reason), "%s", no);
+                proxy_push_refuse(c, no);
+                return false;
+        }
+        size_t n = evbuffer_get_length(c->held);
+        if (!proxy_budget_charge(c, n)) {
+                proxy_client_refuse(c, 403, "this run has sent all it may ([network] bytes_out)");
+                return false;
+        }
+        evbuffer_add_buffer(bufferevent_get_output(c->up->bev), c->held);
+        evbuffer_free(c->held);
+        c->held = NULL;
+        proxy_push_scan_free(c->push);
+        c->push = NULL;
+        c->reqp.on_body = NULL;
+        return true;
+}
+
+void proxy_forward_client_read(struct client *c)
+{
+        struct evbuffer *in = bufferevent_get_input(c->bev);
+
+        while (!c->req_done && evbuffer_get_length(in) > 0) {
+                struct evbuffer_iovec v;
+                size_t used = 0;
+                bool done = false;
+                const char *why = NULL;
+
+                if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+                        break;
+                if (proxy_http_body(&c->reqp, v.iov_base, v.iov_len, &used, &done, &why) < 0) {
+                        proxy_client_refuse(c, 400, "malformed request body: %s", why);
+                        return;
+                }
+                if (c->held) {
+                        evbuffer_remove_buffer(in, c->held, used);
+                        if (proxy_push_scan_state(c->push) != 0 || done) {
+                                c->req_done = done;
+                                if (!push_decide(c))
+                                        return;
+                        } else if (evbuffer_get_length(c->held) > PUSH_COMMANDS_MAX) {
+                                proxy_client_refuse(c, 403, "a push's ref commands exceed 1 MiB");
+                                return;
+                        }
+                } else {
+                        evbuffer_remove_buffer(in, bufferevent_get_output(c->up->bev), used);
+                        if (!proxy_budget_charge(c, used)) {
+                                proxy_client_refuse(c, 403,
+                                                    "this run has sent all it may "
+                                                    "([network] bytes_out)");
+                                return;
+                        }
+                }
+                c->req_done = done;
+        }
+        if (c->up && c->up->bev &&
+            evbuffer_get_length(bufferevent_get_output(c->up->bev)) > RELAY_OUT_HIGH)
+                bufferevent_disable(c->bev, EV_READ);
+        if (c->req_done && !c->have_resp && c->state == CLIENT_FORWARD)
+                bufferevent_disable(c->bev, EV_READ); /* the next request waits its turn */
+}
+
+static void response_done(struct client *c)
+{
+        proxy_mask_move(c, NULL, 0, bufferevent_get_output(c->bev), true);
+        if (c->up)
+                c->up->reusable = c->resp_head.keep_alive && c->req_done;
+        if (!c->req_done || !c->resp_head.keep_alive)
+                c->closing_after = true;
+        c->have_resp = false;
+        proxy_client_next(c);
+}
+
+void proxy_forward_upstream_read(struct client *c)
+{
+        struct evbuffer *in = bufferevent_get_input(c->up->bev);
+        struct evbuffer *out = bufferevent_get_output(c->bev);
+
+        while (evbuffer_get_length(in) > 0) {
+                if (!c->have_resp) {
+                        size_t len = evbuffer_get_length(in),
+                               n = MIN(len, (size_t)PROXY_HEAD_MAX + 1);
+                        size_t hl = 0;
+                        const char *why = NULL;
+                        char *data = (char *)evbuffer_pullup(in, (ssize_t)n);
+                        int r = proxy_http_head_scan(data, n, &hl, &why);
+
+                        if (r == 0)
+                                return;
+                        proxy_http_head_done(&c->resp_head);
+                        if (r < 0 || proxy_http_parse_head(&c->resp, false,
+                                                           strcasecmp(c->req.method, "HEAD") == 0,
+                                                           data, hl, &c->resp_head, &why) < 0) {
+                                proxy_client_refuse(c, 502, "malformed response from %s: %s",
+                                                    c->host, why);
+                                return;
+                        }
+                        if (c->resp_head.status == 101) {
+                                proxy_client_refuse(c, 502,
+                                                    "%s switched protocols; nothing is "
+                                                    "upgraded through the proxy",
+                                                    c->host);
+                                return;
+                        }
+                        c->rec.bytes_in += hl;
+                        proxy_mask_move(c, in, hl, out, false);
+                        if (c->resp_head.status < 200)
+                                continue; /* 100, 103: another head follows */
+                        c->have_resp = true;
+                        c->rec.status = c->resp_head.status;
+                        if (!c->resp_head.has_body) {
+                                response_done(c);
+                                return;
+                        }
+                        continue;
+                }
+                struct evbuffer_iovec v;
+                size_t used = 0;
+                bool done = false;
+                const char *why = NULL;
+
+                if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+                        break;
+                if (proxy_http_body(&c->resp, v.iov_base, v.iov_len, &used, &done, &why) < 0) {
+                        proxy_client_refuse(c, 502, "malformed response body from %s: %s", c->host,
+                                            why);
+                        return;
+                }
+                c->rec.bytes_in += used;
+                proxy_mask_move(c, in, used, out, false);
+                if (done) {
+                        response_done(c);
+                        return;
+                }
+        }
+        if (evbuffer_get_length(out) > RELAY_OUT_HIGH)
+                bufferevent_disable(c->up->bev, EV_READ);
+}
+
+void proxy_forward_upstream_eof(struct client *c)
+{
+        /* What is still buffered belongs to the response. */
+        proxy_forward_upstream_read(c);
+        if (c->state != CLIENT_FORWARD || !c->up)
+                return;
+        c->up->reusable = false;
+        if (c->have_resp && proxy_http_eof_completes(&c->resp)) {
+                c->closing_after = true; /* a response read to EOF ends the connection */
+                response_done(c);
+                return;
+        }
+        if (!c->have_resp) {
+                proxy_client_refuse(c, 502, "%s closed the connection without a response", c->host);
+                return;
+        }
+        snprintf(c->rec.reason, sizeof(c->rec.reason), "%.150s closed the connection mid-response",
+                 c->host);
+        proxy_client_free(c);
+}
