@@ -21,7 +21,7 @@ static int audit_run(int argc, char **argv)
         int r;
 
         if (argc >= 2 && (streq(argv[1], "--help") || streq(argv[1], "-h"))) {
-                printf("%s", command_audit.usage);
+                command_usage(&command_audit);
                 return 0;
         }
         if (argc == 4 && streq(argv[1], "verify") && streq(argv[2], "--file")) {
@@ -51,11 +51,5 @@ static int audit_run(int argc, char **argv)
 
 const struct command command_audit = {
         .name = "audit",
-        .summary = "verify the broker's hash-chained audit log",
-        .usage = "usage: cloister audit verify CONFIG\n"
-                 "       cloister audit verify --file PATH\n"
-                 "\n"
-                 "Exit 0 if every line is intact and in order; 1, naming the first bad\n"
-                 "line, if one was edited, deleted or reordered.\n",
         .run = audit_run,
 };

@@ -114,7 +114,7 @@ static int check_run(int argc, char **argv)
                         quiet = true;
                         break;
                 case 'h':
-                        printf("%s", command_check.usage);
+                        command_usage(&command_check);
                         return 0;
                 default:
                         return command_fail(&command_check, EXIT_USAGE, "unknown option '%s'",
@@ -187,10 +187,5 @@ static int check_run(int argc, char **argv)
 
 const struct command command_check = {
         .name = "check",
-        .summary = "validate a workspace config and lint it for security",
-        .usage = "usage: cloister check [--strict] [--quiet] CONFIG\n"
-                 "  --strict   treat every security warning as an error (exit 1)\n"
-                 "  --quiet    print nothing on success\n"
-                 "Exit: 0 valid, 1 host paths missing or (--strict) warnings, 2 invalid config.\n",
         .run = check_run,
 };

@@ -94,7 +94,7 @@ static int export_run(int argc, char **argv)
                         yes = true;
                         break;
                 case 'h':
-                        fputs(command_export.usage, stdout);
+                        command_usage(&command_export);
                         return 0;
                 default:
                         return EXIT_USAGE;
@@ -222,23 +222,5 @@ out:
 
 const struct command command_export = {
         .name = "export",
-        .summary = "export the agent's work as a commit, its commits, or an mbox; or discard it",
-        .usage = "usage: cloister export CONFIG --commit [--message M] [--author 'Name <email>']\n"
-                 "       cloister export CONFIG --commits\n"
-                 "       cloister export CONFIG --mbox [--commits] [--message M] [--author A] [-o "
-                 "FILE]\n"
-                 "       cloister export CONFIG --discard [--yes]\n"
-                 "\n"
-                 "  --commit    record the workspace as a commit whose parent is the base\n"
-                 "              revision, at refs/cloister/NAME in the source repository\n"
-                 "  --commits   export the commits the agent made in the workspace's .git,\n"
-                 "              authors and messages kept, at refs/cloister/NAME\n"
-                 "  --mbox      write a `git am` series to stdout or -o FILE (never replaced);\n"
-                 "              with --commits, the agent's commits; nothing is written to\n"
-                 "              the source repository\n"
-                 "  --discard   reset the workspace to the base revision; asks unless --yes\n"
-                 "\n"
-                 "Only refs/cloister/NAME and new objects are written to the source: never\n"
-                 "its HEAD, index, working tree or other refs. Mounts the workspace if needed.\n",
         .run = export_run,
 };
