@@ -8,7 +8,7 @@
 #       source (its first heading is "# NAME(SECTION)"), "FILE<TAB>-<TAB>-"
 #       for any other page. docs/meson.build makes one man page of each
 #       source, so a new page is picked up by its title alone.
-#   manual.py help-c --pandoc P --filter F --template T --out OUT PAGE...
+#   manual.py help-c --pandoc P --from FORMAT --filter F --template T --out OUT PAGE...
 #   manual.py help-c --out OUT           (the empty table of a -Ddocs=false build)
 #       Renders each command page (cloister-CMD, section 1) with pandoc in
 #       the filter's help mode and writes OUT, a C table of the command's
@@ -72,11 +72,14 @@ def c_string(s):
 
 def cmd_help_c(args):
     pandoc = filt = template = out = None
+    reader = "gfm+definition_lists"
     pages = []
     it = iter(args)
     for a in it:
         if a == "--pandoc":
             pandoc = next(it)
+        elif a == "--from":
+            reader = next(it)
         elif a == "--filter":
             filt = next(it)
         elif a == "--template":
@@ -97,7 +100,7 @@ def cmd_help_c(args):
         if not t or t[1] != "1" or not t[0].startswith(COMMAND_PREFIX):
             continue
         cmd = t[0][len(COMMAND_PREFIX):]
-        r = subprocess.run([pandoc, "-f", "gfm+definition_lists", "-t", "plain",
+        r = subprocess.run([pandoc, "-f", reader, "-t", "plain",
                             "--columns=78", "--lua-filter", filt, "--template", template,
                             "-M", "mode=help", page],
                            capture_output=True, text=True)
