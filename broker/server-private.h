@@ -46,6 +46,7 @@ struct ws {
         broker_audit *audit;
         int agent_fd, admin_fd;
         char *agent_path, *admin_path;
+        bool agent_passed; /* agent_fd came from the service manager, which owns the file */
         struct token_rec *tokens[TOKEN_BUCKETS];
         size_t n_tokens;
         size_t adds_since_sweep;

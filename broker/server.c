@@ -9,6 +9,13 @@
  * reads stops being read (backpressure), one that sends an oversized line
  * gets an error and its excess is discarded, and none of it can stop the
  * loop.
+ *
+ * Socket activation: when systemd (or anything speaking its LISTEN_FDS
+ * protocol) passes a listening socket, the workspace whose [broker] socket
+ * is that socket's path takes it instead of binding its own; the file is
+ * then the service manager's and is left in place at exit. A passed socket
+ * that no workspace names, or that others than the broker's uid could
+ * connect to, is refused: the broker does not start.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +35,7 @@
 #include <unistd.h>
 
 #include "server-private.h"
+#include "lib/listen-fds.h"
 #include "lib/util.h"
 
 #define WS_MAX     64
@@ -60,6 +68,8 @@ struct broker {
         size_t conns_max; /* BROKER_CONNS_MAX, or less if file descriptors are fewer */
         int sigfd;
         void (*log)(const char *line); /* the program's; the library does not print */
+        int passed[LISTEN_FDS_MAX];    /* from the service manager; -1 once a workspace took it */
+        int n_passed;                  /* -1 until LISTEN_FDS was read */
 };
 
 static void *wipe_malloc(size_t n)
@@ -98,6 +108,7 @@ int broker_new(broker **ret)
         if (!b)
                 return -ENOMEM;
         b->sigfd = -1;
+        b->n_passed = -1;
         *ret = b;
         return 0;
 }
@@ -121,7 +132,7 @@ static void ws_free(struct ws *ws)
                 return;
         if (ws->agent_fd >= 0) {
                 safe_close(ws->agent_fd);
-                if (ws->agent_path)
+                if (ws->agent_path && !ws->agent_passed)
                         unlink(ws->agent_path);
         }
         if (ws->admin_fd >= 0) {
@@ -151,6 +162,8 @@ void broker_free(broker *b)
         free(b->conns);
         for (size_t i = 0; i < b->n_ws; i++)
                 ws_free(b->ws[i]);
+        for (int i = 0; i < b->n_passed; i++)
+                safe_close(b->passed[i]);
         safe_close(b->sigfd);
         free(b);
 }
@@ -206,6 +219,57 @@ static int socket_listen(const char *path, mode_t mode, int *ret_fd, char **ret_
         if (chmod(path, mode) < 0 || listen(fd, 512) < 0)
                 return errorf(ret_error, negative_errno(), "%s: cannot listen: %m", path);
         *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+/*
+ * The socket the service manager passed for path, if it did: 1 and *ret_fd
+ * (non-blocking), 0 if it passed none for path. The file must be a socket
+ * only the broker's uid may connect to, as the one socket_listen() makes.
+ */
+static int socket_passed(broker *b, const char *path, int *ret_fd, char **ret_error)
+{
+        char bound[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+        struct stat sb;
+        int r, flags;
+
+        if (b->n_passed < 0) {
+                r = listen_fds_take();
+                if (r < 0)
+                        return errorf(ret_error, r, "LISTEN_FDS from the service manager: %s",
+                                      strerror(-r));
+                b->n_passed = r;
+                for (int i = 0; i < r; i++)
+                        b->passed[i] = LISTEN_FDS_START + i;
+        }
+        for (int i = 0; i < b->n_passed; i++) {
+                if (b->passed[i] < 0)
+                        continue;
+                r = listen_fd_unix_path(b->passed[i], bound, sizeof(bound));
+                if (r < 0)
+                        return errorf(ret_error, r,
+                                      "fd %d from the service manager: not a listening unix "
+                                      "socket with a path: %s",
+                                      b->passed[i], strerror(-r));
+                if (!streq(bound, path))
+                        continue;
+                if (lstat(path, &sb) < 0 || !S_ISSOCK(sb.st_mode))
+                        return errorf(ret_error, -ENOTSOCK,
+                                      "%s: the socket the service manager passed is gone", path);
+                if (sb.st_uid != geteuid() || (sb.st_mode & 0077))
+                        return errorf(ret_error, -EPERM,
+                                      "%s: passed by the service manager with owner %u and mode "
+                                      "%04o; only uid %u may reach it (SocketUser=, "
+                                      "SocketMode=0600)",
+                                      path, (unsigned)sb.st_uid, (unsigned)(sb.st_mode & 07777),
+                                      (unsigned)geteuid());
+                flags = fcntl(b->passed[i], F_GETFL);
+                if (flags < 0 || fcntl(b->passed[i], F_SETFL, flags | O_NONBLOCK) < 0)
+                        return errorf(ret_error, negative_errno(), "%s: fcntl: %m", path);
+                *ret_fd = b->passed[i];
+                b->passed[i] = -1;
+                return 1;
+        }
         return 0;
 }
 
@@ -328,8 +392,12 @@ int broker_add_workspace(broker *b, const struct broker_workspace_options *o, ch
         /* A root-run sandbox's agent is another uid: the peer check below is its gate. */
         ws->agent_uid_first = o->agent_uids.first;
         ws->agent_uid_last = o->agent_uids.last;
-        r = socket_listen(ws->agent_path, ws->agent_uid_first ? 0666 : 0600, &ws->agent_fd,
-                          ret_error);
+        r = socket_passed(b, ws->agent_path, &ws->agent_fd, ret_error);
+        if (r > 0)
+                ws->agent_passed = true;
+        else if (r == 0)
+                r = socket_listen(ws->agent_path, ws->agent_uid_first ? 0666 : 0600, &ws->agent_fd,
+                                  ret_error);
         if (r < 0) {
                 free(ws->agent_path);
                 ws->agent_path = NULL;
@@ -566,6 +634,24 @@ int broker_run(broker *b, char **ret_error)
         sigset_t mask;
 
         *ret_error = NULL;
+        for (int i = 0; i < b->n_passed; i++)
+                if (b->passed[i] >= 0) {
+                        char path[sizeof(((struct sockaddr_un *)0)->sun_path) + 1] = "?";
+                        (void)listen_fd_unix_path(b->passed[i], path, sizeof(path));
+                        return errorf(ret_error, -EADDRNOTAVAIL,
+                                      "the service manager passed the socket %s, which no "
+                                      "workspace's [broker] socket names",
+                                      path);
+                }
+        for (size_t i = 0; i < b->n_ws; i++)
+                if (b->ws[i]->agent_passed && b->log) {
+                        _cleanup_free_ char *line = NULL;
+                        if (asprintf(&line,
+                                     "workspace '%s': agent socket %s passed by the "
+                                     "service manager",
+                                     b->ws[i]->name, b->ws[i]->agent_path) >= 0)
+                                b->log(line);
+                }
         sigemptyset(&mask);
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);

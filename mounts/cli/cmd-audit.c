@@ -22,7 +22,7 @@ static int audit_run(int argc, char **argv)
         int r;
 
         if (argc >= 2 && (streq(argv[1], "--help") || streq(argv[1], "-h"))) {
-                printf("%s", command_audit.usage);
+                command_usage(&command_audit);
                 return 0;
         }
         if (argc == 4 && streq(argv[1], "verify") && streq(argv[2], "--file")) {
@@ -68,12 +68,5 @@ static int audit_run(int argc, char **argv)
 
 const struct command command_audit = {
         .name = "audit",
-        .summary = "verify the broker's and the proxy's hash-chained audit logs",
-        .usage = "usage: cloister audit verify CONFIG\n"
-                 "       cloister audit verify --file PATH\n"
-                 "\n"
-                 "With CONFIG: <[broker] dir>/audit.jsonl and, if the egress proxy has run,\n"
-                 "net.jsonl beside it. Exit 0 if every line is intact and in order; 1,\n"
-                 "naming the first bad line, if one was edited, deleted or reordered.\n",
         .run = audit_run,
 };

@@ -98,7 +98,7 @@ static int broker_cmd_run(int argc, char **argv)
                 return rotate_key(argc - 1, argv + 1);
         if (argc < 2 || argv[1][0] == '-') {
                 if (argc >= 2 && (streq(argv[1], "--help") || streq(argv[1], "-h"))) {
-                        printf("%s", command_broker.usage);
+                        command_usage(&command_broker);
                         return 0;
                 }
                 return command_fail(&command_broker, EXIT_USAGE,
@@ -154,16 +154,5 @@ out:
 
 const struct command command_broker = {
         .name = "broker",
-        .summary = "run the credential broker for one or more workspaces",
-        .usage = "usage: cloister broker CONFIG...\n"
-                 "       cloister broker rotate-key CONFIG\n"
-                 "\n"
-                 "Serves short-lived PASETO v4.public tokens on each workspace's [broker]\n"
-                 "socket, per the [broker] policy, until SIGTERM or SIGINT; then revokes\n"
-                 "every token it issued. Keys, sealed secrets and the audit log live in\n"
-                 "[broker] dir, with an admin socket there for redeemers. SIGHUP re-reads\n"
-                 "the policies.\n"
-                 "rotate-key makes a new signing key; old public keys keep verifying until\n"
-                 "the tokens they signed expire.\n",
         .run = broker_cmd_run,
 };

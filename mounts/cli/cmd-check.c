@@ -229,7 +229,7 @@ static int check_run(int argc, char **argv)
                         json = true;
                         break;
                 case 'h':
-                        printf("%s", command_check.usage);
+                        command_usage(&command_check);
                         return 0;
                 default:
                         return command_fail(&command_check, EXIT_USAGE, "unknown option '%s'",
@@ -270,13 +270,5 @@ static int check_run(int argc, char **argv)
 
 const struct command command_check = {
         .name = "check",
-        .summary = "validate a workspace config and its broker policy, and lint them",
-        .usage = "usage: cloister check [--strict] [--quiet] [--json] CONFIG\n"
-                 "  --strict   treat every security warning as an error (exit 1)\n"
-                 "  --quiet    print nothing on success\n"
-                 "  --json     print the findings as JSON lines on stdout (file, line,\n"
-                 "             section, key, severity, message)\n"
-                 "Exit: 0 valid, 1 host paths missing or (--strict) warnings, 2 invalid config\n"
-                 "or policy.\n",
         .run = check_run,
 };

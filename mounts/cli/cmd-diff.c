@@ -76,7 +76,7 @@ static int diff_run(int argc, char **argv)
                         include_ignored = true;
                         break;
                 case 'h':
-                        fputs(command_diff.usage, stdout);
+                        command_usage(&command_diff);
                         return 0;
                 default:
                         return EXIT_USAGE;
@@ -161,21 +161,5 @@ out:
 
 const struct command command_diff = {
         .name = "diff",
-        .summary = "show the agent's work as a patch against the base revision",
-        .usage = "usage: cloister diff CONFIG [--stat | --name-status | --home] "
-                 "[--include-ignored]\n"
-                 "\n"
-                 "Print the workspace (the [repo] part) against the base revision as a\n"
-                 "git patch: renames, mode changes, symlinks, binary files as GIT binary\n"
-                 "patch. `git apply` on a clone at the base reproduces the workspace.\n"
-                 "Paths git's ignore rules match are left out, as `git add -A` would (stderr\n"
-                 "says how many). Changes in the hidden home are listed on stderr (names and\n"
-                 "sizes only).\n"
-                 "The source repository is not written. Mounts the workspace if needed.\n"
-                 "\n"
-                 "  --stat          a diffstat instead of the patch\n"
-                 "  --name-status   one status letter and path per change\n"
-                 "  --home          list only the hidden home's changes, on stdout\n"
-                 "  --include-ignored  take ignored paths too (build outputs, ...)\n",
         .run = diff_run,
 };

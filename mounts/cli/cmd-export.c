@@ -103,7 +103,7 @@ static int export_run(int argc, char **argv)
                         include_ignored = true;
                         break;
                 case 'h':
-                        fputs(command_export.usage, stdout);
+                        command_usage(&command_export);
                         return 0;
                 default:
                         return EXIT_USAGE;
@@ -235,26 +235,5 @@ out:
 
 const struct command command_export = {
         .name = "export",
-        .summary = "export the agent's work as a commit, its commits, or an mbox; or discard it",
-        .usage = "usage: cloister export CONFIG --commit [--message M] [--author 'Name <email>']\n"
-                 "                      [--include-ignored]\n"
-                 "       cloister export CONFIG --commits\n"
-                 "       cloister export CONFIG --mbox [--commits] [--message M] [--author A] [-o "
-                 "FILE]\n"
-                 "       cloister export CONFIG --discard [--yes]\n"
-                 "\n"
-                 "  --commit    record the workspace as a commit whose parent is the base\n"
-                 "              revision, at refs/cloister/NAME in the source repository\n"
-                 "  --commits   export the commits the agent made in the workspace's .git,\n"
-                 "              authors and messages kept, at refs/cloister/NAME\n"
-                 "  --mbox      write a `git am` series to stdout or -o FILE (never replaced);\n"
-                 "              with --commits, the agent's commits; nothing is written to\n"
-                 "              the source repository\n"
-                 "  --discard   reset the workspace to the base revision; asks unless --yes\n"
-                 "  --include-ignored  with --commit or --mbox, take the paths git's ignore\n"
-                 "              rules leave out (as `git add -A` would) too\n"
-                 "\n"
-                 "Only refs/cloister/NAME and new objects are written to the source: never\n"
-                 "its HEAD, index, working tree or other refs. Mounts the workspace if needed.\n",
         .run = export_run,
 };

@@ -196,7 +196,7 @@ static int log_run(int argc, char **argv)
                         net = true;
                         break;
                 case 'h':
-                        fputs(command_log.usage, stdout);
+                        command_usage(&command_log);
                         return 0;
                 default:
                         return EXIT_USAGE;
@@ -271,20 +271,5 @@ static int log_run(int argc, char **argv)
 
 const struct command command_log = {
         .name = "log",
-        .summary = "print the journal of every change the agent made",
-        .usage = "usage: cloister log CONFIG [--json] [--since T] [--path GLOB]\n"
-                 "       cloister log --net CONFIG [--json] [--since T]\n"
-                 "\n"
-                 "Print the workspace's journal, oldest first: every mutating operation on a\n"
-                 "writable layer, with its time, paths, result and the calling process.\n"
-                 "\n"
-                 "  --json        print the raw JSON lines\n"
-                 "  --since T     only entries at or after T: 2026-12-02T16:00:00Z, 2026-12-02,\n"
-                 "                @EPOCH, or a duration ago such as 15m or 2h\n"
-                 "  --path GLOB   only entries whose path (or rename/link target) matches the\n"
-                 "                fnmatch(3) GLOB against the workspace-absolute path; '*'\n"
-                 "                also matches '/', e.g. '/workspace/src/*'\n"
-                 "  --net         the egress proxy's audit log instead: every request and\n"
-                 "                tunnel, allowed or refused (<[broker] dir>/net.jsonl)\n",
         .run = log_run,
 };

@@ -206,12 +206,6 @@ static int mount_run(int argc, char **argv)
 
 const struct command command_mount = {
         .name = "mount",
-        .summary = "mount a workspace's filesystem (repo, home, mirrors)",
-        .usage = "usage: cloister mount CONFIG [--foreground]\n"
-                 "\n"
-                 "Mount the workspace at [workspace] mountpoint. Returns once it serves;\n"
-                 "exit 3 if a live daemon already serves it. --foreground: serve in this\n"
-                 "process until unmounted or signalled.\n",
         .run = mount_run,
 };
 
@@ -234,10 +228,5 @@ static int unmount_run(int argc, char **argv)
 
 const struct command command_unmount = {
         .name = "unmount",
-        .summary = "unmount a workspace and stop its daemon",
-        .usage = "usage: cloister unmount CONFIG\n"
-                 "\n"
-                 "Unmount [workspace] mountpoint and wait for the daemon to exit. Exit 0\n"
-                 "also when it was not mounted; a stale mount is cleaned up.\n",
         .run = unmount_run,
 };

@@ -49,7 +49,7 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
                         no_mount = true;
                         break;
                 case 'h':
-                        fputs(cmd->usage, stdout);
+                        command_usage(cmd);
                         return 0;
                 default:
                         return command_fail(cmd, EXIT_USAGE,
@@ -109,16 +109,5 @@ static int run_run(int argc, char **argv)
 
 const struct command command_run = {
         .name = "run",
-        .summary = "run a command inside the sandbox",
-        .usage = "usage: cloister run [--allow-host-network] [--no-mount] CONFIG -- CMD [ARGS...]\n"
-                 "\n"
-                 "Mounts the workspace (unless mounted), starts the broker if [broker] policy\n"
-                 "is set, runs CMD in a bubblewrap sandbox and tears down what it started.\n"
-                 "\n"
-                 "  --allow-host-network  accept [network] mode = host (warns)\n"
-                 "  --no-mount            use the mountpoint as it is (tests, debugging)\n"
-                 "\n"
-                 "Exit status: CMD's, or 128+signal; 2 usage or config error;\n"
-                 "125 the sandbox could not be set up and nothing ran.\n",
         .run = run_run,
 };

@@ -100,7 +100,7 @@ static int secret_run(int argc, char **argv)
         int r;
 
         if (streq(verb, "--help") || streq(verb, "-h")) {
-                printf("%s", command_secret.usage);
+                command_usage(&command_secret);
                 return 0;
         }
         for (int i = 2; i < argc; i++) {
@@ -158,13 +158,5 @@ static int secret_run(int argc, char **argv)
 
 const struct command command_secret = {
         .name = "secret",
-        .summary = "store, list or remove the sealed secrets a broker may release",
-        .usage = "usage: cloister secret add NAME --config CONFIG   (the secret on stdin)\n"
-                 "       cloister secret list --config CONFIG\n"
-                 "       cloister secret rm NAME --config CONFIG\n"
-                 "\n"
-                 "Secrets are sealed (PASETO v4.local) under a key in [broker] dir, which\n"
-                 "never enters the sandbox. A scope's 'secret' key names the one it releases\n"
-                 "to a redeemer on the admin socket; the agent never receives it.\n",
         .run = secret_run,
 };

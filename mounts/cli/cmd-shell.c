@@ -14,11 +14,5 @@ static int shell_run(int argc, char **argv)
 
 const struct command command_shell = {
         .name = "shell",
-        .summary = "open an interactive shell inside the sandbox",
-        .usage = "usage: cloister shell [--allow-host-network] [--no-mount] CONFIG\n"
-                 "\n"
-                 "Like 'cloister run CONFIG -- bash -l', with the terminal attached.\n"
-                 "Exit status: the shell's; 2 usage or config error; 125 the sandbox\n"
-                 "could not be set up.\n",
         .run = shell_run,
 };

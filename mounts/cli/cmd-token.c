@@ -453,7 +453,7 @@ static int token_run(int argc, char **argv)
                 return FAIL(EXIT_USAGE, "usage: cloister token issue|verify|revoke|introspect "
                                         "...; see 'cloister help token'");
         if (streq(argv[1], "--help") || streq(argv[1], "-h") || streq(argv[1], "help")) {
-                printf("%s", command_token.usage);
+                command_usage(&command_token);
                 return 0;
         }
         if (sodium_init() < 0)
@@ -481,22 +481,5 @@ static int token_run(int argc, char **argv)
 
 const struct command command_token = {
         .name = "token",
-        .summary = "ask the broker for a scoped token, or verify, revoke, introspect one",
-        .usage = "usage: cloister token issue SCOPE [--ttl SECONDS] [--json]\n"
-                 "              [--socket PATH | --config CONFIG]\n"
-                 "       cloister token issue --host HOST [...]\n"
-                 "       cloister token verify TOKEN|- [--aud A] [--scope S] [--skew SECONDS]\n"
-                 "              [--now TIME] [--json]\n"
-                 "              [--keys FILE --workspace NAME | --config CONFIG | --socket PATH]\n"
-                 "       cloister token revoke JTI|--workspace NAME [--config CONFIG | --socket "
-                 "PATH]\n"
-                 "       cloister token introspect TOKEN|- [--config CONFIG | --socket PATH]\n"
-                 "\n"
-                 "The socket is --socket, else the workspace's from --config (the admin\n"
-                 "socket for revoke and introspect), else $CLOISTER_BROKER, else\n"
-                 "/run/cloister/broker.sock.\n"
-                 "verify exit codes: 0 valid, 3 malformed, 4 unknown key, 5 bad signature or\n"
-                 "other workspace, 6 bad claims, 7 expired, 8 not yet valid, 9 wrong audience,\n"
-                 "10 wrong scope; 1 other errors, 2 usage.\n",
         .run = token_run,
 };

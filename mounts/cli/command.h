@@ -6,6 +6,11 @@
  * main.c lists them. A command's run() gets argv with argv[0] set to its own
  * name and returns the process exit code: 0 success, 1 failure, 2 usage or
  * config error (see docs/cloister.md for the table).
+ *
+ * A command's words for people live in its manual page,
+ * docs/cloister-NAME.md: `cloister help NAME` and NAME --help print the
+ * page's Synopsis, Options and Exit status (command_usage()), and the
+ * command list shows the page's Name line. Write those there, not here.
  */
 #pragma once
 
@@ -15,9 +20,13 @@
 
 struct command {
         const char *name;
-        const char *summary; /* one line, for `cloister help` */
-        const char *usage;   /* synopsis and options, for `cloister help NAME` */
         int (*run)(int argc, char **argv);
+        /*
+         * Only for a command whose docs/cloister-NAME.md is not written yet:
+         * shown until it is (and the cli tests fail meanwhile). Leave NULL.
+         */
+        const char *summary;
+        const char *usage;
 };
 
 extern const struct command command_help, command_check, command_mount, command_unmount,
@@ -27,6 +36,11 @@ extern const struct command command_help, command_check, command_mount, command_
 extern const struct command *const commands[];
 
 const struct command *command_find(const char *name);
+
+/* The one-line summary: the Name line of the command's manual page. */
+const char *command_summary(const struct command *c);
+/* Print the command's help (what `cloister help NAME` prints) on stdout; returns 0. */
+int command_usage(const struct command *c);
 
 /* "cloister NAME: message" on stderr, one line; returns code. */
 int command_fail(const struct command *c, int code, const char *fmt, ...)

@@ -9,11 +9,21 @@ tmp=$(mktemp -d /tmp/cloister-cli.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 . "$CLOISTER_SRC/tests/cli/lib.sh"
 
-echo "1..23"
+echo "1..26"
 
 run "$CLOISTER" --version
 expect "version_prints_the_version" 0
 ok "$(grep -Eq '^cloister [0-9]+\.[0-9]+\.[0-9]+$' <<<"$out"; echo $?)" "version_output_is_name_and_semver"
+# A bug report carries what cloister runs with: the versions found at run time.
+ok "$(head -1 <<<"$out" | grep -Eq '^cloister [0-9]+\.[0-9]+\.[0-9]+$'; echo $?)" "version_first_line_is_name_and_semver"
+ok "$(grep -Eq '^libfuse 3\.[0-9]+' <<<"$out" && grep -Eq '^libgit2 [0-9]+\.[0-9]+\.[0-9]+$' <<<"$out" &&
+        grep -Eq '^libsodium [0-9]+\.[0-9]+' <<<"$out" && grep -Eq '^libseccomp [0-9]' <<<"$out"; echo $?)" \
+        "version_names_the_libraries_it_runs_with"
+if command -v bwrap >/dev/null; then
+        ok "$(grep -Eq "^bubblewrap [0-9]+\.[0-9]+\.[0-9]+ \(/" <<<"$out"; echo $?)" "version_names_bubblewrap_and_its_path"
+else
+        ok "$(grep -q '^bubblewrap not found' <<<"$out"; echo $?)" "version_says_bubblewrap_is_missing"
+fi
 
 run "$CLOISTER" help
 expect "help_exits_zero" 0
