@@ -176,7 +176,13 @@ local function Table(t)
     end
     t.colspecs[j] = { t.colspecs[j][1], width[j] / TABLE_TEXT }
   end
-  return t
+  -- Terminals render man pages as one long page (groff's cR register),
+  -- whose length grows only on .ne: a table row that reaches its current
+  -- end makes tbl (groff 1.22.4) warn that the row "will not fit on one
+  -- page", where it just wants more page. Ask for room first; the page is
+  -- cut back to what was printed at the end. (The plain writer of the help
+  -- text drops this raw block.)
+  return { pandoc.RawBlock('man', '.if \\n[cR] .ne 1000v'), t }
 end
 
 -- The title heading and the Name section become metadata.

@@ -108,6 +108,7 @@ struct node {
         int ufd;               /* dirs with an upper: the upper directory */
         json_t *meta;          /* dirs with an upper: the sidecar (NULL until loaded) */
         mode_t xbits;          /* dirs: S_ISUID/S_ISGID, kept off the host (attr.c) */
+        uint8_t owner;         /* OWNER_* of the upper inode, once loaded (owner.c) */
 
         /* NODE_MIRROR */
         struct mirror *mirror;
@@ -244,6 +245,20 @@ int upper_open(struct node *n, int flags, int *ret_fd);
 mode_t upper_rec_type(json_t *rec, mode_t host_type);
 /* Add that "dev" to rec for a device node's type; 0 for any other type. */
 int upper_rec_add_type(json_t *rec, mode_t type);
+
+/* owner.c: root's own files among the agent's, when the agent has a host uid */
+#define OWNER_LOADED   1u /* node->owner is known */
+#define OWNER_ROOT_UID 2u /* the stored uid is the daemon's own, not the agent's */
+#define OWNER_ROOT_GID 4u
+/* n's OWNER_* (fd: any fd on its upper inode, or -1 if it has none). */
+unsigned owner_load(struct fs_workspace *ws, struct node *n, int fd);
+/* Turn the stored owner of n's upper inode into the one the agent and host see. */
+void owner_show(struct fs_workspace *ws, struct node *n, int fd, struct stat *st);
+/* The OWNER_* for a host file stored as stored_*, of the owner uid/gid asked for. */
+unsigned owner_flags_for(const struct fs_workspace *ws, uid_t stored_uid, uid_t uid,
+                         gid_t stored_gid, gid_t gid);
+/* Record flags on the inode behind fd (and in n->owner, if n). */
+int owner_mark(struct fs_workspace *ws, struct node *n, int fd, unsigned flags);
 
 /* attr.c: setuid/setgid/sticky bits and device nodes, kept off the host */
 int attr_probe(struct fs_workspace *ws);

@@ -614,11 +614,23 @@ static int setattr_meta(struct fs_workspace *ws, fuse_req_t req, struct node *n,
         if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
                 uid_t u = to_set & FUSE_SET_ATTR_UID ? attr->st_uid : (uid_t)-1;
                 gid_t g = to_set & FUSE_SET_ATTR_GID ? attr->st_gid : (gid_t)-1;
+                unsigned was = owner_load(ws, n, fd), now = was;
+                uid_t su = u == (uid_t)-1 ? u : fs_uid_store(ws, u);
+                gid_t sg = g == (gid_t)-1 ? g : fs_gid_store(ws, g);
+                unsigned asked = owner_flags_for(ws, su, u, sg, g);
+
                 /* The kernel checked the change against the owner shown; store it as kept. */
-                if (fchownat(fd, "", u == (uid_t)-1 ? u : fs_uid_store(ws, u),
-                             g == (gid_t)-1 ? g : fs_gid_store(ws, g),
-                             AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+                if (fchownat(fd, "", su, sg, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
                         return negative_errno();
+                if (u != (uid_t)-1)
+                        now = (now & ~OWNER_ROOT_UID) | (asked & OWNER_ROOT_UID);
+                if (g != (gid_t)-1)
+                        now = (now & ~OWNER_ROOT_GID) | (asked & OWNER_ROOT_GID);
+                if (now != was) {
+                        r = owner_mark(ws, n, fd, now);
+                        if (r < 0)
+                                return r;
+                }
                 r = ops_journal(ws, req, JOURNAL_CHOWN, n, NULL,
                                 &(struct journal_entry){
                                         .uid = to_set & FUSE_SET_ATTR_UID ? (int64_t)u : -1,

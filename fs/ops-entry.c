@@ -73,12 +73,12 @@ int ops_getattr(struct fs_workspace *ws, struct node *n, struct handle *h, struc
                                 return negative_errno();
                         attr_view(ws, n, h->fd, st);
                         st->st_ino = n->ino;
-                        fs_owner_show(ws, st);
+                        owner_show(ws, n, h->fd, st);
                         return 0;
                 }
                 r = cow_getattr(ws, n, st);
-                if (r == 0)
-                        fs_owner_show(ws, st);
+                if (r == 0 && n->upper)
+                        owner_show(ws, n, S_ISDIR(n->type) ? n->ufd : n->hfd, st);
                 return r;
         }
         return -EIO;

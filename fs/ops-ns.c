@@ -158,7 +158,9 @@ int ops_settle_new(struct fs_workspace *ws, fuse_req_t req, struct node *p, int 
 {
         const struct fuse_ctx *c = fuse_req_ctx(req);
         gid_t gid = fs_gid_store(ws, c->gid); /* as stored */
+        gid_t shown_gid = c->gid;             /* as the caller sees it */
         bool dir = S_ISDIR(type);
+        int r;
 
         if (p->xbits & S_ISGID) {
                 /* A setgid directory hands its group down, and setgid to its subdirs. */
@@ -166,12 +168,24 @@ int ops_settle_new(struct fs_workspace *ws, fuse_req_t req, struct node *p, int 
                 if (fstat(p->ufd, &pst) < 0)
                         return negative_errno();
                 gid = pst.st_gid;
+                owner_show(ws, p, p->ufd, &pst);
+                shown_gid = pst.st_gid;
                 if (dir)
                         mode |= S_ISGID;
         }
-        if (geteuid() == 0 &&
-            fchownat(fd, "", fs_uid_store(ws, c->uid), gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
-                return negative_errno();
+        if (geteuid() == 0) {
+                uid_t uid = fs_uid_store(ws, c->uid);
+                unsigned flags = owner_flags_for(ws, uid, c->uid, gid, shown_gid);
+
+                if (fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+                        return negative_errno();
+                /* Root's own new file among the agent's: say so, or it shows as the agent's. */
+                if (flags & (OWNER_ROOT_UID | OWNER_ROOT_GID)) {
+                        r = owner_mark(ws, NULL, fd, flags);
+                        if (r < 0)
+                                return r;
+                }
+        }
         if (S_ISLNK(type))
                 return 0;
         if (S_ISCHR(type) || S_ISBLK(type) ||

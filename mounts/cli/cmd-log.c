@@ -254,7 +254,7 @@ static int log_run(int argc, char **argv)
                 fprintf(stderr,
                         "cloister log: %s/journal.jsonl may be short: %u time(s) the daemon "
                         "stopped without closing it (SIGKILL or crash?); what it did in its last "
-                        "moments may be missing (see cloister-log.md)\n",
+                        "moments may be missing (see cloister-log(1))\n",
                         c->workspace.state, journal_reader_unclean_stops(rd));
         }
         if (r >= 0 && journal_reader_cuts(rd) > 0)

@@ -118,6 +118,12 @@ elif ! command -v bwrap >/dev/null; then
 elif ! "$CLOISTER" run "$cfg" -- true >/dev/null 2>&1; then
         skip_sandbox "cloister run cannot start a sandbox here"
 else
+        # As root, what this test's git made above through the mount is root's,
+        # as on a local filesystem (object dirs 0755): hand it back to the
+        # agent's host uid, as root would before letting the agent work on.
+        agent=$(python3 -c 'import json, sys
+print(json.load(open(sys.argv[1])).get("sandbox", {}).get("host_uid", ""))' "$M/.cloister/workspace")
+        [ -z "$agent" ] || chown -R "$agent:$agent" "$W"
         inside() { "$CLOISTER" run "$cfg" -- "$@" 2>&1; }
         expect_eq sandbox_status_is_clean " M src/y.c" \
                 "$(inside git -C /workspace status --porcelain)"
