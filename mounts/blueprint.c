@@ -327,18 +327,16 @@ static int check_scope_hosts(const struct blueprint *bp, struct lint *out)
 
 /*
  * Every cross-check, in the order its findings print. The egress proxy's
- * rules add theirs here: an injection rule's host also allowed, its scope
- * present (broker_policy_scope), its secret stored (blueprint_secret_check),
- * no allowlist entry the lint calls too broad.
+ * rules have theirs in blueprint-network.c; the allowlist entries too broad
+ * for any blueprint are the config lint's (config-lint.c).
  */
 static const struct {
         bool needs_policy;
         int (*run)(const struct blueprint *bp, struct lint *out);
 } checks[] = {
-        {true, check_scope_workspaces},
-        {true, check_scope_secrets},
-        {true, check_scope_max_ttl},
-        {true, check_scope_hosts},
+        {true, check_scope_workspaces},   {true, check_scope_secrets},
+        {true, check_scope_max_ttl},      {true, check_scope_hosts},
+        {false, blueprint_network_check},
 };
 
 int blueprint_check(const struct blueprint *bp, struct lint *out)

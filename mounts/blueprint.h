@@ -3,7 +3,8 @@
  * blueprint.h: the checks of a workspace's files against each other and
  * against the host, for `cloister check`: the broker policy against the
  * config that names it, against the broker's sealed-secret store, and
- * against the git remotes of the source repository.
+ * against the git remotes of the source repository; and the egress proxy's
+ * [inject] rules against the allow and deny lists, the policy and the store.
  *
  * Each file has already been parsed by its own parser (config_load,
  * broker_policy_load); these checks only read the results. A check is one
@@ -37,6 +38,13 @@ struct blueprint {
 
 /* Run every cross-check; findings go to out. Returns 0, or -ENOMEM. */
 int blueprint_check(const struct blueprint *bp, struct lint *out);
+
+/*
+ * The [inject] rules against [network] allow and deny, the policy (when
+ * bp->policy is set) and the secret store (blueprint-network.c). 0 or
+ * -ENOMEM.
+ */
+int blueprint_network_check(const struct blueprint *bp, struct lint *out);
 
 /*
  * For checks that name a stored secret: add a warning at file:line, key in

@@ -4,9 +4,15 @@
  * e.g. by mirroring ~/.ssh into the sandbox. These findings are warnings for
  * `cloister check` and errors under `--strict`. The checks of the config
  * against the broker policy and the host are in blueprint.c.
+ *
+ * Which allow wildcards are too broad is the Public Suffix List's call,
+ * through libpsl: a name under a public suffix ("co.uk", "github.io") can
+ * be registered by anyone, so "*.github.io" lets the agent reach every
+ * site anyone hosts there. The parser already refuses "*" and "*.TLD".
  */
 #include <errno.h>
 #include <fnmatch.h>
+#include <libpsl.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -83,6 +89,42 @@ static int lint_exposure(const struct config *c, const char *p, const char *host
         return 0;
 }
 
+static void psl_freep(psl_ctx_t **p)
+{
+        if (*p && *p != psl_builtin())
+                psl_free(*p);
+}
+
+/* A wildcard allow entry whose suffix is a public suffix: anyone's site. */
+static int lint_allow_broad(const struct config *c, struct lint *out)
+{
+        __attribute__((cleanup(psl_freep))) psl_ctx_t *psl = NULL;
+        int r = 0;
+
+        for (size_t i = 0; r >= 0 && i < c->network.n_allow; i++) {
+                const struct proxy_host_pattern *p = &c->network.allow[i];
+
+                if (!p->wildcard)
+                        continue;
+                /* The newest of the system's list and libpsl's built-in copy. */
+                if (!psl && !(psl = psl_latest(NULL)) && !(psl = (psl_ctx_t *)psl_builtin()))
+                        return lint_add(out, LINT_WARNING, c->file, p->line, "network", "allow",
+                                        "cannot load the Public Suffix List to check '*.%s'",
+                                        p->host);
+                if (!psl_is_public_suffix2(psl, p->host, PSL_TYPE_ANY | PSL_TYPE_NO_STAR_RULE))
+                        continue;
+                r = lint_add(
+                        out, LINT_WARNING, c->file, p->line, "network", "allow",
+                        "'*.%s' is too broad: '%s' is a public suffix (%s), so the entry "
+                        "allows every site anyone registers under it; list the hosts",
+                        p->host, p->host,
+                        psl_is_public_suffix2(psl, p->host, PSL_TYPE_ICANN | PSL_TYPE_NO_STAR_RULE)
+                                ? "a registry's, on the Public Suffix List"
+                                : "a hosting service's, on the Public Suffix List");
+        }
+        return r;
+}
+
 int config_lint(const struct config *c, const char *host_home, struct lint *out)
 {
         int r = 0;
@@ -124,6 +166,9 @@ int config_lint(const struct config *c, const char *host_home, struct lint *out)
                 r = lint_add(out, LINT_WARNING, c->file, 0, "network", "mode",
                              "'proxy' with no allow entries and no [inject] rules: nothing is "
                              "reachable");
+
+        if (r >= 0)
+                r = lint_allow_broad(c, out);
 
         struct {
                 const char *key;

@@ -257,6 +257,12 @@ int config_inject_key(struct parse_state *st, const char *name, const char *valu
                                     name, r->name, st->inject_lines[k]);
         if (!st->inject_lines[k])
                 st->inject_lines[k] = line;
+        if (k == IK_HOST)
+                r->line_host = line;
+        else if (k == IK_SCOPE)
+                r->line_scope = line;
+        else if (k == IK_SECRET)
+                r->line_secret = line;
         if (!*value)
                 return config_error(st, line, "key '%s' in [inject \"%s\"]: empty value", name,
                                     r->name);

@@ -65,7 +65,9 @@ struct proxy_inject_rule {
         char *header;     /* PROXY_SCHEME_HEADER: the header name, lower case */
         char **push_refs; /* NULL-terminated ref patterns for git-receive-pack; NULL: any */
         bool push_delete; /* may a push delete a ref */
-        unsigned line;
+        unsigned line;    /* of the [inject "NAME"] header */
+        /* Lines of the keys that `cloister check` cross-checks; 0: not set. */
+        unsigned line_host, line_scope, line_secret;
 };
 
 /* Lower-case, check and split "host[:port]" (port 0 if absent). */

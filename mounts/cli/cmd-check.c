@@ -160,7 +160,8 @@ static int blueprint_collect(struct check *ck, const struct config *c)
                 r = policy_check(ck, c, &policy);
         if (r >= 0)
                 r = lint_run(ck, c);
-        if (r >= 0 && policy) {
+        /* The [inject] rules' checks of deny, allow and secrets need no policy. */
+        if (r >= 0 && (policy || c->n_injects)) {
                 bp.policy = policy;
                 bp.broker_dirfd =
                         open(c->broker.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);

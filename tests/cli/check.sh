@@ -11,7 +11,7 @@ tmp=$(mktemp -d /tmp/cloister-check.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 . "$CLOISTER_SRC/tests/cli/lib.sh"
 
-echo "1..47"
+echo "1..59"
 
 src="$tmp/src"
 git init -q "$src"
@@ -248,6 +248,71 @@ run "$CLOISTER" check --json "$tmp/bad.ini"
 json_test "json_config_error_is_split_into_its_parts" "
 assert rows == [{'file': '$tmp/bad.ini', 'line': 6, 'section': 'repo', 'key': 'revision',
                  'severity': 'error', 'message': 'unknown key'}], rows"
+
+# ---- the egress proxy's [inject] rules ----
+
+# proxy_config [NETWORK-LINES]: config, then proxy mode and [inject "api"] (scope on line 21).
+proxy_config() {
+        config
+        cat >>"$tmp/ws.ini" <<INI
+[network]
+mode = proxy
+bytes_out = 1M
+[inject "api"]
+host = api.example.com
+methods = POST
+paths = /v1/**
+scope = model
+secret = model-key
+INI
+        [ -z "${1:-}" ] || printf '[network]\n%s\n' "$1" >>"$tmp/ws.ini"
+}
+model_scope() { printf '[scope "model"]\naudience = https://api.example.com\nworkspaces = ck\n' >>"$tmp/policy.ini"; }
+
+rm -rf "$tmp/state"
+good_policy
+proxy_config
+check
+expect "inject_rule_without_its_scope_is_a_warning" 0 \
+        "^cloister check: warning: $tmp/ws.ini:21: key 'scope' in \[inject \"api\"\]: scope 'model' is not in the broker policy '$tmp/policy.ini': no token carries it"
+ok "$(grep -q "ws.ini:22: key 'secret' in \[inject \"api\"\]: secret 'model-key' is not stored in '$tmp/state/broker' (cloister secret add model-key --config $tmp/ws.ini)" <<<"$err"; echo $?)" \
+        "inject_rule_with_an_unstored_secret_is_a_warning"
+check --strict
+expect "inject_rule_findings_fail_strict_check" 1 "error: .*scope 'model' is not in the broker policy"
+model_scope
+printf 'real-api-key\n' | "$CLOISTER" secret add model-key --config "$tmp/ws.ini" 2>/dev/null
+check --strict
+expect "inject_rule_with_its_scope_and_secret_passes_strict_check" 0
+ok "$(no_finding real-api-key; echo $?)" "inject_check_never_prints_the_secret"
+sed -i 's/^workspaces = ck$/workspaces = other/' "$tmp/policy.ini"
+check
+expect "inject_scope_of_other_workspaces_is_a_warning" 0 \
+        "ws.ini:21: key 'scope' in \[inject \"api\"\]: scope 'model' \($tmp/policy.ini:[0-9]+\) does not name workspace 'ck'"
+good_policy
+model_scope
+proxy_config "deny = *.example.com"
+check
+expect "deny_entry_over_an_inject_host_is_a_warning" 0 \
+        "ws.ini:18: key 'host' in \[inject \"api\"\]: 'api.example.com' is denied by \[network\] deny entry '\*.example.com' \(line 24\)"
+proxy_config "allow = api.example.com"
+check
+expect "allow_entry_for_an_inject_host_is_a_warning" 0 \
+        "ws.ini:24: key 'allow' in \[network\]: 'api.example.com' also covers 'api.example.com', the host of \[inject \"api\"\]: it opens CONNECT tunnels"
+proxy_config "allow = registry.npmjs.org, *.github.io"
+check
+expect "allow_wildcard_over_a_public_suffix_is_a_warning" 0 \
+        "^cloister check: warning: $tmp/ws.ini:24: key 'allow' in \[network\]: '\*.github.io' is too broad: 'github.io' is a public suffix"
+ok "$(no_finding registry.npmjs.org; echo $?)" "allow_of_one_host_is_not_too_broad"
+run "$CLOISTER" check --json "$tmp/ws.ini"
+json_test "json_inject_finding_names_file_line_section_and_key" "
+assert [(r['line'], r['section'], r['key'], r['severity']) for r in rows] == [(24, 'network', 'allow', 'warning')], rows"
+proxy_config
+sed -i 's/^mode = proxy$/mode = none/' "$tmp/ws.ini"
+check
+expect "inject_rule_without_proxy_mode_is_a_config_error" 2 \
+        "^cloister check: $tmp/ws.ini:16: \[network\] allow, deny, resolve, test_ca and \[inject\] rules need \[network\] mode = proxy$"
+config
+rm -rf "$tmp/state"
 
 # ---- the quickstart, with what it needs: its secret stored and its git host a remote ----
 
