@@ -397,7 +397,7 @@ out=$(crun "$B_CFG" -- sh -c '
         P=/workspace/.probe/probe
         set -- $($P issue git)
         tok=$1 jti=$2
-        # /workspace/.probe is root's (the test made it through the mount): write beside it.
+        # /workspace/.probe belongs to root, who made it through the mount: write beside it.
         echo "$tok" > /workspace/.token
         echo "$CLOISTER_BROKER"
         $P introspect "$tok"
