@@ -237,7 +237,7 @@ int sandbox_stage_mount(const struct sandbox_fds *fds)
          * the build tree) that bwrap would otherwise have resolved itself.
          */
         for (size_t i = 0; i < fds->n_stage; i++) {
-                char name[16], dest[sizeof(SANDBOX_STAGE_DIR) + 16];
+                char name[24], dest[sizeof(SANDBOX_STAGE_DIR) + 24];
                 _cleanup_close_ int f = -1;
 
                 snprintf(name, sizeof(name), "%zu", i);
