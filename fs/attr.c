@@ -43,20 +43,15 @@
 #define ATTR_SPECIAL_DIR  ((mode_t)(S_ISUID | S_ISGID))
 #define ATTR_SPECIAL_FILE ((mode_t)(S_ISUID | S_ISGID | S_ISVTX))
 
-static void fd_path(int fd, char buf[static 32])
-{
-        snprintf(buf, 32, "/proc/self/fd/%d", fd);
-}
-
 /* The stored mode and rdev of the inode behind fd; -ENODATA if none, -EIO if damaged. */
 static int xget(int fd, mode_t *ret_mode, dev_t *ret_rdev)
 {
-        char p[32], v[64];
+        char p[FS_FD_PATH_MAX], v[64];
         unsigned long long mode, rdev;
         int used = 0;
         ssize_t k;
 
-        fd_path(fd, p);
+        fs_fd_path(fd, p);
         k = getxattr(p, ATTR_XATTR, v, sizeof(v) - 1);
         if (k < 0)
                 return errno == ERANGE ? -EIO : negative_errno();
@@ -70,17 +65,17 @@ static int xget(int fd, mode_t *ret_mode, dev_t *ret_rdev)
 
 static int xset(int fd, mode_t mode, dev_t rdev)
 {
-        char p[32], v[64];
+        char p[FS_FD_PATH_MAX], v[64];
         int n = snprintf(v, sizeof(v), "%llo %llu", (unsigned long long)mode,
                          (unsigned long long)rdev);
-        fd_path(fd, p);
+        fs_fd_path(fd, p);
         return setxattr(p, ATTR_XATTR, v, (size_t)n, 0) < 0 ? negative_errno() : 0;
 }
 
 static int xremove(int fd)
 {
-        char p[32];
-        fd_path(fd, p);
+        char p[FS_FD_PATH_MAX];
+        fs_fd_path(fd, p);
         if (removexattr(p, ATTR_XATTR) < 0 && errno != ENODATA)
                 return negative_errno();
         return 0;
@@ -88,8 +83,8 @@ static int xremove(int fd)
 
 static int chmod_fd(int fd, mode_t mode)
 {
-        char p[32];
-        fd_path(fd, p);
+        char p[FS_FD_PATH_MAX];
+        fs_fd_path(fd, p);
         return chmod(p, mode) < 0 ? negative_errno() : 0;
 }
 
@@ -115,10 +110,10 @@ static uint64_t probe_max_size(int dfd)
 
 static bool probe_xattr(int dfd)
 {
-        char p[32];
+        char p[FS_FD_PATH_MAX];
         if (geteuid() != 0)
                 return false;
-        fd_path(dfd, p);
+        fs_fd_path(dfd, p);
         if (setxattr(p, "trusted.cloister.probe", "1", 1, 0) < 0)
                 return false;
         (void)removexattr(p, "trusted.cloister.probe");

@@ -343,8 +343,8 @@ static int copyup_orphan(struct fs_workspace *ws, struct node *n, enum copyup_ho
                 }
         }
         {
-                char p[32];
-                snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+                char p[FS_FD_PATH_MAX];
+                fs_fd_path(fd, p);
                 if (chmod(p, mode) < 0)
                         return negative_errno();
         }

@@ -15,6 +15,8 @@
  */
 #pragma once
 
+#include <stdio.h>
+
 #include <fuse_lowlevel.h>
 #include <jansson.h>
 #include <pthread.h>
@@ -38,6 +40,17 @@
 #define MIRROR_INO_TAG (3ULL << 62)
 
 /* st_ino of an entry that exists only in an upper tree: its host inode, tagged. */
+/*
+ * The /proc/self/fd path of fd, to reach the pinned inode itself (O_PATH
+ * fds included) with calls that take a path: never a name the agent could
+ * have swapped since.
+ */
+#define FS_FD_PATH_MAX 32
+static inline void fs_fd_path(int fd, char buf[static FS_FD_PATH_MAX])
+{
+        snprintf(buf, FS_FD_PATH_MAX, "/proc/self/fd/%d", fd);
+}
+
 static inline uint64_t upper_ino(const struct stat *st)
 {
         return (st->st_ino & ~(3ULL << 62)) | UPPER_INO_TAG;

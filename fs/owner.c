@@ -40,11 +40,11 @@ static bool identity(const struct fs_workspace *ws)
 
 static unsigned owner_read(int fd)
 {
-        char p[32], v[8];
+        char p[FS_FD_PATH_MAX], v[8];
         unsigned flags = OWNER_LOADED;
         ssize_t k;
 
-        snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+        fs_fd_path(fd, p);
         k = getxattr(p, OWNER_XATTR, v, sizeof(v));
         for (ssize_t i = 0; i < k; i++) {
                 if (v[i] == 'u')
@@ -103,7 +103,7 @@ unsigned owner_flags_for(const struct fs_workspace *ws, uid_t stored_uid, uid_t 
 
 int owner_mark(struct fs_workspace *ws, struct node *n, int fd, unsigned flags)
 {
-        char p[32], v[3];
+        char p[FS_FD_PATH_MAX], v[3];
         size_t len = 0;
         int r = 0;
 
@@ -113,7 +113,7 @@ int owner_mark(struct fs_workspace *ws, struct node *n, int fd, unsigned flags)
                 v[len++] = 'u';
         if (flags & OWNER_ROOT_GID)
                 v[len++] = 'g';
-        snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+        fs_fd_path(fd, p);
         if (len > 0) {
                 if (setxattr(p, OWNER_XATTR, v, len, 0) < 0)
                         r = negative_errno();

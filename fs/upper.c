@@ -419,8 +419,8 @@ int upper_open(struct node *n, int flags, int *ret_fd)
         if (n->hfd >= 0 && !S_ISLNK(n->type)) {
                 /* The pinned inode itself, whatever happened to its name since (a hard
                  * link's other name removed, unlinked while open, renamed over). */
-                char p[32];
-                snprintf(p, sizeof(p), "/proc/self/fd/%d", n->hfd);
+                char p[FS_FD_PATH_MAX];
+                fs_fd_path(n->hfd, p);
                 fd = open(p, (flags & ~O_NOFOLLOW) | O_CLOEXEC);
                 if (fd < 0)
                         return negative_errno();
