@@ -67,6 +67,16 @@ int broker_audit_open_file(int dirfd, const char *dir, const char *file, const c
 int broker_audit_append(broker_audit *a, json_t *entry, int64_t now)
         __attribute__((warn_unused_result));
 /*
+ * The same for an entry the caller has serialized itself (the hot path of
+ * issuing a token): head is "{" and the members whose keys sort before
+ * "prev", each followed by ','; tail the members whose keys sort after
+ * "time", then '}'. The line is then exactly what broker_audit_append()
+ * writes for the same entry, if the members are written as json_dumps()
+ * writes them with JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII.
+ */
+int broker_audit_append_text(broker_audit *a, const char *head, size_t head_len, const char *tail,
+                             size_t tail_len, int64_t now) __attribute__((warn_unused_result));
+/*
  * Record the chain's end in audit.head. Appends only mark it stale; the
  * broker syncs once per batch of requests (and on free), which saves a
  * write per token under load. A head that lags the log still verifies.

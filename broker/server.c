@@ -34,12 +34,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jsonw.h"
 #include "server-private.h"
 #include "lib/listen-fds.h"
 #include "lib/util.h"
 
-#define WS_MAX     64
-#define OUT_INLINE (8 * 1024) /* responses up to this size need no allocation */
+#define WS_MAX       64
+#define OUT_INLINE   (8 * 1024)    /* responses up to this size need no allocation */
+#define RESPONSE_MAX (1024 * 1024) /* a text response (issue's) is never longer */
 
 struct conn {
         int fd;
@@ -146,6 +148,7 @@ static void ws_free(struct ws *ws)
         broker_keyring_free(ws->keys);
         broker_audit_free(ws->audit);
         broker_tokens_free(ws);
+        sodium_free(ws->jti_pool);
         safe_close(ws->dirfd);
         free(ws->dir);
         free(ws->policy_path);
@@ -466,15 +469,28 @@ static int conn_accept(broker *b, struct ws *ws, bool admin)
         return 1;
 }
 
-static void conn_respond(struct conn *c, json_t *resp)
+/* A response: the object resp, or (resp NULL) the text the handler wrote into raw. */
+static void conn_respond(struct conn *c, json_t *resp, struct broker_jw *raw)
 {
-        char *s = resp ? json_dumps(resp, JSON_COMPACT) : NULL;
+        static const char oom[] = "{\"ok\":false,\"error\":\"internal\",\"message\":"
+                                  "\"out of memory\"}";
+        char *s = NULL;
         size_t n;
 
+        if (!resp && raw && raw->len > 0) {
+                broker_jw_raw(raw, "\n", 1);
+                if (!raw->error) {
+                        c->out = raw->buf; /* out_inline, or a sodium_malloc'd block */
+                        c->out_len = raw->len;
+                        c->out_off = 0;
+                        return;
+                }
+                sodium_memzero(raw->buf, raw->len);
+                broker_jw_done(raw);
+        }
+        s = resp ? json_dumps(resp, JSON_COMPACT) : NULL;
         json_decref(resp);
         if (!s) {
-                static const char oom[] = "{\"ok\":false,\"error\":\"internal\",\"message\":"
-                                          "\"out of memory\"}";
                 s = strdup(oom);
                 if (!s)
                         return;
@@ -532,14 +548,21 @@ static void conn_process(struct conn *c)
                         used = nl ? len + 1 : len;
                         if (len > 0 && c->in[len - 1] == '\r')
                                 len--;
-                        if (len > 0)
-                                conn_respond(c, broker_request_handle(c->ws, &c->peer, c->in, len,
-                                                                      time(NULL)));
+                        if (len > 0) {
+                                struct broker_jw raw;
+                                json_t *resp;
+
+                                broker_jw_init(&raw, c->out_inline, OUT_INLINE, RESPONSE_MAX, true);
+                                resp = broker_request_handle(c->ws, &c->peer, c->in, len,
+                                                             time(NULL), &raw);
+                                conn_respond(c, resp, &raw);
+                        }
                 } else if (c->in_len >= BROKER_REQUEST_MAX) {
-                        conn_respond(
-                                c, broker_response_error("too_large",
-                                                         "request longer than %d bytes; discarded",
-                                                         BROKER_REQUEST_MAX));
+                        conn_respond(c,
+                                     broker_response_error(
+                                             "too_large", "request longer than %d bytes; discarded",
+                                             BROKER_REQUEST_MAX),
+                                     NULL);
                         c->discarding = true;
                         used = c->in_len;
                 } else {
