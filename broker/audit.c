@@ -475,6 +475,11 @@ int broker_audit_append_text(broker_audit *a, const char *head, size_t head_len,
         return line_write(a, a->text, blen, now, false);
 }
 
+bool broker_audit_head_stale(const broker_audit *a)
+{
+        return a->head_dirty;
+}
+
 int broker_audit_sync_head(broker_audit *a)
 {
         char head[HEAD_SIZE];

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define BROKER_AUDIT_FILE     "audit.jsonl"
@@ -78,9 +79,12 @@ int broker_audit_append_text(broker_audit *a, const char *head, size_t head_len,
                              size_t tail_len, int64_t now) __attribute__((warn_unused_result));
 /*
  * Record the chain's end in audit.head. Appends only mark it stale; the
- * broker syncs once per batch of requests (and on free), which saves a
- * write per token under load. A head that lags the log still verifies.
+ * broker syncs it at most every BROKER_AUDIT_HEAD_LAG_MS while lines are
+ * appended and within that time once they stop (and on free), which saves
+ * a write per token. A head that lags the log still verifies.
  */
+#define BROKER_AUDIT_HEAD_LAG_MS 20
+bool broker_audit_head_stale(const broker_audit *a);
 int broker_audit_sync_head(broker_audit *a);
 /* Set the bound (0: none; the default is BROKER_AUDIT_MAX_DEFAULT). */
 void broker_audit_set_max(broker_audit *a, uint64_t max_bytes);

@@ -651,9 +651,18 @@ void broker_set_log(broker *b, void (*log)(const char *line))
         b->log = log;
 }
 
+static int64_t mono_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int broker_run(broker *b, char **ret_error)
 {
         _cleanup_free_ struct pollfd *pfd = NULL;
+        int64_t head_due = -1; /* when the stale audit heads are written (mono_ms); -1: none */
         sigset_t mask;
 
         *ret_error = NULL;
@@ -719,7 +728,13 @@ int broker_run(broker *b, char **ret_error)
                 for (size_t i = 0; i < b->n_conns; i++)
                         pfd[n++] = (struct pollfd){.fd = b->conns[i]->fd,
                                                    .events = b->conns[i]->out ? POLLOUT : POLLIN};
-                if (poll(pfd, n, -1) < 0) {
+                /* Wake up to write stale audit heads, else only for events. */
+                int timeout = -1;
+                if (head_due >= 0) {
+                        int64_t left = head_due - mono_ms();
+                        timeout = left > 0 ? (int)left : 0;
+                }
+                if (poll(pfd, n, timeout) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return errorf(ret_error, negative_errno(), "poll: %m");
@@ -746,8 +761,24 @@ int broker_run(broker *b, char **ret_error)
                         b->conns[keep++] = c;
                 }
                 b->n_conns = keep;
-                for (size_t i = 0; i < b->n_ws; i++)
-                        (void)broker_audit_sync_head(b->ws[i]->audit);
+                /*
+                 * audit.head at most every BROKER_AUDIT_HEAD_LAG_MS under load,
+                 * not once per batch: it was a pwrite(2) per token with one
+                 * client. Every line is in the log before its reply is sent;
+                 * only the head (which catches lines deleted at the end) may
+                 * lag, by that long, if the broker dies (audit.h).
+                 */
+                if (head_due < 0)
+                        for (size_t i = 0; i < b->n_ws; i++)
+                                if (broker_audit_head_stale(b->ws[i]->audit)) {
+                                        head_due = mono_ms() + BROKER_AUDIT_HEAD_LAG_MS;
+                                        break;
+                                }
+                if (head_due >= 0 && mono_ms() >= head_due) {
+                        for (size_t i = 0; i < b->n_ws; i++)
+                                (void)broker_audit_sync_head(b->ws[i]->audit);
+                        head_due = -1;
+                }
                 for (size_t i = 0; i < b->n_ws; i++) {
                         if (pfd[1 + 2 * i].revents & POLLIN)
                                 for (int k = 0; k < 64 && conn_accept(b, b->ws[i], false) > 0 &&
