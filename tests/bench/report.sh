@@ -62,7 +62,7 @@ machine() {
 # this run, and why), from the ratios of this run's medians.
 
 # verdict OK TEXT: one goal line.
-verdict() { if (($1)); then echo "- met: $2"; else echo "- MISSED: $2"; fi; }
+verdict() { local ok=$1; shift; if ((ok)); then echo "- met: $*"; else echo "- MISSED: $*"; fi; }
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }' && echo 1 || echo 0; }
 measured() { [[ -n $1 && $1 != n/a:* ]]; }
 
