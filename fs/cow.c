@@ -318,7 +318,8 @@ static int list_upper(struct listing *li)
                         return r;
         }
         li->n_upper = li->n;
-        qsort(li->d, li->n_upper, sizeof(*li->d), name_cmp);
+        if (li->n_upper) /* li->d is NULL for an empty dir: qsort's base must not be */
+                qsort(li->d, li->n_upper, sizeof(*li->d), name_cmp);
         return 0;
 }
 
