@@ -127,7 +127,7 @@ check export_commit_holds_only_git_modes bash -c "'$CLOISTER' export '$C' --comm
 agent_dump() { # DIR: the dump, the mount's agent uid/gid as AGENT
         local a
         a=$(stat -c %u "$W")
-        "$CONFORM" "$1" dump | sed -E "s/ $a:/ AGENT:/; s/:$a / :AGENT /"
+        "$CONFORM" "$1" dump | sed -E "s/ $a:/ AGENT:/; s/:$a /:AGENT /"
 }
 for place in "${PLACES[@]}"; do agent_dump "${DIR[$place]}" >"$T/$place.dump"; done
 check unmount_conform do_unmount "$C"
