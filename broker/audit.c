@@ -36,6 +36,8 @@ struct broker_audit {
         uint64_t suppressed; /* noise lines counted, not written, since the last one */
         double noise_tokens; /* token bucket of noise lines */
         int64_t noise_at;    /* when it was last filled */
+        char *text;          /* broker_audit_append_text's line, reused */
+        size_t text_cap;
 };
 
 static int reason_set(char **ret, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -349,31 +351,30 @@ int broker_audit_append_noise(broker_audit *a, json_t *entry, int64_t now)
         return r;
 }
 
-static int line_append(broker_audit *a, json_t *entry, int64_t now, bool reserve)
+/* What a line adds to its entry's text: ,"hash":"HEX"} and the newline, less the '}' it replaces.
+ */
+#define LINE_EXTRA (sizeof(HASH_KEY) - 1 + HEX_LEN + 2)
+
+/*
+ * Hash and write one entry's text: buf holds blen bytes ("{...}") and has
+ * room for LINE_EXTRA more. On any failure the log is left as it was.
+ */
+static int line_write(broker_audit *a, char *buf, size_t blen, int64_t now, bool reserve)
 {
-        _cleanup_free_ char *body = NULL, *line = NULL;
         char hash[HEX_LEN + 1];
-        size_t blen;
-        int len, r = 0;
+        size_t len;
+        int r = 0;
 
-        if (a->full && !reserve)
-                return -EDQUOT;
-
-        if (json_object_set_new(entry, "seq", json_integer((json_int_t)(a->seq + 1))) < 0 ||
-            json_object_set_new(entry, "time", json_integer(now)) < 0 ||
-            json_object_set_new(entry, "prev", json_string(a->prev)) < 0)
-                return -ENOMEM;
-        body = json_dumps(entry, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
-        if (!body)
-                return -ENOMEM;
-        blen = strlen(body);
         if (blen > BROKER_AUDIT_LINE_MAX - 100 || blen < 2)
                 return -E2BIG;
-        hash_hex(body, blen, hash);
-        body[blen - 1] = '\0';
-        len = asprintf(&line, "%s" HASH_KEY "%s\"}\n", body, hash);
-        if (len < 0)
-                return -ENOMEM;
+        hash_hex(buf, blen, hash);
+        len = blen - 1;
+        memcpy(buf + len, HASH_KEY, sizeof(HASH_KEY) - 1);
+        len += sizeof(HASH_KEY) - 1;
+        memcpy(buf + len, hash, HEX_LEN);
+        len += HEX_LEN;
+        memcpy(buf + len, "\"}\n", 3);
+        len += 3;
         if (a->max_bytes && (uint64_t)a->size + (uint64_t)len >
                                     (reserve ? a->max_bytes
                                              : (a->max_bytes > BROKER_AUDIT_RESERVE
@@ -385,8 +386,8 @@ static int line_append(broker_audit *a, json_t *entry, int64_t now, bool reserve
                 audit_full(a, now);
                 return -EDQUOT;
         }
-        for (size_t off = 0; off < (size_t)len;) {
-                ssize_t n = write(a->fd, line + off, (size_t)len - off);
+        for (size_t off = 0; off < len;) {
+                ssize_t n = write(a->fd, buf + off, len - off);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n <= 0) {
@@ -402,11 +403,81 @@ static int line_append(broker_audit *a, json_t *entry, int64_t now, bool reserve
                 }
                 off += (size_t)n;
         }
-        a->size += len;
+        a->size += (off_t)len;
         a->seq++;
         memcpy(a->prev, hash, sizeof(hash));
         a->head_dirty = true;
         return 0;
+}
+
+static int line_append(broker_audit *a, json_t *entry, int64_t now, bool reserve)
+{
+        _cleanup_free_ char *body = NULL;
+        size_t blen;
+        char *line;
+
+        if (a->full && !reserve)
+                return -EDQUOT;
+
+        if (json_object_set_new(entry, "seq", json_integer((json_int_t)(a->seq + 1))) < 0 ||
+            json_object_set_new(entry, "time", json_integer(now)) < 0 ||
+            json_object_set_new(entry, "prev", json_string(a->prev)) < 0)
+                return -ENOMEM;
+        body = json_dumps(entry, JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII);
+        if (!body)
+                return -ENOMEM;
+        blen = strlen(body);
+        if (blen > BROKER_AUDIT_LINE_MAX)
+                return -E2BIG;
+        line = realloc(body, blen + LINE_EXTRA);
+        if (!line)
+                return -ENOMEM;
+        body = line;
+        return line_write(a, body, blen, now, reserve);
+}
+
+int broker_audit_append_text(broker_audit *a, const char *head, size_t head_len, const char *tail,
+                             size_t tail_len, int64_t now)
+{
+        char num[64];
+        size_t blen, nl;
+        char *p;
+
+        if (a->full)
+                return -EDQUOT;
+        if (head_len < 1 || head[0] != '{' || (head_len > 1 && head[head_len - 1] != ',') ||
+            tail_len < 2 || tail[tail_len - 1] != '}')
+                return -EINVAL;
+        if (head_len > BROKER_AUDIT_LINE_MAX || tail_len > BROKER_AUDIT_LINE_MAX)
+                return -E2BIG;
+        nl = (size_t)snprintf(num, sizeof(num), ",\"seq\":%llu,\"time\":%lld,",
+                              (unsigned long long)(a->seq + 1), (long long)now);
+        blen = head_len + strlen("\"prev\":\"") + HEX_LEN + 1 + nl + tail_len;
+        if (blen + LINE_EXTRA > a->text_cap) {
+                size_t cap = MAX(blen + LINE_EXTRA, (size_t)4096);
+                char *nb = realloc(a->text, cap);
+                if (!nb)
+                        return -ENOMEM;
+                a->text = nb;
+                a->text_cap = cap;
+        }
+        p = a->text;
+        memcpy(p, head, head_len);
+        p += head_len;
+        memcpy(p, "\"prev\":\"", strlen("\"prev\":\""));
+        p += strlen("\"prev\":\"");
+        memcpy(p, a->prev, HEX_LEN);
+        p += HEX_LEN;
+        *p++ = '"';
+        memcpy(p, num, nl);
+        p += nl;
+        memcpy(p, tail, tail_len);
+        return line_write(a, a->text, blen, now, false);
+}
+
+bool broker_audit_head_stale(const broker_audit *a)
+{
+        return a->head_dirty;
 }
 
 int broker_audit_sync_head(broker_audit *a)
@@ -439,5 +510,6 @@ void broker_audit_free(broker_audit *a)
         (void)broker_audit_sync_head(a);
         safe_close(a->fd);
         safe_close(a->head_fd);
+        free(a->text);
         free(a);
 }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <jansson.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #define BROKER_AUDIT_FILE     "audit.jsonl"
@@ -67,10 +68,23 @@ int broker_audit_open_file(int dirfd, const char *dir, const char *file, const c
 int broker_audit_append(broker_audit *a, json_t *entry, int64_t now)
         __attribute__((warn_unused_result));
 /*
- * Record the chain's end in audit.head. Appends only mark it stale; the
- * broker syncs once per batch of requests (and on free), which saves a
- * write per token under load. A head that lags the log still verifies.
+ * The same for an entry the caller has serialized itself (the hot path of
+ * issuing a token): head is "{" and the members whose keys sort before
+ * "prev", each followed by ','; tail the members whose keys sort after
+ * "time", then '}'. The line is then exactly what broker_audit_append()
+ * writes for the same entry, if the members are written as json_dumps()
+ * writes them with JSON_COMPACT | JSON_SORT_KEYS | JSON_ENSURE_ASCII.
  */
+int broker_audit_append_text(broker_audit *a, const char *head, size_t head_len, const char *tail,
+                             size_t tail_len, int64_t now) __attribute__((warn_unused_result));
+/*
+ * Record the chain's end in audit.head. Appends only mark it stale; the
+ * broker syncs it at most every BROKER_AUDIT_HEAD_LAG_MS while lines are
+ * appended and within that time once they stop (and on free), which saves
+ * a write per token. A head that lags the log still verifies.
+ */
+#define BROKER_AUDIT_HEAD_LAG_MS 20
+bool broker_audit_head_stale(const broker_audit *a);
 int broker_audit_sync_head(broker_audit *a);
 /* Set the bound (0: none; the default is BROKER_AUDIT_MAX_DEFAULT). */
 void broker_audit_set_max(broker_audit *a, uint64_t max_bytes);

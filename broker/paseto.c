@@ -236,35 +236,105 @@ static int token_join(const char *header, const unsigned char *body, size_t body
         return r;
 }
 
+size_t broker_paseto_public_len(size_t msg_len, size_t footer_len)
+{
+        const int v = sodium_base64_VARIANT_URLSAFE_NO_PADDING;
+
+        /* sodium_base64_ENCODED_LEN counts the NUL: one for the whole token. */
+        return strlen(BROKER_PASETO_PUBLIC_HEADER) +
+               sodium_base64_ENCODED_LEN(msg_len + PUBLIC_SIG, v) +
+               (footer_len ? sodium_base64_ENCODED_LEN(footer_len, v) : 0);
+}
+
+#define SIGN_STACK 2048 /* PAE and body of a token up to this size need no allocation */
+
+int broker_paseto_sign_to(const unsigned char sk[64], const void *msg, size_t msg_len,
+                          const char *footer, const void *implicit, size_t implicit_len, char *out,
+                          size_t out_size)
+{
+        const int v = sodium_base64_VARIANT_URLSAFE_NO_PADDING;
+        const char *h = BROKER_PASETO_PUBLIC_HEADER;
+        unsigned char pae_stack[SIGN_STACK], body_stack[SIGN_STACK];
+        unsigned char *m2 = NULL, *body = body_stack;
+        size_t hl = strlen(h), fl, m2_len = 0, n;
+        int r = 0;
+
+        footer = footer ? footer : "";
+        fl = strlen(footer);
+        if (msg_len > SIZE_MAX / 4 - PUBLIC_SIG || fl > SIZE_MAX / 4 || implicit_len > SIZE_MAX / 4)
+                return -EOVERFLOW;
+        if (out_size < broker_paseto_public_len(msg_len, fl))
+                return -ENOBUFS;
+        /* PAE(h, m, f, i): the count, then each piece after its length. */
+        struct iovec pieces[] = {{(void *)h, hl},
+                                 {(void *)msg, msg_len},
+                                 {(void *)footer, fl},
+                                 {(void *)implicit, implicit_len}};
+        size_t pae_len = 8 + 4 * 8 + hl + msg_len + fl + implicit_len; /* each < SIZE_MAX / 4 */
+        if (pae_len <= sizeof(pae_stack)) {
+                unsigned char *p = pae_stack;
+                le64(p, 4);
+                p += 8;
+                for (size_t i = 0; i < 4; i++) {
+                        le64(p, pieces[i].iov_len);
+                        p += 8;
+                        if (pieces[i].iov_len)
+                                memcpy(p, pieces[i].iov_base, pieces[i].iov_len);
+                        p += pieces[i].iov_len;
+                }
+                m2_len = pae_len;
+        } else {
+                r = broker_paseto_pae(pieces, 4, &m2, &m2_len);
+                if (r < 0)
+                        return r;
+        }
+        if (msg_len + PUBLIC_SIG > sizeof(body_stack)) {
+                body = malloc(msg_len + PUBLIC_SIG);
+                if (!body) {
+                        free(m2);
+                        return -ENOMEM;
+                }
+        }
+        if (msg_len)
+                memcpy(body, msg, msg_len);
+        if (crypto_sign_detached(body + msg_len, NULL, m2 ? m2 : pae_stack, m2_len, sk) != 0) {
+                r = -EIO;
+                goto out;
+        }
+        memcpy(out, h, hl);
+        n = hl;
+        sodium_bin2base64(out + n, out_size - n, body, msg_len + PUBLIC_SIG, v);
+        n += strlen(out + n);
+        if (fl) {
+                out[n++] = '.';
+                sodium_bin2base64(out + n, out_size - n, (const unsigned char *)footer, fl, v);
+        }
+out:
+        /* The body holds the signature: it is (most of) the token. */
+        sodium_memzero(body, msg_len + PUBLIC_SIG);
+        if (body != body_stack)
+                free(body);
+        free(m2);
+        return r;
+}
+
 int broker_paseto_sign(const unsigned char sk[64], const void *msg, size_t msg_len,
                        const char *footer, const void *implicit, size_t implicit_len,
                        char **ret_token)
 {
-        const char *h = BROKER_PASETO_PUBLIC_HEADER;
-        _cleanup_free_ unsigned char *m2 = NULL;
-        unsigned char *body = NULL;
-        size_t m2_len;
+        size_t n = broker_paseto_public_len(msg_len, footer ? strlen(footer) : 0);
+        char *t = malloc(n);
         int r;
 
-        footer = footer ? footer : "";
-        r = broker_paseto_pae((struct iovec[]){{(void *)h, strlen(h)},
-                                               {(void *)msg, msg_len},
-                                               {(void *)footer, strlen(footer)},
-                                               {(void *)implicit, implicit_len}},
-                              4, &m2, &m2_len);
-        if (r < 0)
-                return r;
-        body = malloc(msg_len + PUBLIC_SIG);
-        if (!body)
+        if (!t)
                 return -ENOMEM;
-        if (msg_len)
-                memcpy(body, msg, msg_len);
-        if (crypto_sign_detached(body + msg_len, NULL, m2, m2_len, sk) != 0)
-                r = -EIO;
-        else
-                r = token_join(h, body, msg_len + PUBLIC_SIG, footer, ret_token);
-        wipe_free(body, msg_len + PUBLIC_SIG);
-        return r;
+        r = broker_paseto_sign_to(sk, msg, msg_len, footer, implicit, implicit_len, t, n);
+        if (r < 0) {
+                wipe_free(t, n);
+                return r;
+        }
+        *ret_token = t;
+        return 0;
 }
 
 int broker_paseto_verify(const unsigned char pk[32], const char *token, const char *expected_footer,

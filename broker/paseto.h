@@ -36,6 +36,15 @@ int broker_paseto_sign(const unsigned char sk[64], const void *msg, size_t msg_l
                        const char *footer, const void *implicit, size_t implicit_len,
                        char **ret_token);
 /*
+ * The same into out (out_size bytes, at least broker_paseto_public_len()),
+ * NUL-terminated: the caller chooses where the token lives.
+ */
+int broker_paseto_sign_to(const unsigned char sk[64], const void *msg, size_t msg_len,
+                          const char *footer, const void *implicit, size_t implicit_len, char *out,
+                          size_t out_size);
+/* The size of a v4.public token with its NUL, for a message and footer of these lengths. */
+size_t broker_paseto_public_len(size_t msg_len, size_t footer_len);
+/*
  * Verify a v4.public token. expected_footer NULL accepts any footer (the
  * caller then checks it, e.g. via broker_paseto_footer()); "" requires none.
  * ret_msg is malloc'd and NUL-terminated.

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "jsonw.h"
 #include "paseto.h"
 #include "secrets.h"
 #include "server-private.h"
@@ -118,32 +119,78 @@ static int field_string(json_t *req, const char *name, size_t max, const char **
         return 1;
 }
 
-static json_t *claims_json(const struct broker_claims *c)
+/* The claims object, keys sorted (the payload, and the audit entry's "claims"). */
+static void claims_sorted(struct broker_jw *w, const struct broker_claims *c, const char *iat,
+                          const char *exp)
 {
-        char iat[32], nbf[32], exp[32];
-
-        broker_time_format(c->iat, iat, sizeof(iat));
-        broker_time_format(c->nbf, nbf, sizeof(nbf));
-        broker_time_format(c->exp, exp, sizeof(exp));
-        return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "iss", c->iss, "sub", c->sub,
-                         "aud", c->aud, "scope", c->scope, "iat", iat, "nbf", nbf, "exp", exp,
-                         "jti", c->jti);
+        broker_jw_lit(w, "{\"aud\":");
+        broker_jw_str(w, c->aud);
+        broker_jw_lit(w, ",\"exp\":\"");
+        broker_jw_lit(w, exp);
+        broker_jw_lit(w, "\",\"iat\":\"");
+        broker_jw_lit(w, iat);
+        broker_jw_lit(w, "\",\"iss\":");
+        broker_jw_str(w, c->iss);
+        broker_jw_lit(w, ",\"jti\":\"");
+        broker_jw_lit(w, c->jti);
+        broker_jw_lit(w, "\",\"nbf\":\"");
+        broker_jw_lit(w, iat); /* nbf = iat */
+        broker_jw_lit(w, "\",\"scope\":");
+        broker_jw_str(w, c->scope);
+        broker_jw_lit(w, ",\"sub\":");
+        broker_jw_str(w, c->sub);
+        broker_jw_lit(w, "}");
 }
 
-static json_t *do_issue(struct ws *ws, const struct peer *peer, json_t *req, int64_t now)
+/*
+ * 16 random bytes for a jti. getrandom(2) once per JTI_POOL bytes, not per
+ * token; the pool is sodium_malloc'd and every jti's bytes are wiped as they
+ * are taken (a jti is public once issued, but not before).
+ */
+#define JTI_POOL 4096
+
+static int jti_random(struct ws *ws, unsigned char out[16])
+{
+        if (!ws->jti_pool) {
+                ws->jti_pool = sodium_malloc(JTI_POOL);
+                if (!ws->jti_pool)
+                        return -ENOMEM;
+                ws->jti_pool_left = 0;
+        }
+        if (ws->jti_pool_left < 16) {
+                randombytes_buf(ws->jti_pool, JTI_POOL);
+                ws->jti_pool_left = JTI_POOL;
+        }
+        ws->jti_pool_left -= 16;
+        memcpy(out, ws->jti_pool + ws->jti_pool_left, 16);
+        sodium_memzero(ws->jti_pool + ws->jti_pool_left, 16);
+        return 0;
+}
+
+/*
+ * The issue op's hot path writes its three texts directly (jsonw.h): the
+ * payload, the audit line and the response, the last one straight into the
+ * connection's sodium_malloc'd buffer (raw), token and all. Each is what
+ * json_dumps() wrote for the jansson objects this replaced, byte for byte.
+ */
+static json_t *do_issue(struct ws *ws, const struct peer *peer, json_t *req, int64_t now,
+                        struct broker_jw *raw)
 {
         static const char *const allowed[] = {"scope", "host", "ttl", NULL};
         const struct broker_policy *p = ws->policy;
         const struct broker_scope *sc;
         const struct broker_key *key = broker_keyring_current(ws->keys);
         const char *scope = NULL, *host = NULL, *bad;
-        _cleanup_free_ char *implicit = NULL, *payload = NULL, *footer = NULL;
-        char *token = NULL, jti[JTI_MAX], what[160];
+        char jti[JTI_MAX], what[160], iat[32], exp[32], footer[BROKER_KID_MAX + 16],
+                implicit[BROKER_NAME_MAX + 32], pay_buf[1024], head_buf[1536], tail_buf[256];
         unsigned char rnd[16];
         struct broker_claims c = {0};
-        json_t *ttl_j, *claims = NULL, *resp = NULL;
+        struct broker_jw pay, head, tail;
+        json_t *ttl_j;
         int64_t ttl, requested = 0;
         bool clamped = false;
+        size_t tlen;
+        char *t;
         int r;
 
         if ((bad = unknown_field(req, allowed)))
@@ -192,7 +239,8 @@ static json_t *do_issue(struct ws *ws, const struct peer *peer, json_t *req, int
                         clamped = true;
                 }
         }
-        randombytes_buf(rnd, sizeof(rnd));
+        if (jti_random(ws, rnd) < 0)
+                return broker_response_error("internal", "out of memory");
         sodium_bin2hex(jti, sizeof(jti), rnd, sizeof(rnd));
         c = (struct broker_claims){.iss = p->issuer,
                                    .sub = (char *)ws->name,
@@ -202,31 +250,111 @@ static json_t *do_issue(struct ws *ws, const struct peer *peer, json_t *req, int
                                    .iat = now,
                                    .nbf = now,
                                    .exp = now + ttl};
-        claims = claims_json(&c);
-        payload = claims ? json_dumps(claims, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-        r = broker_token_implicit(ws->name, &implicit);
-        if (!payload || r < 0 || asprintf(&footer, "{\"kid\":\"%s\"}", key->kid) < 0) {
-                json_decref(claims);
-                return broker_response_error("internal", "out of memory");
-        }
-        r = broker_paseto_sign(key->sk, payload, strlen(payload), footer, implicit,
-                               strlen(implicit), &token);
+        if (broker_time_format(c.iat, iat, sizeof(iat)) < 0 ||
+            broker_time_format(c.exp, exp, sizeof(exp)) < 0)
+                return broker_response_error("internal", "cannot format the token's times");
+        /* kid (k4.pid. and base64url) and workspace (a name) need no escaping. */
+        snprintf(footer, sizeof(footer), "{\"kid\":\"%s\"}", key->kid);
+        snprintf(implicit, sizeof(implicit), "{\"workspace\":\"%s\"}", ws->name);
+
+        broker_jw_init(&pay, pay_buf, sizeof(pay_buf), BROKER_PASETO_MAX_TOKEN, false);
+        broker_jw_init(&head, head_buf, sizeof(head_buf), BROKER_AUDIT_LINE_MAX, false);
+        broker_jw_init(&tail, tail_buf, sizeof(tail_buf), BROKER_AUDIT_LINE_MAX, false);
+        head.ascii = tail.ascii = true;
+        claims_sorted(&pay, &c, iat, exp);
+
+        /* The response, up to the token, then the token signed in place. */
+        broker_jw_lit(raw, "{\"ok\":true,\"token\":\"");
+        tlen = broker_paseto_public_len(pay.len, strlen(footer));
+        t = pay.error ? NULL : broker_jw_extend(raw, tlen);
+        r = t ? broker_paseto_sign_to(key->sk, pay.buf, pay.len, footer, implicit, strlen(implicit),
+                                      t, tlen)
+              : -ENOMEM;
         if (r < 0) {
-                json_decref(claims);
-                return broker_response_error("internal", "cannot sign: %s", strerror(-r));
+                r = pay.error ? pay.error : raw->error ? raw->error : r;
+                goto fail;
         }
+        raw->len -= tlen - strlen(t); /* the NUL and base64's slack */
+        broker_jw_lit(raw, "\",\"jti\":\"");
+        broker_jw_lit(raw, jti);
+        broker_jw_lit(raw, "\",\"scope\":");
+        broker_jw_str(raw, sc->name);
+        broker_jw_lit(raw, ",\"aud\":");
+        broker_jw_str(raw, sc->audience);
+        broker_jw_lit(raw, ",\"sub\":");
+        broker_jw_str(raw, ws->name);
+        broker_jw_lit(raw, ",\"exp\":");
+        broker_jw_int(raw, c.exp);
+        broker_jw_lit(raw, ",\"expires_at\":\"");
+        broker_jw_lit(raw, exp);
+        broker_jw_lit(raw, "\",\"ttl\":");
+        broker_jw_int(raw, ttl);
+        broker_jw_lit(raw, ",\"username\":");
+        broker_jw_str(raw, sc->username);
+        /* The claims in the order claims_json() used to insert them. */
+        broker_jw_lit(raw, ",\"claims\":{\"iss\":");
+        broker_jw_str(raw, c.iss);
+        broker_jw_lit(raw, ",\"sub\":");
+        broker_jw_str(raw, c.sub);
+        broker_jw_lit(raw, ",\"aud\":");
+        broker_jw_str(raw, c.aud);
+        broker_jw_lit(raw, ",\"scope\":");
+        broker_jw_str(raw, c.scope);
+        broker_jw_lit(raw, ",\"iat\":\"");
+        broker_jw_lit(raw, iat);
+        broker_jw_lit(raw, "\",\"nbf\":\"");
+        broker_jw_lit(raw, iat);
+        broker_jw_lit(raw, "\",\"exp\":\"");
+        broker_jw_lit(raw, exp);
+        broker_jw_lit(raw, "\",\"jti\":\"");
+        broker_jw_lit(raw, jti);
+        broker_jw_lit(raw, "\"}");
+        if (clamped) {
+                char note[64 + BROKER_NAME_MAX + 64];
+                snprintf(note, sizeof(note),
+                         "ttl clamped from %lld to %lld s (max_ttl of scope '%s')",
+                         (long long)requested, (long long)ttl, sc->name);
+                broker_jw_lit(raw, ",\"clamped\":true,\"requested_ttl\":");
+                broker_jw_int(raw, requested);
+                broker_jw_lit(raw, ",\"note\":");
+                broker_jw_str(raw, note);
+        }
+        broker_jw_lit(raw, "}");
+
+        /* The audit entry: the members before "prev", then those after "time". */
+        broker_jw_lit(&head, "{\"claims\":");
+        claims_sorted(&head, &c, iat, exp);
+        broker_jw_lit(&head, clamped ? ",\"clamped\":true" : ",\"clamped\":false");
+        broker_jw_lit(&head, ",\"event\":\"issue\",\"exp\":");
+        broker_jw_int(&head, c.exp);
+        broker_jw_lit(&head, ",\"jti\":\"");
+        broker_jw_lit(&head, jti);
+        broker_jw_lit(&head, "\",\"kid\":");
+        broker_jw_str(&head, key->kid);
+        broker_jw_lit(&head, ",\"max_uses\":");
+        broker_jw_int(&head, (int64_t)sc->max_uses);
+        broker_jw_lit(&head, ",\"peer\":{\"pid\":");
+        broker_jw_int(&head, (int64_t)peer->pid);
+        broker_jw_lit(&head, ",\"uid\":");
+        broker_jw_int(&head, (int64_t)peer->uid);
+        broker_jw_lit(&head, peer->admin ? ",\"via\":\"admin\"}," : ",\"via\":\"agent\"},");
+        broker_jw_lit(&tail, "\"ttl\":");
+        broker_jw_int(&tail, ttl);
+        broker_jw_lit(&tail, ",\"workspace\":");
+        broker_jw_str(&tail, ws->name);
+        broker_jw_lit(&tail, "}");
+        r = raw->error ? raw->error : head.error ? head.error : tail.error;
+        if (r < 0)
+                goto fail;
+
         /* Fail closed: a token that is not in the audit log is never handed out. */
-        r = broker_audit_event(ws,
-                               json_pack("{s:s, s:s, s:O, s:I, s:I, s:I, s:b, s:s}", "event",
-                                         "issue", "jti", jti, "claims", claims, "exp",
-                                         (json_int_t)c.exp, "ttl", (json_int_t)ttl, "max_uses",
-                                         (json_int_t)sc->max_uses, "clamped", clamped, "kid",
-                                         key->kid),
-                               peer, now);
+        r = broker_audit_append_text(ws->audit, head.buf, head.len, tail.buf, tail.len, now);
+        broker_jw_done(&pay);
+        broker_jw_done(&head);
+        broker_jw_done(&tail);
         if (r < 0) {
-                sodium_memzero(token, strlen(token));
-                free(token);
-                json_decref(claims);
+                sodium_memzero(raw->buf, raw->len);
+                raw->len = 0;
                 return broker_response_error("audit_unavailable",
                                              "the audit log cannot be written (%s); refusing "
                                              "to issue",
@@ -234,23 +362,20 @@ static json_t *do_issue(struct ws *ws, const struct peer *peer, json_t *req, int
         }
         ws->issued++;
         (void)broker_tokens_add(ws, jti, sc->name, c.exp, sc->max_uses);
-        resp = json_pack("{s:b, s:s, s:s, s:s, s:s, s:s, s:I, s:s, s:I, s:s, s:O}", "ok", 1,
-                         "token", token, "jti", jti, "scope", sc->name, "aud", sc->audience, "sub",
-                         ws->name, "exp", (json_int_t)c.exp, "expires_at",
-                         json_string_value(json_object_get(claims, "exp")), "ttl", (json_int_t)ttl,
-                         "username", sc->username, "claims", claims);
-        if (resp && clamped) {
-                json_object_set_new(resp, "clamped", json_true());
-                json_object_set_new(resp, "requested_ttl", json_integer(requested));
-                json_object_set_new(resp, "note",
-                                    json_sprintf("ttl clamped from %lld to %lld s (max_ttl of "
-                                                 "scope '%s')",
-                                                 (long long)requested, (long long)ttl, sc->name));
-        }
-        sodium_memzero(token, strlen(token));
-        free(token);
-        json_decref(claims);
-        return resp;
+        return NULL;
+fail:
+        broker_jw_done(&pay);
+        broker_jw_done(&head);
+        broker_jw_done(&tail);
+        sodium_memzero(raw->buf, raw->len);
+        raw->len = 0;
+        raw->error = 0;
+        if (r == -EILSEQ)
+                return broker_response_error("internal", "the policy has a value that is not "
+                                                         "UTF-8");
+        if (r == -ENOMEM)
+                return broker_response_error("internal", "out of memory");
+        return broker_response_error("internal", "cannot sign: %s", strerror(-r));
 }
 
 /*
@@ -456,7 +581,7 @@ static json_t *do_reload_keys(struct ws *ws, json_t *req, int64_t now)
 }
 
 json_t *broker_request_handle(struct ws *ws, const struct peer *peer, const char *line, size_t len,
-                              int64_t now)
+                              int64_t now, struct broker_jw *raw)
 {
         json_error_t err;
         json_t *req, *resp = NULL, *id;
@@ -492,7 +617,7 @@ json_t *broker_request_handle(struct ws *ws, const struct peer *peer, const char
                 resp = refuse(ws, peer, now, op, "denied",
                               "a redeemer may only redeem, introspect and ask for pubkey");
         else if (streq(op, "issue"))
-                resp = do_issue(ws, peer, req, now);
+                resp = do_issue(ws, peer, req, now, raw);
         else if (streq(op, "introspect"))
                 resp = do_introspect(ws, peer, req, now);
         else if (streq(op, "revoke"))
@@ -510,7 +635,23 @@ json_t *broker_request_handle(struct ws *ws, const struct peer *peer, const char
                                              "unknown op (expected issue, introspect, revoke or "
                                              "pubkey)");
 out:
-        if (!resp)
+        if (!resp && raw->len > 0 && id) {
+                /* The text ends in '}': put "id" last, where json_object_set() would. */
+                char *t = json_dumps(id, JSON_ENCODE_ANY | JSON_COMPACT);
+                raw->len--;
+                broker_jw_lit(raw, ",\"id\":");
+                if (t)
+                        broker_jw_lit(raw, t);
+                else
+                        raw->error = -ENOMEM;
+                broker_jw_lit(raw, "}");
+                free(t);
+                if (raw->error) {
+                        sodium_memzero(raw->buf, raw->len);
+                        raw->len = 0;
+                }
+        }
+        if (!resp && raw->len == 0)
                 resp = broker_response_error("internal", "out of memory");
         if (resp && id)
                 json_object_set(resp, "id", id);

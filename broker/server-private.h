@@ -54,6 +54,8 @@ struct ws {
         size_t n_agent_conns;
         uint32_t agent_uid_first, agent_uid_last; /* 0: the broker's own user only */
         struct bucket requests, issues;
+        unsigned char *jti_pool; /* sodium_malloc'd random bytes for jtis (request.c) */
+        size_t jti_pool_left;
 };
 
 struct peer {
@@ -75,9 +77,14 @@ int broker_tokens_replay(void *userdata, json_t *entry);
 /* Refill and take one; false when empty. */
 bool broker_bucket_take(struct bucket *b, double per_second, double burst, int64_t now_ms);
 
-/* request.c: handle one request line; always returns a response object. */
+/*
+ * request.c: handle one request line. Returns the response object, or NULL
+ * when the handler wrote the response's text into raw itself (issue does:
+ * raw starts on the connection's sodium_malloc'd buffer, see jsonw.h).
+ */
+struct broker_jw;
 json_t *broker_request_handle(struct ws *ws, const struct peer *peer, const char *line, size_t len,
-                              int64_t now);
+                              int64_t now, struct broker_jw *raw);
 json_t *broker_response_error(const char *code, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
 int broker_audit_event(struct ws *ws, json_t *entry, const struct peer *peer, int64_t now);

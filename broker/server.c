@@ -34,12 +34,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "jsonw.h"
 #include "server-private.h"
 #include "lib/listen-fds.h"
 #include "lib/util.h"
 
-#define WS_MAX     64
-#define OUT_INLINE (8 * 1024) /* responses up to this size need no allocation */
+#define WS_MAX       64
+#define OUT_INLINE   (8 * 1024)    /* responses up to this size need no allocation */
+#define RESPONSE_MAX (1024 * 1024) /* a text response (issue's) is never longer */
 
 struct conn {
         int fd;
@@ -146,6 +148,7 @@ static void ws_free(struct ws *ws)
         broker_keyring_free(ws->keys);
         broker_audit_free(ws->audit);
         broker_tokens_free(ws);
+        sodium_free(ws->jti_pool);
         safe_close(ws->dirfd);
         free(ws->dir);
         free(ws->policy_path);
@@ -466,15 +469,28 @@ static int conn_accept(broker *b, struct ws *ws, bool admin)
         return 1;
 }
 
-static void conn_respond(struct conn *c, json_t *resp)
+/* A response: the object resp, or (resp NULL) the text the handler wrote into raw. */
+static void conn_respond(struct conn *c, json_t *resp, struct broker_jw *raw)
 {
-        char *s = resp ? json_dumps(resp, JSON_COMPACT) : NULL;
+        static const char oom[] = "{\"ok\":false,\"error\":\"internal\",\"message\":"
+                                  "\"out of memory\"}";
+        char *s = NULL;
         size_t n;
 
+        if (!resp && raw && raw->len > 0) {
+                broker_jw_raw(raw, "\n", 1);
+                if (!raw->error) {
+                        c->out = raw->buf; /* out_inline, or a sodium_malloc'd block */
+                        c->out_len = raw->len;
+                        c->out_off = 0;
+                        return;
+                }
+                sodium_memzero(raw->buf, raw->len);
+                broker_jw_done(raw);
+        }
+        s = resp ? json_dumps(resp, JSON_COMPACT) : NULL;
         json_decref(resp);
         if (!s) {
-                static const char oom[] = "{\"ok\":false,\"error\":\"internal\",\"message\":"
-                                          "\"out of memory\"}";
                 s = strdup(oom);
                 if (!s)
                         return;
@@ -532,14 +548,21 @@ static void conn_process(struct conn *c)
                         used = nl ? len + 1 : len;
                         if (len > 0 && c->in[len - 1] == '\r')
                                 len--;
-                        if (len > 0)
-                                conn_respond(c, broker_request_handle(c->ws, &c->peer, c->in, len,
-                                                                      time(NULL)));
+                        if (len > 0) {
+                                struct broker_jw raw;
+                                json_t *resp;
+
+                                broker_jw_init(&raw, c->out_inline, OUT_INLINE, RESPONSE_MAX, true);
+                                resp = broker_request_handle(c->ws, &c->peer, c->in, len,
+                                                             time(NULL), &raw);
+                                conn_respond(c, resp, &raw);
+                        }
                 } else if (c->in_len >= BROKER_REQUEST_MAX) {
-                        conn_respond(
-                                c, broker_response_error("too_large",
-                                                         "request longer than %d bytes; discarded",
-                                                         BROKER_REQUEST_MAX));
+                        conn_respond(c,
+                                     broker_response_error(
+                                             "too_large", "request longer than %d bytes; discarded",
+                                             BROKER_REQUEST_MAX),
+                                     NULL);
                         c->discarding = true;
                         used = c->in_len;
                 } else {
@@ -628,9 +651,18 @@ void broker_set_log(broker *b, void (*log)(const char *line))
         b->log = log;
 }
 
+static int64_t mono_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 int broker_run(broker *b, char **ret_error)
 {
         _cleanup_free_ struct pollfd *pfd = NULL;
+        int64_t head_due = -1; /* when the stale audit heads are written (mono_ms); -1: none */
         sigset_t mask;
 
         *ret_error = NULL;
@@ -696,7 +728,13 @@ int broker_run(broker *b, char **ret_error)
                 for (size_t i = 0; i < b->n_conns; i++)
                         pfd[n++] = (struct pollfd){.fd = b->conns[i]->fd,
                                                    .events = b->conns[i]->out ? POLLOUT : POLLIN};
-                if (poll(pfd, n, -1) < 0) {
+                /* Wake up to write stale audit heads, else only for events. */
+                int timeout = -1;
+                if (head_due >= 0) {
+                        int64_t left = head_due - mono_ms();
+                        timeout = left > 0 ? (int)left : 0;
+                }
+                if (poll(pfd, n, timeout) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return errorf(ret_error, negative_errno(), "poll: %m");
@@ -723,8 +761,24 @@ int broker_run(broker *b, char **ret_error)
                         b->conns[keep++] = c;
                 }
                 b->n_conns = keep;
-                for (size_t i = 0; i < b->n_ws; i++)
-                        (void)broker_audit_sync_head(b->ws[i]->audit);
+                /*
+                 * audit.head at most every BROKER_AUDIT_HEAD_LAG_MS under load,
+                 * not once per batch: it was a pwrite(2) per token with one
+                 * client. Every line is in the log before its reply is sent;
+                 * only the head (which catches lines deleted at the end) may
+                 * lag, by that long, if the broker dies (audit.h).
+                 */
+                if (head_due < 0)
+                        for (size_t i = 0; i < b->n_ws; i++)
+                                if (broker_audit_head_stale(b->ws[i]->audit)) {
+                                        head_due = mono_ms() + BROKER_AUDIT_HEAD_LAG_MS;
+                                        break;
+                                }
+                if (head_due >= 0 && mono_ms() >= head_due) {
+                        for (size_t i = 0; i < b->n_ws; i++)
+                                (void)broker_audit_sync_head(b->ws[i]->audit);
+                        head_due = -1;
+                }
                 for (size_t i = 0; i < b->n_ws; i++) {
                         if (pfd[1 + 2 * i].revents & POLLIN)
                                 for (int k = 0; k < 64 && conn_accept(b, b->ws[i], false) > 0 &&

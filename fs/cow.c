@@ -233,7 +233,7 @@ int cow_lower_has(struct fs_workspace *ws, struct node *dir, const char *name)
 struct listing {
         struct cow_dirent *d;
         size_t n, cap;
-        json_t *seen;
+        size_t n_upper; /* d[0..n_upper) are the upper entries, sorted by name */
         struct node *dir;
         int r;
 };
@@ -264,16 +264,63 @@ void fs_dirents_free(struct cow_dirent *d, size_t n)
         free(d);
 }
 
+static int name_cmp(const void *a, const void *b)
+{
+        return strcmp(((const struct cow_dirent *)a)->name, ((const struct cow_dirent *)b)->name);
+}
+
 static int lower_cb(const char *name, const struct lent *child, void *userdata)
 {
         struct listing *li = userdata;
+        struct cow_dirent key = {.name = (char *)name};
         _cleanup_free_ char *p = NULL;
-        if (json_object_get(li->seen, name) || upper_meta_whiteout(li->dir, name))
+        if ((li->n_upper && bsearch(&key, li->d, li->n_upper, sizeof(*li->d), name_cmp)) ||
+            upper_meta_whiteout(li->dir, name))
                 return 0;
         p = lower_path_join(li->dir->lower.path, name);
         if (!p)
                 return -ENOMEM;
         return listing_add(li, name, lower_ino(li->dir->layer->part, p), child->mode & S_IFMT);
+}
+
+static int list_upper(struct listing *li)
+{
+        struct node *dir = li->dir;
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        int r, fd = openat(dir->ufd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0 || !(d = fdopendir(fd))) {
+                r = negative_errno();
+                safe_close(fd);
+                return r;
+        }
+        while ((de = readdir(d))) {
+                const char *name = upper_name_unescape(de->d_name);
+                json_t *rec;
+                uint64_t ino;
+                mode_t type = DTTOIF(de->d_type);
+                if (!name || streq(de->d_name, ".") || streq(de->d_name, ".."))
+                        continue;
+                rec = upper_meta_rec(dir, name);
+                ino = rec_ino(rec);
+                if (!ino || de->d_type == DT_UNKNOWN) {
+                        struct stat st;
+                        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                                continue;
+                        if (!ino)
+                                ino = upper_ino(&st);
+                        type = st.st_mode & S_IFMT;
+                }
+                type = upper_rec_type(rec, type);
+                r = listing_add(li, name, ino, type);
+                if (r < 0)
+                        return r;
+        }
+        li->n_upper = li->n;
+        if (li->n_upper) /* li->d is NULL for an empty dir: qsort's base must not be */
+                qsort(li->d, li->n_upper, sizeof(*li->d), name_cmp);
+        return 0;
 }
 
 int cow_list(struct fs_workspace *ws, struct node *dir, struct cow_dirent **ret, size_t *ret_n)
@@ -288,44 +335,13 @@ int cow_list(struct fs_workspace *ws, struct node *dir, struct cow_dirent **ret,
                 *ret_n = 0;
                 return 0;
         }
-        li.seen = json_object();
-        if (!li.seen)
-                return -ENOMEM;
         if (dir->upper) {
-                _cleanup_closedir_ DIR *d = NULL;
-                struct dirent *de;
-                int fd = openat(dir->ufd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (fd < 0 || !(d = fdopendir(fd))) {
-                        r = negative_errno();
-                        safe_close(fd);
+                r = list_upper(&li);
+                if (r < 0)
                         goto out;
-                }
-                while ((de = readdir(d))) {
-                        const char *name = upper_name_unescape(de->d_name);
-                        json_t *rec;
-                        uint64_t ino;
-                        mode_t type = DTTOIF(de->d_type);
-                        if (!name || streq(de->d_name, ".") || streq(de->d_name, ".."))
-                                continue;
-                        rec = upper_meta_rec(dir, name);
-                        ino = rec_ino(rec);
-                        if (!ino || de->d_type == DT_UNKNOWN) {
-                                struct stat st;
-                                if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-                                        continue;
-                                if (!ino)
-                                        ino = upper_ino(&st);
-                                type = st.st_mode & S_IFMT;
-                        }
-                        type = upper_rec_type(rec, type);
-                        r = listing_add(&li, name, ino, type);
-                        if (r < 0 || json_object_set_new_nocheck(li.seen, name, json_true()) < 0) {
-                                r = r < 0 ? r : -ENOMEM;
-                                goto out;
-                        }
-                }
         }
         if (dir->has_lower) {
+                /* Only lower names that neither an upper entry nor a whiteout hides. */
                 r = lower_list(dir->layer->lower, &dir->lower, lower_cb, &li);
                 if (r < 0)
                         goto out;
@@ -337,7 +353,6 @@ int cow_list(struct fs_workspace *ws, struct node *dir, struct cow_dirent **ret,
         r = 0;
 out:
         fs_dirents_free(li.d, li.n);
-        json_decref(li.seen);
         return r;
 }
 

@@ -7,7 +7,9 @@
  * mount does not happen. Nothing here walks the repo: mount time does not
  * grow with its size (the .git index is built once serving, gitindex.c).
  */
+#include <dlfcn.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -358,12 +360,56 @@ static int setup_home(struct fs_workspace *ws, const struct fs_options *o, int f
         return 0;
 }
 
+/*
+ * Memory of a daemon that serves one workspace (issue 17: density). Called
+ * before anything touches libgit2. The daemon opens no network connection,
+ * so what libgit2's global init prepares for the network is never used:
+ *
+ * - libssh2_init() initializes OpenSSL (libgit2 calls it from
+ *   git_libgit2_init), which faults in about 1.4 MB of libcrypto and some
+ *   heap. libssh2 initializes its crypto only in the first call; a first
+ *   call with LIBSSH2_INIT_NO_CRYPTO makes libgit2's a no-op. Looked up at
+ *   run time: a libgit2 built without SSH has no libssh2 to tell.
+ * - glibc gives each thread that allocates its own arena (up to 8 per
+ *   core), and FUSE workers allocate nodes: arenas that each keep their own
+ *   free memory. Two are enough for two threads to allocate at once; tcache
+ *   serves most small allocations without taking an arena's lock.
+ *
+ * And one libgit2 reference held for the life of the process: without it,
+ * is_git_repo()'s init and shutdown tear libgit2's global state down and
+ * lower_git_open() builds it again, and each git_libgit2_init parses the
+ * system's CA bundle with mbedTLS (about 54 M of its 55 M instructions).
+ */
+static void daemon_tune_memory(void)
+{
+        enum { SSH2_INIT_NO_CRYPTO = 0x0001 }; /* LIBSSH2_INIT_NO_CRYPTO */
+        static bool done;
+        int (*ssh2_init)(int);
+
+        if (done)
+                return;
+        done = true;
+        (void)mallopt(M_ARENA_MAX, 2);
+        *(void **)&ssh2_init = dlsym(RTLD_DEFAULT, "libssh2_init");
+        if (ssh2_init)
+                (void)ssh2_init(SSH2_INIT_NO_CRYPTO);
+        (void)git_libgit2_init();
+}
+
+/* What setup freed (libgit2's init and shutdown in is_git_repo, the probes)
+ * goes back to the kernel before the daemon idles. */
+static void daemon_tune_memory_after_setup(void)
+{
+        (void)malloc_trim(0);
+}
+
 int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_error)
 {
         struct fs_workspace *ws;
         _cleanup_close_ int fsdir = -1, cache = -1;
         int r;
 
+        daemon_tune_memory();
         ws = calloc(1, sizeof(*ws));
         if (!ws)
                 return -ENOMEM;
@@ -482,6 +528,7 @@ int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_
                 r = fail(ret_error, r, "cannot build the mount's root: %s", strerror(-r));
                 goto out;
         }
+        daemon_tune_memory_after_setup();
         *ret = ws;
         ws = NULL;
         r = 0;

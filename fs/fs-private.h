@@ -353,6 +353,9 @@ int control_changes(struct fs_workspace *ws, char **ret, size_t *ret_len);
 /* journal glue (ops-*.c) */
 int fs_journal(struct fs_workspace *ws, fuse_req_t req, const struct journal_entry *e);
 
+/* loop.c: serve se until it is unmounted or stopped by a signal */
+int fs_loop_run(struct fuse_session *se, unsigned max_workers);
+
 /* ops */
 extern const struct fuse_lowlevel_ops fs_ops;
 void fs_dirents_free(struct cow_dirent *d, size_t n);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * session.c: the FUSE session: the ops table, connection setup and the
- * multithreaded loop.
+ * serving (the loop itself is loop.c).
  *
  * Mount options: default_permissions (the kernel checks modes), nosuid and
  * nodev (setuid bits and device nodes are metadata only, attr.c), allow_other
@@ -129,7 +129,6 @@ static void raise_nofile(void)
 int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
 {
         struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-        struct fuse_loop_config *lc = NULL;
         _cleanup_free_ char *opts = NULL;
         int r;
 
@@ -207,18 +206,10 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
                 (void)!write(ready_fd, &c, 1);
                 close(ready_fd);
         }
-        lc = fuse_loop_cfg_create();
-        if (!lc) {
-                r = -ENOMEM;
-                goto out_pid;
-        }
-        /* Idle workers are kept (no idle limit): each one holds its own libgit2
-         * repository handle, which is worth not reopening per burst. */
-        fuse_loop_cfg_set_max_threads(lc, 16);
-        r = fuse_session_loop_mt(ws->se, lc);
+        /* Workers are kept once started (no idle limit): each one holds its own
+         * libgit2 repository handle, which is worth not reopening per burst. */
+        r = fs_loop_run(ws->se, 16);
         r = r < 0 ? r : 0;
-        fuse_loop_cfg_destroy(lc);
-out_pid:
         (void)unlinkat(ws->state_fd, "mount.pid", 0);
 out_unmount:
         fuse_session_unmount(ws->se);

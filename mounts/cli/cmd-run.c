@@ -71,10 +71,12 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
         } else if (optind < argc)
                 return command_fail(cmd, EXIT_USAGE, "unexpected argument '%s'", argv[optind]);
 
+        sandbox_trace("cloister started");
         r = config_load(config_path, &c, &error);
         if (r < 0)
                 return command_fail(cmd, EXIT_USAGE, "%s",
                                     error ? error : "cannot load the config");
+        sandbox_trace("config loaded");
         if (interactive && access("/usr/bin/bash", X_OK) < 0)
                 shell_argv[0] = (char *)"/bin/sh", shell_argv[1] = NULL;
 

@@ -38,8 +38,9 @@ struct review_rules {
         char *config;         /* path of our config */
         char **loaded;        /* directories whose rule files are in wt (hash set) */
         size_t n_loaded, cap_loaded;
-        bool broken;    /* libgit2 failed on a path: note it once */
-        bool negations; /* an ignore file has a '!' line (see review_rules_uncertain) */
+        bool broken;     /* libgit2 failed on a path: note it once */
+        bool negations;  /* an ignore file has a '!' line (see review_rules_uncertain) */
+        bool attributes; /* a .gitattributes is in wt or in the base tree (see no_attributes) */
 };
 
 static int rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
@@ -144,6 +145,8 @@ static int rule_file_copy(review *r, int vdir, int sdir, const char *rel, const 
         fd = openat(sdir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return review_fail(r, negative_errno(), "scratch copy of '%s': %m", name);
+        if (streq(name, ".gitattributes"))
+                r->rules->attributes = true;
         for (size_t off = 0; off < len;) {
                 ssize_t w = write(fd, (const char *)data + off, len - off);
                 if (w < 0 && errno == EINTR)
@@ -274,6 +277,12 @@ static int repo_make(review *r, const char *config, const char *workdir, git_rep
                         g = git_index_read_tree(s->index, r->base_tree);
                 if (g < 0)
                         return review_git_fail(r, g, "reading the base tree");
+                for (size_t i = 0, n = git_index_entrycount(s->index); i < n; i++) {
+                        const char *p = git_index_get_byindex(s->index, i)->path;
+                        const char *slash = strrchr(p, '/');
+                        if (streq(slash ? slash + 1 : p, ".gitattributes"))
+                                s->attributes = true;
+                }
         }
         g = git_repository_new(&repo);
         if (g == 0)
@@ -425,6 +434,21 @@ bool review_rules_uncertain(const review *r)
         return r->rules && r->rules->negations;
 }
 
+/*
+ * Check-in attributes come from the .gitattributes files in wt (copies of
+ * the agent's, of every directory path_load() has seen), the base tree's
+ * (the index), and core.attributesFile (our empty file); the system's are
+ * skipped and our repository has no info/attributes. With none of them
+ * there, no attribute is set, and with core.autocrlf false no check-in
+ * filter applies (crlf and ident act only on attributes): libgit2's answer
+ * is known without its lookups, which stat and realpath every component of
+ * the path, for each of its two filters.
+ */
+static bool no_attributes(const review *r)
+{
+        return !r->rules->attributes;
+}
+
 /* Load the filters for rel in direction mode; *ret NULL when none applies. */
 static int filters_load(review *r, git_repository *repo, const char *rel, git_filter_mode_t mode,
                         uint32_t flags, git_filter_list **ret)
@@ -448,7 +472,7 @@ int review_rules_has_filters(review *r, const char *rel, bool *ret)
         k = rules_open(r);
         if (k == 0)
                 k = path_load(r, rel);
-        if (k == 0)
+        if (k == 0 && !no_attributes(r))
                 k = filters_load(r, r->rules->repo, rel, GIT_FILTER_TO_ODB, 0, &fl);
         if (k < 0)
                 return k;
@@ -484,7 +508,7 @@ int review_rules_clean(review *r, const char *rel, const void *data, size_t len,
         k = rules_open(r);
         if (k == 0)
                 k = path_load(r, rel);
-        if (k == 0)
+        if (k == 0 && !no_attributes(r))
                 k = filters_load(r, r->rules->repo, rel, GIT_FILTER_TO_ODB, 0, &fl);
         if (k < 0 || !fl)
                 return k;

@@ -23,6 +23,7 @@
  * fs lists as a metacopy (metadata changed, data the base's) is not read.
  */
 #include <fcntl.h>
+#include <git2/sys/odb_backend.h>
 #include <jansson.h>
 #include <limits.h>
 #include <sodium.h>
@@ -194,6 +195,26 @@ static int index_drop(struct builder *b, const char *rel, bool subtree)
         return 0;
 }
 
+/*
+ * git_odb_write, minus what a miss costs it: before storing, it "freshens"
+ * the object in every backend and, not finding it (the usual case for a
+ * changed file), re-lists objects/pack/ and tries again, a directory scan
+ * per blob. Here a miss goes straight to the in-memory backend (where
+ * git_odb_write would put it too); an object the odb has is written through
+ * git_odb_write, freshened as before. A pack that appeared meanwhile is not
+ * looked for: at worst the object is stored twice.
+ */
+static int blob_store(review *r, const void *data, size_t len, git_oid *ret_id)
+{
+        int g = git_odb_hash(ret_id, data, len, GIT_OBJECT_BLOB);
+
+        if (g < 0)
+                return g;
+        if (git_odb_exists_ext(r->odb, ret_id, GIT_ODB_LOOKUP_NO_REFRESH))
+                return git_odb_write(ret_id, r->odb, data, len, GIT_OBJECT_BLOB);
+        return r->mempack->write(r->mempack, ret_id, data, len, GIT_OBJECT_BLOB);
+}
+
 static int blob_add(struct builder *b, const char *rel, const void *data, size_t len, uint32_t mode,
                     git_oid *ret_id)
 {
@@ -205,7 +226,7 @@ static int blob_add(struct builder *b, const char *rel, const void *data, size_t
                 return review_fail(b->r, -EFBIG,
                                    "the workspace's changed files exceed %llu bytes in total",
                                    (unsigned long long)REVIEW_MAX_TOTAL_SIZE);
-        g = git_odb_write(&e.id, b->r->odb, data, len, GIT_OBJECT_BLOB);
+        g = blob_store(b->r, data, len, &e.id);
         if (g < 0)
                 return review_git_fail(b->r, g, "storing '%s'", rel);
         g = git_index_add(b->idx, &e);

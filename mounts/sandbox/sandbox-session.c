@@ -17,11 +17,15 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <signal.h>
+#include <libgen.h>
+#include <poll.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -30,6 +34,7 @@
 #include "config.h"
 #include "sandbox-private.h"
 #include "lib/util.h"
+#include "broker/keys.h"
 #include "proxy/proxy.h"
 
 #ifndef FUSE_SUPER_MAGIC
@@ -38,9 +43,34 @@
 
 #define MOUNT_EXIT_ALREADY 3 /* `cloister mount`: a live daemon already serves it */
 
-static void sleep_ms(long ms)
+static int64_t now_ms(void)
 {
-        nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Wait up to timeout_ms for fd to be readable; also returns early when the
+ * optional second fd is. Waiting on descriptors instead of sleeping in
+ * steps: a step of 50 ms was most of `cloister run`'s start-up.
+ */
+static void fds_wait(int fd, int fd2, int timeout_ms)
+{
+        struct pollfd p[2] = {{.fd = fd, .events = POLLIN}, {.fd = fd2, .events = POLLIN}};
+
+        if (fd < 0 && fd2 < 0) {
+                nanosleep(&(struct timespec){timeout_ms / 1000, (timeout_ms % 1000) * 1000000L},
+                          NULL);
+                return;
+        }
+        (void)poll(p, 2, timeout_ms); /* a negative fd is ignored by poll */
+}
+
+static int pidfd_of(pid_t pid)
+{
+        return (int)syscall(SYS_pidfd_open, pid, 0);
 }
 
 static void warnf(const struct sandbox_session_options *o, const char *fmt, ...)
@@ -124,12 +154,17 @@ static int state_file(const struct config *c, const char *name, char **ret)
         return asprintf(ret, "%s/%s", c->workspace.state, name) < 0 ? -ENOMEM : 0;
 }
 
-static int mount_ensure(const struct sandbox_session_options *o, char **ret_error)
+/*
+ * Make sure the workspace is mounted, in two halves so that the broker and
+ * the proxy start while `cloister mount` works: mount_begin() starts it
+ * unless the workspace is mounted (*ret_pid = -1 then), mount_finish()
+ * waits for it and checks.
+ */
+static int mount_begin(const struct sandbox_session_options *o, pid_t *ret_pid, char **ret_error)
 {
         const struct config *c = o->config;
-        _cleanup_free_ char *marker = NULL;
-        int r;
 
+        *ret_pid = -1;
         if (o->no_mount) {
                 struct stat st;
                 if (stat(c->workspace.mountpoint, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -142,10 +177,29 @@ static int mount_ensure(const struct sandbox_session_options *o, char **ret_erro
         if (access("/dev/fuse", F_OK) < 0)
                 return sandbox_errorf(ret_error, -ENODEV,
                                       "FUSE is not available (/dev/fuse is missing)");
-        r = self_run("mount", o->config_path);
-        if (r < 0)
-                return sandbox_errorf(ret_error, r, "cannot start 'cloister mount': %s",
-                                      strerror(-r));
+        *ret_pid = self_spawn("mount", o->config_path, false);
+        if (*ret_pid < 0)
+                return sandbox_errorf(ret_error, negative_errno(),
+                                      "cannot start 'cloister mount': %m");
+        return 0;
+}
+
+static int mount_finish(const struct sandbox_session_options *o, pid_t *pid, char **ret_error)
+{
+        const struct config *c = o->config;
+        _cleanup_free_ char *marker = NULL;
+        int status, r;
+
+        if (*pid < 0)
+                return 0;
+        while (waitpid(*pid, &status, 0) < 0)
+                if (errno != EINTR) {
+                        *pid = -1;
+                        return sandbox_errorf(ret_error, negative_errno(),
+                                              "cannot wait for 'cloister mount': %m");
+                }
+        *pid = -1;
+        r = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
         if (r != 0 && r != MOUNT_EXIT_ALREADY)
                 return sandbox_errorf(ret_error, -EIO,
                                       "mounting the workspace failed ('cloister mount' exited %d)",
@@ -201,60 +255,146 @@ static bool socket_live(const char *path)
 
 static void broker_stop(pid_t pid)
 {
+        _cleanup_close_ int pidfd = -1;
+        int64_t until = now_ms() + SANDBOX_BROKER_WAIT_SECONDS * 1000;
         int status;
 
         if (pid <= 0)
                 return;
+        pidfd = pidfd_of(pid);
         (void)kill(pid, SIGTERM);
-        for (int i = 0; i < SANDBOX_BROKER_WAIT_SECONDS * 20; i++) {
+        for (;;) {
+                int64_t left = until - now_ms();
+
                 if (waitpid(pid, &status, WNOHANG) == pid)
                         return;
-                sleep_ms(50);
+                if (left <= 0)
+                        break;
+                /* Without a pidfd (old kernel), look again every 20 ms. */
+                fds_wait(pidfd, -1, pidfd >= 0 ? (int)left : (int)MIN(left, 20));
         }
         (void)kill(pid, SIGKILL);
         (void)waitpid(pid, &status, 0);
 }
 
-/* Start `cloister VERB CONFIG` (the broker, the proxy) unless socket already answers. */
-static int daemon_start(const struct sandbox_session_options *o, const char *verb, const char *what,
-                        const char *socket, pid_t *ret_pid, char **ret_error)
+/*
+ * An inotify watch on the directory that will hold socket, so that its
+ * creation wakes us; -1 if there is none (then we look every few ms).
+ */
+static int socket_watch(const char *socket)
 {
-        int status;
-        pid_t pid;
+        _cleanup_free_ char *dir = strdup(socket);
+        int fd;
 
-        *ret_pid = -1;
-        if (socket_live(socket))
+        if (!dir)
+                return -1;
+        fd = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+        if (fd < 0)
+                return -1;
+        if (inotify_add_watch(fd, dirname(dir), IN_CREATE | IN_MOVED_TO | IN_ATTRIB) < 0)
+                return safe_close(fd);
+        return fd;
+}
+
+static void fd_drain(int fd)
+{
+        char buf[4096];
+
+        while (fd >= 0 && read(fd, buf, sizeof(buf)) > 0)
+                ;
+}
+
+/* A daemon (the broker, the proxy) this run started and waits for. */
+struct daemon {
+        const char *verb, *what, *socket;
+        pid_t pid; /* -1: none started (one already answered, or none wanted) */
+        int pidfd, watch;
+};
+
+static void daemon_close(struct daemon *d)
+{
+        d->pidfd = safe_close(d->pidfd);
+        d->watch = safe_close(d->watch);
+}
+
+/* Start `cloister VERB CONFIG` unless socket already answers; don't wait. */
+static int daemon_spawn(const struct sandbox_session_options *o, struct daemon *d, char **ret_error)
+{
+        if (socket_live(d->socket))
                 return 0; /* one already serves this workspace */
-        pid = self_spawn(verb, o->config_path, true);
-        if (pid < 0)
-                return sandbox_errorf(ret_error, negative_errno(), "cannot start the %s: %m", what);
-        for (int i = 0; i < SANDBOX_BROKER_WAIT_SECONDS * 20; i++) {
-                pid_t w = waitpid(pid, &status, WNOHANG);
+        d->watch = socket_watch(d->socket);
+        d->pid = self_spawn(d->verb, o->config_path, true);
+        if (d->pid < 0)
+                return sandbox_errorf(ret_error, negative_errno(), "cannot start the %s: %m",
+                                      d->what);
+        d->pidfd = pidfd_of(d->pid);
+        return 0;
+}
 
-                if (w == pid)
+/* Wait until the daemon's socket answers; stop it if it never does. */
+static int daemon_ready(struct daemon *d, char **ret_error)
+{
+        int64_t until = now_ms() + SANDBOX_BROKER_WAIT_SECONDS * 1000;
+        int status;
+
+        if (d->pid < 0)
+                return 0;
+        for (;;) {
+                pid_t w = waitpid(d->pid, &status, WNOHANG);
+                int64_t left;
+
+                if (w == d->pid) {
+                        d->pid = -1;
+                        daemon_close(d);
                         return sandbox_errorf(ret_error, -EIO,
                                               "the %s failed to start ('cloister %s' exited %d); "
                                               "nothing was run",
-                                              what, verb,
+                                              d->what, d->verb,
                                               WIFEXITED(status) ? WEXITSTATUS(status)
                                                                 : 128 + WTERMSIG(status));
-                if (socket_live(socket)) {
-                        *ret_pid = pid;
+                }
+                fd_drain(d->watch);
+                if (socket_live(d->socket)) {
+                        daemon_close(d);
                         return 0;
                 }
-                sleep_ms(50);
+                left = until - now_ms();
+                if (left <= 0)
+                        break;
+                /*
+                 * The socket's creation (bind) or the daemon's exit wakes us.
+                 * listen() follows bind at once but makes no event: a socket
+                 * that exists and refuses is looked at again in 1 ms. Without
+                 * a watch, look every 2 ms.
+                 */
+                fds_wait(d->watch, d->pidfd,
+                         (int)MIN(left, d->watch < 0                   ? 2
+                                        : access(d->socket, F_OK) == 0 ? 1
+                                                                       : 50));
         }
-        broker_stop(pid);
+        broker_stop(d->pid);
+        d->pid = -1;
+        daemon_close(d);
         return sandbox_errorf(ret_error, -ETIMEDOUT, "the %s did not open %s within %d seconds",
-                              what, socket, SANDBOX_BROKER_WAIT_SECONDS);
+                              d->what, d->socket, SANDBOX_BROKER_WAIT_SECONDS);
 }
 
-static int broker_start(const struct sandbox_session_options *o, pid_t *ret_pid, char **ret_error)
+/*
+ * Whether the proxy may start while the broker is still starting: only once
+ * the broker has published its keys (the proxy loads them when it starts and
+ * looks again at most once a second; the broker writes them only on its very
+ * first start, or when told to rotate). On a workspace's first run the
+ * proxy waits for the broker.
+ */
+static bool broker_keys_published(const struct config *c)
 {
-        *ret_pid = -1;
-        if (!o->config->broker.policy)
-                return 0;
-        return daemon_start(o, "broker", "broker", o->config->broker.socket, ret_pid, ret_error);
+        _cleanup_free_ char *path = NULL;
+
+        if (!c->broker.policy)
+                return true;
+        if (asprintf(&path, "%s/" BROKER_PUBLIC_FILE, c->broker.dir) < 0)
+                return false;
+        return access(path, F_OK) == 0;
 }
 
 int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_result *ret,
@@ -273,7 +413,10 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
         };
         _cleanup_free_ char *proxy_socket = NULL;
         sigset_t mask, old;
-        pid_t broker = -1, proxy_pid = -1;
+        struct daemon broker = {"broker", "broker", NULL, -1, -1, -1};
+        struct daemon egress = {"proxy", "egress proxy", NULL, -1, -1, -1};
+        pid_t mount_pid = -1;
+        bool proxy_spawned = false;
         hostid *held = NULL;
         int r;
 
@@ -318,9 +461,41 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
         }
         /* A sandbox whose run was killed before bwrap tied them together dies now. */
         sandbox_registry_sweep(c->workspace.state);
-        r = mount_ensure(o, ret_error);
+        sandbox_trace("locked");
+        /*
+         * The mount, the broker and the proxy are independent programs
+         * that each take a while to start (a process each, with its
+         * dynamic linking): start all three, then wait. Only the proxy may
+         * need the broker first (broker_keys_published()).
+         */
+        r = mount_begin(o, &mount_pid, ret_error);
         if (r < 0)
                 goto out;
+        if (c->broker.policy) {
+                so.broker_socket = c->broker.socket;
+                broker.socket = c->broker.socket;
+                r = daemon_spawn(o, &broker, ret_error);
+                if (r < 0)
+                        goto out;
+        }
+        if (c->network.mode == CONFIG_NETWORK_PROXY) {
+                if (asprintf(&proxy_socket, "%s/%s", c->workspace.state, PROXY_CONTROL_FILE) < 0) {
+                        proxy_socket = NULL;
+                        r = -ENOMEM;
+                        goto out;
+                }
+                egress.socket = so.proxy_socket = proxy_socket;
+                if (broker.pid < 0 || broker_keys_published(c)) {
+                        r = daemon_spawn(o, &egress, ret_error);
+                        if (r < 0)
+                                goto out;
+                        proxy_spawned = true;
+                }
+        }
+        r = mount_finish(o, &mount_pid, ret_error);
+        if (r < 0)
+                goto out;
+        sandbox_trace("mounted");
         /* As root, the agent is never uid 0: it runs as the workspace's sandbox identity. */
         if (geteuid() == 0) {
                 r = sandbox_identity_for(c, o->no_mount, &so.host_uid, &so.host_gid, &held,
@@ -328,21 +503,20 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
                 if (r < 0)
                         goto out;
         }
-        r = broker_start(o, &broker, ret_error);
+        r = daemon_ready(&broker, ret_error);
         if (r < 0)
                 goto out;
-        if (c->broker.policy)
-                so.broker_socket = c->broker.socket;
-        if (c->network.mode == CONFIG_NETWORK_PROXY) {
-                if (asprintf(&proxy_socket, "%s/%s", c->workspace.state, PROXY_CONTROL_FILE) < 0) {
-                        proxy_socket = NULL;
-                        r = -ENOMEM;
-                        goto out;
+        sandbox_trace("broker up");
+        if (egress.socket) {
+                if (!proxy_spawned) {
+                        r = daemon_spawn(o, &egress, ret_error);
+                        if (r < 0)
+                                goto out;
                 }
-                r = daemon_start(o, "proxy", "egress proxy", proxy_socket, &proxy_pid, ret_error);
+                r = daemon_ready(&egress, ret_error);
                 if (r < 0)
                         goto out;
-                so.proxy_socket = proxy_socket;
+                sandbox_trace("proxy up");
         }
 
         r = sandbox_env_build(&so, o->host_env, &env, &refused);
@@ -358,8 +532,15 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
         so.env = env;
         r = sandbox_run(&so, ret, ret_error);
 out:
-        broker_stop(proxy_pid);
-        broker_stop(broker);
+        if (mount_pid >= 0) {
+                /* Failed while `cloister mount` worked: let it finish, to unmount after. */
+                _cleanup_free_ char *ignored = NULL;
+                (void)mount_finish(o, &mount_pid, &ignored);
+        }
+        broker_stop(egress.pid);
+        broker_stop(broker.pid);
+        daemon_close(&egress);
+        daemon_close(&broker);
         hostid_free(held);
         mount_release(o, lock_fd);
         sigprocmask(SIG_SETMASK, &old, NULL);

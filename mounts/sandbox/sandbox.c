@@ -108,6 +108,21 @@ static int64_t now_ms(void)
         return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void sandbox_trace(const char *step)
+{
+        static int enabled = -1;
+        struct timespec ts;
+
+        if (enabled < 0)
+                enabled = getenv("CLOISTER_TRACE_STARTUP") != NULL;
+        if (!enabled)
+                return;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        fprintf(stderr, "cloister: trace %lld.%03ld %s\n",
+                (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000, (ts.tv_nsec / 1000) % 1000,
+                step);
+}
+
 static _noreturn_ void child_exec(const struct sandbox_options *o, char **argv,
                                   const struct sandbox_fds *fds, const sigset_t *mask)
 {
@@ -280,6 +295,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                 sandbox_errorf(ret_error, r, "cannot build the seccomp filter: %s", strerror(-r));
                 goto out;
         }
+        sandbox_trace("seccomp filter built");
         if (pipe2(pipefd, O_CLOEXEC) < 0) {
                 r = sandbox_errorf(ret_error, negative_errno(), "pipe: %m");
                 goto out;
@@ -295,6 +311,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
         r = sandbox_tmpfs_prepare(o->config, &tmpfs, ret_error);
         if (r < 0)
                 goto out;
+        sandbox_trace("tmpfs prepared");
         if (o->host_uid) {
                 r = sandbox_stage_dir_ensure(ret_error);
                 if (r >= 0)
@@ -302,9 +319,12 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                 if (r < 0)
                         goto out;
         }
+        if (o->host_uid)
+                sandbox_trace("user namespace made");
         r = sandbox_bwrap_argv(o, &fds, &argv, ret_error);
         if (r < 0)
                 goto out;
+        sandbox_trace("bwrap argv built");
 
         bwrap = fork();
         if (bwrap < 0) {
@@ -321,6 +341,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
         }
 
         r = wait_child_pid(status_r, sfd, st);
+        sandbox_trace("bwrap reported its child");
         if (r < 0) {
                 if (r == -EINTR)
                         sandbox_errorf(ret_error, r, "interrupted while setting up the sandbox");
@@ -346,6 +367,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                                          ret_error);
                 if (r < 0)
                         goto out;
+                sandbox_trace("proxy attached");
         }
         r = sandbox_limits_apply(o->config, st->child_pid, o->host_uid, o->host_gid, &cg,
                                  ret_error);
@@ -358,6 +380,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                 goto out;
         }
         seccomp_w = safe_close(seccomp_w);
+        sandbox_trace("limits applied, filter passed");
 
         deadline = now_ms() + (int64_t)o->config->limits.timeout * 1000;
         for (;;) {

@@ -108,3 +108,11 @@ struct sandbox_session_options {
 #define SANDBOX_BROKER_WAIT_SECONDS 10
 int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_result *ret,
                         char **ret_error);
+
+/*
+ * With CLOISTER_TRACE_STARTUP set in the environment, print to stderr
+ * "cloister: trace MS STEP": CLOCK_MONOTONIC in ms (the same clock in the
+ * sandbox, which has no time namespace) as each step of the start-up ends;
+ * tests/bench/startup reads these. Otherwise nothing.
+ */
+void sandbox_trace(const char *step);

@@ -11,7 +11,7 @@
  * and prints that field of the reply (how the bench gets a token to verify).
  *
  * usage:
- *   bench-broker --socket PATH --request JSON --expect FIELD
+ *   bench-broker --socket PATH --request JSON (--expect FIELD | --expect-error CODE)
  *                [--clients N] [--seconds S] [--reconnect]
  *   bench-broker --socket PATH --request JSON --get FIELD
  * prints: requests=N errors=N seconds=S per_s=R p50_us=X p99_us=Y
@@ -38,6 +38,7 @@ struct options {
         const char *socket;
         const char *request; /* one JSON object, sent with a trailing '\n' */
         const char *expect;
+        const char *expect_error;
         const char *get;
         int clients;
         double seconds;
@@ -141,9 +142,18 @@ static int read_line(int fd, char **buf, size_t *cap)
  * Returns the reply object if it holds `field`, not false or null, and no
  * "error" (an introspection that says "active": false is not a success).
  */
-static json_t *reply_ok(const char *line, const char *field)
+static json_t *reply_ok(const char *line, const char *field, const char *error)
 {
         json_t *j = json_loads(line, 0, NULL), *v = j ? json_object_get(j, field) : NULL;
+
+        if (error) {
+                v = j ? json_object_get(j, "error") : NULL;
+                if (!json_is_string(v) || strcmp(json_string_value(v), error) != 0) {
+                        json_decref(j);
+                        return NULL;
+                }
+                return j;
+        }
 
         if (!j || !json_is_object(j) || json_object_get(j, "error") || !v || json_is_false(v) ||
             json_is_null(v)) {
@@ -215,7 +225,7 @@ static void *client_main(void *arg)
                         fd = -1;
                         continue;
                 }
-                j = reply_ok(buf, o->expect);
+                j = reply_ok(buf, o->expect, o->expect_error);
                 if (!j)
                         note_error(c, buf);
                 else if (record(c, (now_s() - t0) * 1e6) < 0)
@@ -266,7 +276,7 @@ static int get_once(const struct options *o)
                 free(buf);
                 return 1;
         }
-        j = reply_ok(buf, o->get);
+        j = reply_ok(buf, o->get, NULL);
         if (!j) {
                 fprintf(stderr, "bench-broker: reply has no '%s': %.300s\n", o->get, buf);
                 free(buf);
@@ -287,9 +297,10 @@ static int get_once(const struct options *o)
 
 static void usage(void)
 {
-        fprintf(stderr, "usage: bench-broker --socket PATH --request JSON "
-                        "(--expect FIELD [--clients N] [--seconds S] [--reconnect] | "
-                        "--get FIELD)\n");
+        fprintf(stderr,
+                "usage: bench-broker --socket PATH --request JSON "
+                "(--expect FIELD|--expect-error CODE [--clients N] [--seconds S] [--reconnect] | "
+                "--get FIELD)\n");
 }
 
 int main(int argc, char **argv)
@@ -298,6 +309,7 @@ int main(int argc, char **argv)
                 {"socket", required_argument, NULL, 's'},
                 {"request", required_argument, NULL, 'r'},
                 {"expect", required_argument, NULL, 'e'},
+                {"expect-error", required_argument, NULL, 'E'},
                 {"get", required_argument, NULL, 'g'},
                 {"clients", required_argument, NULL, 'c'},
                 {"seconds", required_argument, NULL, 't'},
@@ -322,6 +334,10 @@ int main(int argc, char **argv)
                         break;
                 case 'e':
                         o.expect = optarg;
+                        break;
+                case 'E':
+                        o.expect = "error";
+                        o.expect_error = optarg;
                         break;
                 case 'g':
                         o.get = optarg;
