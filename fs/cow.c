@@ -356,6 +356,38 @@ out:
         return r;
 }
 
+/*
+ * 2 + subdirectories, as on ext4, merged from both layers: a whole listing,
+ * so it is kept until the namespace changes (every lookup of a dir asks).
+ * Several holders of the shared ns_lock may fill it at once; they see the
+ * same ns_gen and so store the same count, and the count is stored before
+ * the generation that makes it valid.
+ */
+static int merged_nlink(struct fs_workspace *ws, struct node *n, nlink_t *ret)
+{
+        uint64_t gen = atomic_load(&ws->ns_gen) + 1;
+        struct cow_dirent *d = NULL;
+        size_t nd = 0;
+        nlink_t k = 2;
+        int r;
+
+        if (atomic_load_explicit(&n->nlink_gen, memory_order_acquire) == gen) {
+                *ret = atomic_load_explicit(&n->nlink, memory_order_relaxed);
+                return 0;
+        }
+        r = cow_list(ws, n, &d, &nd);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < nd; i++)
+                if (S_ISDIR(d[i].type))
+                        k++;
+        fs_dirents_free(d, nd);
+        atomic_store_explicit(&n->nlink, k, memory_order_relaxed);
+        atomic_store_explicit(&n->nlink_gen, gen, memory_order_release);
+        *ret = k;
+        return 0;
+}
+
 int cow_getattr(struct fs_workspace *ws, struct node *n, struct stat *st)
 {
         int r;
@@ -398,17 +430,9 @@ int cow_getattr(struct fs_workspace *ws, struct node *n, struct stat *st)
         if (S_ISDIR(n->type) && n->unlinked) {
                 st->st_nlink = 0; /* as ext4 says of a dir rmdir'ed while open */
         } else if (S_ISDIR(n->type) && n->has_lower) {
-                /* 2 + subdirectories, as on ext4; merged from both layers. */
-                struct cow_dirent *d = NULL;
-                size_t nd = 0;
-                r = cow_list(ws, n, &d, &nd);
+                r = merged_nlink(ws, n, &st->st_nlink);
                 if (r < 0)
                         return r;
-                st->st_nlink = 2;
-                for (size_t i = 0; i < nd; i++)
-                        if (S_ISDIR(d[i].type))
-                                st->st_nlink++;
-                fs_dirents_free(d, nd);
         }
         return 0;
 }

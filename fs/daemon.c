@@ -18,6 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "fs-private.h"
 #include "ops.h"
 #include "state.h"
@@ -413,6 +415,11 @@ int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_
         ws = calloc(1, sizeof(*ws));
         if (!ws)
                 return -ENOMEM;
+        if (sodium_init() < 0) {
+                free(ws);
+                return fail(ret_error, -EIO, "cannot initialize libsodium");
+        }
+        randombytes_buf(ws->dir_key, sizeof(ws->dir_key));
         pthread_rwlock_init(&ws->ns_lock, NULL);
         pthread_mutex_init(&ws->itable_lock, NULL);
         pthread_mutex_init(&ws->index.lock, NULL);

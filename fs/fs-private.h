@@ -122,6 +122,9 @@ struct node {
         json_t *meta;          /* dirs with an upper: the sidecar (NULL until loaded) */
         mode_t xbits;          /* dirs: S_ISUID/S_ISGID, kept off the host (attr.c) */
         uint8_t owner;         /* OWNER_* of the upper inode, once loaded (owner.c) */
+        /* dirs with a lower: st_nlink as merged, valid while ws->ns_gen == nlink_gen + 1 */
+        _Atomic uint64_t nlink_gen;
+        _Atomic nlink_t nlink;
 
         /* NODE_MIRROR */
         struct mirror *mirror;
@@ -148,6 +151,16 @@ struct fs_workspace {
 
         struct node *root;
         pthread_rwlock_t ns_lock;
+        /*
+         * Bumped whenever an exclusive ns_lock is released: what was read under a
+         * shared lock with the same value still holds (a dir handle's listing,
+         * a dir's st_nlink). One counter for the whole namespace: changes are
+         * rare next to reads, and a per-dir one would have to be bumped right
+         * in every handler that touches a name.
+         */
+        _Atomic uint64_t ns_gen;
+        /* SipHash key of the listing cookies (readdir offsets); see ops-entry.c */
+        unsigned char dir_key[16];
 
         pthread_mutex_t itable_lock;
         struct node **buckets;
@@ -201,6 +214,20 @@ static inline uid_t fs_uid_store(const struct fs_workspace *ws, uid_t uid)
 static inline gid_t fs_gid_store(const struct fs_workspace *ws, gid_t gid)
 {
         return gid == ws->gid ? ws->store_gid : gid;
+}
+
+/* Take ns_lock to change the namespace ... */
+static inline void fs_ns_wrlock(struct fs_workspace *ws)
+{
+        pthread_rwlock_wrlock(&ws->ns_lock);
+}
+
+/* ... and release it: whatever was cached under ns_gen, even inside the
+ * exclusive section before the change, goes. */
+static inline void fs_ns_wrunlock(struct fs_workspace *ws)
+{
+        atomic_fetch_add(&ws->ns_gen, 1);
+        pthread_rwlock_unlock(&ws->ns_lock);
 }
 
 /* inode.c */
@@ -290,6 +317,7 @@ struct cow_dirent {
         char *name;
         uint64_t ino;
         mode_t type;
+        uint64_t off; /* its listing cookie: ops-entry.c */
 };
 int cow_lookup(struct fs_workspace *ws, struct node *parent, const char *name, struct node **ret);
 int cow_getattr(struct fs_workspace *ws, struct node *n, struct stat *st);

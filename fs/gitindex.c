@@ -157,8 +157,14 @@ static void *build(void *arg)
         r = gitdir_write_index_msg(&p, ws->index.git_fd, INDEX_TMP, &err);
         if (r == 0 && fstatat(ws->index.git_fd, INDEX_TMP, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 r = negative_errno();
-        if (r == 0 && renameat(ws->index.git_fd, INDEX_TMP, ws->index.git_fd, "index") < 0)
-                r = negative_errno();
+        if (r == 0) {
+                /* A change of .git's names, as any other: listings and nlinks
+                 * read before it are dropped (ns_gen). */
+                fs_ns_wrlock(ws);
+                if (renameat(ws->index.git_fd, INDEX_TMP, ws->index.git_fd, "index") < 0)
+                        r = negative_errno();
+                fs_ns_wrunlock(ws);
+        }
         if (r == 0) {
                 quota_add(ws, 1, (uint64_t)st.st_size);
                 if (write_marker(ws->index.fsdir_fd) < 0)

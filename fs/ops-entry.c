@@ -5,8 +5,9 @@
  *
  * Caching: every change goes through this mount, so the kernel's caches
  * stay right by themselves and entries, attributes and negative entries
- * get a long timeout; directories are listed from a snapshot taken at
- * opendir and may be cached (cache_readdir). Only /.cloister files, which
+ * get a long timeout; directories are listed from a snapshot taken when a
+ * listing starts, with name cookies as offsets, and the kernel may keep the
+ * listings (cache_readdir) of all but mirrors. Only /.cloister files, which
  * change behind the kernel's back, are uncached.
  */
 #include <fcntl.h>
@@ -15,6 +16,8 @@
 #include <string.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
+
+#include <sodium.h>
 
 #include "ops.h"
 #include "lib/util.h"
@@ -212,6 +215,25 @@ static int synth_list(struct node *n, struct cow_dirent **ret, size_t *ret_n)
         return 0;
 }
 
+/*
+ * The kernel may keep a dir's listing (FOPEN_CACHE_DIR) where every change
+ * to it goes through this mount: it then drops the listing itself when it
+ * sees the dir change (its iversion and mtime, checked at each rewind).
+ * Not mirrors, which the host changes, and no copy-on-write dir while the
+ * .git index is being built, which the daemon adds behind the kernel.
+ */
+static bool listing_cacheable(struct fs_workspace *ws, struct node *n)
+{
+        switch (n->kind) {
+        case NODE_SYNTH:
+                return true;
+        case NODE_COW:
+                return atomic_load(&ws->index.state) != GITINDEX_BUILDING;
+        default:
+                return false;
+        }
+}
+
 void ops_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
         struct fs_workspace *ws = req_ws(req);
@@ -232,39 +254,136 @@ void ops_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         node_ref(ws, n);
         fi->fh = (uint64_t)(uintptr_t)h;
         fi->keep_cache = 1;
-        /*
-         * The kernel's readdir cache only for dirs that never change: with it on
-         * copy-on-write dirs, the concurrency test (random streams plus
-         * readers) saw listings that missed entries made meanwhile.
-         */
-        fi->cache_readdir = n->kind == NODE_SYNTH;
+        fi->cache_readdir = listing_cacheable(ws, n);
         fuse_reply_open(req, fi);
 }
 
 /*
- * The snapshot is taken when a listing starts (offset 0), not at opendir:
- * the kernel notes its readdir-cache version before asking for offset 0, so
- * a change made after our snapshot keeps a stale listing out of its cache.
+ * Listing cookies. A readdir offset names the entry to go on after, not a
+ * place in one snapshot: the kernel's readdir cache mixes handles (a reader
+ * takes what the cache holds, then goes on with its own handle and so its
+ * own snapshot), and a snapshot rebuilt because the namespace changed must
+ * go on where the old one stopped. With offsets that were indexes, readers
+ * of a changing dir got entries twice or not at all (listing-race.py). So
+ * an entry's offset is a keyed hash of its name (SipHash; the key is drawn
+ * at mount, so the agent cannot make names collide on purpose), entries
+ * are listed in that order, and offset k means "the entries whose cookie
+ * is above k". 0 is the start, 1 and 2 come after "." and "..".
  */
+#define COOKIE_DOTDOT 2
+
+static uint64_t name_cookie(const struct fs_workspace *ws, const char *name)
+{
+        unsigned char h[crypto_shorthash_BYTES];
+        uint64_t v;
+
+        crypto_shorthash(h, (const unsigned char *)name, strlen(name), ws->dir_key);
+        memcpy(&v, h, sizeof(v));
+        return (v >> 2) + COOKIE_DOTDOT + 1; /* a positive off_t above the dots */
+}
+
+static int cookie_cmp(const void *a, const void *b)
+{
+        const struct cow_dirent *x = a, *y = b;
+        if (x->off != y->off)
+                return x->off < y->off ? -1 : 1;
+        return strcmp(x->name, y->name);
+}
+
+/* The first entry whose cookie is above off. */
+static size_t cookie_after(const struct cow_dirent *d, size_t n, uint64_t off)
+{
+        size_t lo = 0, hi = n;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (d[mid].off <= off)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
 static int list_dir(struct fs_workspace *ws, struct node *n, struct handle *h)
 {
         int r;
+
         fs_dirents_free(h->ents, h->n_ents);
         h->ents = NULL;
         h->n_ents = 0;
+        h->listed = false;
         switch (n->kind) {
         case NODE_SYNTH:
-                return synth_list(n, &h->ents, &h->n_ents);
+                r = synth_list(n, &h->ents, &h->n_ents);
+                break;
         case NODE_MIRROR:
-                return mirror_list(ws, n, &h->ents, &h->n_ents);
+                r = mirror_list(ws, n, &h->ents, &h->n_ents);
+                break;
         case NODE_COW:
                 pthread_rwlock_rdlock(&ws->ns_lock);
+                h->gen = atomic_load(&ws->ns_gen);
                 r = cow_list(ws, n, &h->ents, &h->n_ents);
                 pthread_rwlock_unlock(&ws->ns_lock);
-                return r;
+                break;
         default:
                 return -ENOTDIR;
         }
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < h->n_ents; i++)
+                h->ents[i].off = name_cookie(ws, h->ents[i].name);
+        if (h->n_ents)
+                qsort(h->ents, h->n_ents, sizeof(*h->ents), cookie_cmp);
+        h->listed = true;
+        return 0;
+}
+
+/*
+ * A new snapshot at each start of a listing (the kernel notes its cache's
+ * version before asking for offset 0, so a change made after the snapshot
+ * keeps a stale listing out of its cache) and, for a copy-on-write dir,
+ * whenever the namespace has changed since: cookies let it go on where the
+ * old one stopped. A mirror's snapshot lasts one pass, as the host's dir.
+ */
+static bool listing_stale(struct fs_workspace *ws, struct node *n, struct handle *h, off_t off)
+{
+        return off == 0 || !h->listed ||
+               (n->kind == NODE_COW && h->gen != atomic_load(&ws->ns_gen));
+}
+
+/* Bytes that entries [i, j) of one cookie take in a reply. */
+static size_t group_size(fuse_req_t req, const struct cow_dirent *d, size_t i, size_t j, bool plus)
+{
+        size_t need = 0;
+        for (; i < j; i++)
+                need += plus ? fuse_add_direntry_plus(req, NULL, 0, d[i].name, NULL, 0)
+                             : fuse_add_direntry(req, NULL, 0, d[i].name, NULL, 0);
+        return need;
+}
+
+/* Add entry e of dir to buf (readdirplus: looked up, so the kernel gets a reference). */
+static size_t add_entry(fuse_req_t req, struct fs_workspace *ws, struct node *dir, char *buf,
+                        size_t room, const struct cow_dirent *e, bool plus)
+{
+        struct fuse_entry_param ep;
+        struct stat st = {.st_ino = e->ino, .st_mode = e->type};
+        struct node *c = NULL;
+        int r;
+
+        if (!plus)
+                return fuse_add_direntry(req, buf, room, e->name, &st, (off_t)e->off);
+        r = ops_lookup_node(ws, dir, e->name, &c);
+        if (r < 0)
+                return 0; /* gone since the snapshot */
+        pthread_rwlock_rdlock(&ws->ns_lock);
+        r = ops_getattr(ws, c, NULL, &st);
+        pthread_rwlock_unlock(&ws->ns_lock);
+        if (r < 0) {
+                node_forget(ws, c, 1);
+                return 0;
+        }
+        ops_fill_entry(ws, c, &st, &ep);
+        return fuse_add_direntry_plus(req, buf, room, e->name, &ep, (off_t)e->off);
 }
 
 static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
@@ -274,72 +393,61 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         struct handle *h = fi_handle(fi);
         struct node *dir = ino_node(ws, ino);
         _cleanup_free_ char *buf = NULL;
-        size_t pos = 0;
+        size_t pos = 0, i;
 
+        if (off < 0) {
+                fuse_reply_err(req, EINVAL);
+                return;
+        }
         buf = malloc(size);
         if (!buf) {
                 fuse_reply_err(req, ENOMEM);
                 return;
         }
-        if (off == 0 || !h->listed) {
+        if (listing_stale(ws, dir, h, off)) {
                 int r = list_dir(ws, dir, h);
                 if (r < 0) {
                         fuse_reply_err(req, -r);
                         return;
                 }
-                h->listed = true;
         }
-        for (size_t i = (size_t)off; i < h->n_ents + 2; i++) {
-                const char *name;
-                struct stat st = {0};
+        /* "." and "..": the attributes readdirplus gives them are not used. */
+        for (off_t k = off; k < COOKIE_DOTDOT; k++) {
+                struct stat st = {.st_mode = S_IFDIR};
+                struct fuse_entry_param e = {0};
+                const char *name = k == 0 ? "." : "..";
                 size_t need;
 
-                if (i == 0) {
-                        name = ".";
-                        st.st_ino = dir->ino;
-                        st.st_mode = S_IFDIR;
-                } else if (i == 1) {
-                        name = "..";
-                        st.st_ino = dir->parent ? dir->parent->ino : dir->ino;
-                        st.st_mode = S_IFDIR;
-                } else {
-                        name = h->ents[i - 2].name;
-                        st.st_ino = h->ents[i - 2].ino;
-                        st.st_mode = h->ents[i - 2].type;
-                }
-                if (!plus) {
-                        need = fuse_add_direntry(req, buf + pos, size - pos, name, &st,
-                                                 (off_t)(i + 1));
-                        if (need > size - pos)
-                                break;
-                        pos += need;
-                        continue;
-                }
-                need = fuse_add_direntry_plus(req, NULL, 0, name, NULL, 0);
+                st.st_ino = k == 0 || !dir->parent ? dir->ino : dir->parent->ino;
+                e.attr = st;
+                need = plus ? fuse_add_direntry_plus(req, buf + pos, size - pos, name, &e, k + 1)
+                            : fuse_add_direntry(req, buf + pos, size - pos, name, &st, k + 1);
                 if (need > size - pos)
+                        goto reply;
+                pos += need;
+        }
+        i = cookie_after(h->ents, h->n_ents, (uint64_t)off);
+        while (i < h->n_ents) {
+                size_t j = i + 1;
+                /* Names of one cookie go in one reply, or the offset would skip
+                 * some; unless they fill a reply alone (never seen: 62 bits). */
+                while (j < h->n_ents && h->ents[j].off == h->ents[i].off)
+                        j++;
+                if (pos > 0 && group_size(req, h->ents, i, j, plus) > size - pos)
                         break;
-                {
-                        struct fuse_entry_param e = {0};
-                        struct node *c = NULL;
-                        if (i >= 2) {
-                                int r = ops_lookup_node(ws, dir, name, &c);
-                                if (r < 0)
-                                        continue; /* gone since opendir */
-                                pthread_rwlock_rdlock(&ws->ns_lock);
-                                r = ops_getattr(ws, c, NULL, &st);
-                                pthread_rwlock_unlock(&ws->ns_lock);
-                                if (r < 0) {
-                                        node_forget(ws, c, 1);
-                                        continue;
-                                }
-                                ops_fill_entry(ws, c, &st, &e);
-                        } else {
-                                e.attr = st;
-                        }
-                        pos += fuse_add_direntry_plus(req, buf + pos, size - pos, name, &e,
-                                                      (off_t)(i + 1));
+                for (; i < j; i++) {
+                        size_t need = plus ? fuse_add_direntry_plus(req, NULL, 0, h->ents[i].name,
+                                                                    NULL, 0)
+                                           : 0;
+                        if (plus && need > size - pos)
+                                goto reply;
+                        need = add_entry(req, ws, dir, buf + pos, size - pos, &h->ents[i], plus);
+                        if (need > size - pos)
+                                goto reply;
+                        pos += need;
                 }
         }
+reply:
         fuse_reply_buf(req, buf, pos);
 }
 

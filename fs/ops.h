@@ -22,9 +22,10 @@ struct handle {
         char *buf;        /* control files and small blobs: the content, freed only with
                              the handle (reads reply from it unlocked); dirs: unused */
         size_t len;
-        struct cow_dirent *ents; /* dirs: a snapshot taken when a listing starts */
+        struct cow_dirent *ents; /* dirs: a snapshot, in cookie order (ops-entry.c) */
         bool listed;
         size_t n_ents;
+        uint64_t gen; /* dirs: the ws->ns_gen that ents was read at */
 };
 
 static inline struct fs_workspace *req_ws(fuse_req_t req)
