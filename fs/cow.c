@@ -358,14 +358,14 @@ out:
 
 /*
  * 2 + subdirectories, as on ext4, merged from both layers: a whole listing,
- * so it is kept until the namespace changes (every lookup of a dir asks).
+ * so it is kept until the dir's names change (every lookup of a dir asks).
  * Several holders of the shared ns_lock may fill it at once; they see the
- * same ns_gen and so store the same count, and the count is stored before
+ * same list_gen and so store the same count, and the count is stored before
  * the generation that makes it valid.
  */
 static int merged_nlink(struct fs_workspace *ws, struct node *n, nlink_t *ret)
 {
-        uint64_t gen = atomic_load(&ws->ns_gen) + 1;
+        uint64_t gen = atomic_load(&n->list_gen) + 1;
         struct cow_dirent *d = NULL;
         size_t nd = 0;
         nlink_t k = 2;

@@ -116,13 +116,14 @@ struct node {
         bool opaque;   /* upper dir hides the lower one */
         bool has_lower;
         struct lent lower;
-        bool reclaimed;        /* unlinked file: its size was given back to the quota */
-        uint64_t reclaimed_at; /* ... at this size (quota_reclaim) */
-        int ufd;               /* dirs with an upper: the upper directory */
-        json_t *meta;          /* dirs with an upper: the sidecar (NULL until loaded) */
-        mode_t xbits;          /* dirs: S_ISUID/S_ISGID, kept off the host (attr.c) */
-        uint8_t owner;         /* OWNER_* of the upper inode, once loaded (owner.c) */
-        /* dirs with a lower: st_nlink as merged, valid while ws->ns_gen == nlink_gen + 1 */
+        bool reclaimed;            /* unlinked file: its size was given back to the quota */
+        uint64_t reclaimed_at;     /* ... at this size (quota_reclaim) */
+        int ufd;                   /* dirs with an upper: the upper directory */
+        json_t *meta;              /* dirs with an upper: the sidecar (NULL until loaded) */
+        mode_t xbits;              /* dirs: S_ISUID/S_ISGID, kept off the host (attr.c) */
+        uint8_t owner;             /* OWNER_* of the upper inode, once loaded (owner.c) */
+        _Atomic uint64_t list_gen; /* dirs: bumped by every change of names (fs_dir_changed) */
+        /* dirs with a lower: st_nlink as merged, valid while list_gen == nlink_gen - 1 */
         _Atomic uint64_t nlink_gen;
         _Atomic nlink_t nlink;
 
@@ -151,14 +152,6 @@ struct fs_workspace {
 
         struct node *root;
         pthread_rwlock_t ns_lock;
-        /*
-         * Bumped whenever an exclusive ns_lock is released: what was read under a
-         * shared lock with the same value still holds (a dir handle's listing,
-         * a dir's st_nlink). One counter for the whole namespace: changes are
-         * rare next to reads, and a per-dir one would have to be bumped right
-         * in every handler that touches a name.
-         */
-        _Atomic uint64_t ns_gen;
         /* SipHash key of the listing cookies (readdir offsets); see ops-entry.c */
         unsigned char dir_key[16];
 
@@ -216,18 +209,16 @@ static inline gid_t fs_gid_store(const struct fs_workspace *ws, gid_t gid)
         return gid == ws->gid ? ws->store_gid : gid;
 }
 
-/* Take ns_lock to change the namespace ... */
-static inline void fs_ns_wrlock(struct fs_workspace *ws)
+/*
+ * dir's names are about to change (ns_lock held exclusively): what was read
+ * of its listing before (a handle's snapshot, the merged st_nlink) goes.
+ * Called at the start of every handler that adds, removes or moves a name,
+ * whatever the outcome: one bump too many costs a listing, one too few
+ * would leave a stale one in the kernel's cache.
+ */
+static inline void fs_dir_changed(struct node *dir)
 {
-        pthread_rwlock_wrlock(&ws->ns_lock);
-}
-
-/* ... and release it: whatever was cached under ns_gen, even inside the
- * exclusive section before the change, goes. */
-static inline void fs_ns_wrunlock(struct fs_workspace *ws)
-{
-        atomic_fetch_add(&ws->ns_gen, 1);
-        pthread_rwlock_unlock(&ws->ns_lock);
+        atomic_fetch_add(&dir->list_gen, 1);
 }
 
 /* inode.c */

@@ -97,6 +97,21 @@ static void forget_git_attrs(struct fs_workspace *ws)
         node_unref(ws, git);
 }
 
+/* ns_lock held exclusively. */
+static void git_changed(struct fs_workspace *ws)
+{
+        struct node *git;
+        struct stat st;
+
+        if (fstat(ws->index.git_fd, &st) < 0)
+                return;
+        git = node_find_ref(ws, upper_ino(&st));
+        if (git) {
+                fs_dir_changed(git);
+                node_unref(ws, git);
+        }
+}
+
 /*
  * gitdir's worktree_size: what the fs shows for a file whose attributes
  * convert it. Files are visited directory by directory, so whether any
@@ -158,12 +173,13 @@ static void *build(void *arg)
         if (r == 0 && fstatat(ws->index.git_fd, INDEX_TMP, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 r = negative_errno();
         if (r == 0) {
-                /* A change of .git's names, as any other: listings and nlinks
-                 * read before it are dropped (ns_gen). */
-                fs_ns_wrlock(ws);
+                /* A change of .git's names, as any other: under ns_lock, and
+                 * what was read of .git's listing goes (fs_dir_changed). */
+                pthread_rwlock_wrlock(&ws->ns_lock);
+                git_changed(ws);
                 if (renameat(ws->index.git_fd, INDEX_TMP, ws->index.git_fd, "index") < 0)
                         r = negative_errno();
-                fs_ns_wrunlock(ws);
+                pthread_rwlock_unlock(&ws->ns_lock);
         }
         if (r == 0) {
                 quota_add(ws, 1, (uint64_t)st.st_size);

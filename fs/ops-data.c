@@ -86,10 +86,10 @@ static int fill_before_write(struct fs_workspace *ws, struct node *n)
         int r = 0;
         if (!n->metacopy)
                 return 0;
-        fs_ns_wrlock(ws);
+        pthread_rwlock_wrlock(&ws->ns_lock);
         if (n->metacopy)
                 r = copyup(ws, n, COPYUP_DATA);
-        fs_ns_wrunlock(ws);
+        pthread_rwlock_unlock(&ws->ns_lock);
         return r;
 }
 
@@ -154,7 +154,7 @@ static int open_cow(struct fs_workspace *ws, fuse_req_t req, struct node *n, int
                 fi->keep_cache = 1;
                 return r;
         }
-        fs_ns_wrlock(ws);
+        pthread_rwlock_wrlock(&ws->ns_lock);
         /* Opening for writing copies metadata only; the first write copies the data. */
         r = copyup(ws, n,
                    trunc                ? COPYUP_EMPTY
@@ -170,7 +170,7 @@ static int open_cow(struct fs_workspace *ws, fuse_req_t req, struct node *n, int
                                 r = ops_journal(ws, req, JOURNAL_TRUNCATE, n, NULL, NULL);
                 }
         }
-        fs_ns_wrunlock(ws);
+        pthread_rwlock_unlock(&ws->ns_lock);
         /* Unchanged data may stay cached; a truncation was done by us, not the kernel. */
         fi->keep_cache = !trunc;
         return r;
@@ -257,11 +257,12 @@ void ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode
                                p->kind == NODE_MIRROR || p->kind == NODE_SYNTH ? EROFS : ENOTDIR);
                 return;
         }
-        fs_ns_wrlock(ws);
+        pthread_rwlock_wrlock(&ws->ns_lock);
+        fs_dir_changed(p);
         r = cow_lookup(ws, p, name, &existing);
         if (r == 0) {
                 /* It exists (e.g. made behind a cached negative entry): open it. */
-                fs_ns_wrunlock(ws);
+                pthread_rwlock_unlock(&ws->ns_lock);
                 if (fi->flags & O_EXCL) {
                         node_forget(ws, existing, 1);
                         fuse_reply_err(req, EEXIST);
@@ -323,7 +324,7 @@ void ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode
         r = ops_journal(ws, req, JOURNAL_CREATE, p, name,
                         &(struct journal_entry){.mode = mode, .uid = -1, .gid = -1});
 unlock:
-        fs_ns_wrunlock(ws);
+        pthread_rwlock_unlock(&ws->ns_lock);
         if (charged)
                 quota_refund_files(ws, 1);
         if (r == 0) {
@@ -676,7 +677,7 @@ void ops_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                 fuse_reply_err(req, EROFS);
                 return;
         }
-        fs_ns_wrlock(ws);
+        pthread_rwlock_wrlock(&ws->ns_lock);
         if (to_set & FUSE_SET_ATTR_SIZE) {
                 _cleanup_close_ int fd = -1;
                 if (!S_ISREG(n->type)) {
@@ -722,7 +723,7 @@ void ops_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
 out:
         if (r == 0)
                 r = ops_getattr(ws, n, h, &st);
-        fs_ns_wrunlock(ws);
+        pthread_rwlock_unlock(&ws->ns_lock);
         if (r < 0)
                 fuse_reply_err(req, -r);
         else

@@ -321,7 +321,7 @@ static int list_dir(struct fs_workspace *ws, struct node *n, struct handle *h)
                 break;
         case NODE_COW:
                 pthread_rwlock_rdlock(&ws->ns_lock);
-                h->gen = atomic_load(&ws->ns_gen);
+                h->gen = atomic_load(&n->list_gen);
                 r = cow_list(ws, n, &h->ents, &h->n_ents);
                 pthread_rwlock_unlock(&ws->ns_lock);
                 break;
@@ -342,13 +342,17 @@ static int list_dir(struct fs_workspace *ws, struct node *n, struct handle *h)
  * A new snapshot at each start of a listing (the kernel notes its cache's
  * version before asking for offset 0, so a change made after the snapshot
  * keeps a stale listing out of its cache) and, for a copy-on-write dir,
- * whenever the namespace has changed since: cookies let it go on where the
- * old one stopped. A mirror's snapshot lasts one pass, as the host's dir.
+ * whenever its names changed since. That one is needed: a handle whose last
+ * pass is long over may be asked to go on where the kernel's cache ends
+ * (another reader filled it, this one rewound and was served from it), and
+ * its old snapshot, older than the cache, would add stale entries to it
+ * that later readers get. Cookies let the new snapshot go on where the old one stopped. A
+ * mirror's snapshot lasts one pass, as the host's dir.
  */
 static bool listing_stale(struct fs_workspace *ws, struct node *n, struct handle *h, off_t off)
 {
         return off == 0 || !h->listed ||
-               (n->kind == NODE_COW && h->gen != atomic_load(&ws->ns_gen));
+               (n->kind == NODE_COW && h->gen != atomic_load(&n->list_gen));
 }
 
 /* Bytes that entries [i, j) of one cookie take in a reply. */

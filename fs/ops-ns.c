@@ -248,7 +248,8 @@ static void do_make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
         char en[256];
         int fd = -1, r;
 
-        fs_ns_wrlock(ws);
+        pthread_rwlock_wrlock(&ws->ns_lock);
+        fs_dir_changed(p);
         r = prepare_new(ws, p, name, en, type);
         if (r == 0) {
                 r = make_entry(ws, req, p, en, mode, rdev, link, &fd, &xbits);
@@ -266,7 +267,7 @@ static void do_make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
                                                                 .gid = -1});
         }
         journal_failure(ws, req, op, p, name, link, r);
-        fs_ns_wrunlock(ws);
+        pthread_rwlock_unlock(&ws->ns_lock);
         reply_entry(req, ws, n, r);
 }
 
@@ -322,7 +323,8 @@ void ops_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *
                 fuse_reply_err(req, S_ISDIR(n->type) ? EPERM : EXDEV);
                 return;
         }
-        fs_ns_wrlock(ws);
+        pthread_rwlock_wrlock(&ws->ns_lock);
+        fs_dir_changed(p);
         r = copyup(ws, n, COPYUP_DATA);
         if (r == 0)
                 r = prepare_new(ws, p, newname, en, n->type);
@@ -361,7 +363,7 @@ void ops_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *
 refund:
         quota_refund_files(ws, 1);
 out:
-        fs_ns_wrunlock(ws);
+        pthread_rwlock_unlock(&ws->ns_lock);
         reply_entry(req, ws, r == 0 ? n : NULL, r);
 }
 
@@ -441,7 +443,8 @@ static void do_remove(fuse_req_t req, fuse_ino_t parent, const char *name, bool 
                 fuse_reply_err(req, -r);
                 return;
         }
-        fs_ns_wrlock(ws);
+        pthread_rwlock_wrlock(&ws->ns_lock);
+        fs_dir_changed(p);
         r = cow_lookup(ws, p, name, &c);
         if (r < 0)
                 goto out;
@@ -458,7 +461,7 @@ static void do_remove(fuse_req_t req, fuse_ino_t parent, const char *name, bool 
         else
                 journal_failure(ws, req, dir ? JOURNAL_RMDIR : JOURNAL_UNLINK, p, name, NULL, r);
 out:
-        fs_ns_wrunlock(ws);
+        pthread_rwlock_unlock(&ws->ns_lock);
         if (c)
                 node_forget(ws, c, 1);
         fuse_reply_err(req, -r);
@@ -648,7 +651,9 @@ void ops_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
 {
         struct fs_workspace *ws = req_ws(req);
         int r;
-        fs_ns_wrlock(ws);
+        pthread_rwlock_wrlock(&ws->ns_lock);
+        fs_dir_changed(ino_node(ws, parent));
+        fs_dir_changed(ino_node(ws, newparent));
         r = do_rename(ws, req, ino_node(ws, parent), name, ino_node(ws, newparent), newname, flags);
         if (r < 0 && r != -ENOENT) {
                 struct node *np = ino_node(ws, newparent);
@@ -657,6 +662,6 @@ void ops_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
                         to = NULL;
                 journal_failure(ws, req, JOURNAL_RENAME, ino_node(ws, parent), name, to, r);
         }
-        fs_ns_wrunlock(ws);
+        pthread_rwlock_unlock(&ws->ns_lock);
         fuse_reply_err(req, -r);
 }

@@ -150,7 +150,7 @@ static void change_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, const
                 fuse_reply_err(req, EPERM); /* as ext4: no user.* on symlinks */
                 return;
         }
-        fs_ns_wrlock(ws);
+        pthread_rwlock_wrlock(&ws->ns_lock);
         if (remove && !n->upper) {
                 r = -ENODATA;
                 goto out;
@@ -168,7 +168,7 @@ static void change_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, const
                 r = ops_journal(ws, req, remove ? JOURNAL_REMOVEXATTR : JOURNAL_SETXATTR, n, NULL,
                                 &(struct journal_entry){.name = name, .uid = -1, .gid = -1});
 out:
-        fs_ns_wrunlock(ws);
+        pthread_rwlock_unlock(&ws->ns_lock);
         fuse_reply_err(req, -r);
 }
 

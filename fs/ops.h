@@ -25,7 +25,7 @@ struct handle {
         struct cow_dirent *ents; /* dirs: a snapshot, in cookie order (ops-entry.c) */
         bool listed;
         size_t n_ents;
-        uint64_t gen; /* dirs: the ws->ns_gen that ents was read at */
+        uint64_t gen; /* dirs: the node's list_gen that ents was read at */
 };
 
 static inline struct fs_workspace *req_ws(fuse_req_t req)
