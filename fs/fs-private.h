@@ -123,6 +123,7 @@ struct node {
         mode_t xbits;              /* dirs: S_ISUID/S_ISGID, kept off the host (attr.c) */
         uint8_t owner;             /* OWNER_* of the upper inode, once loaded (owner.c) */
         _Atomic uint64_t list_gen; /* dirs: bumped by every change of names (fs_dir_changed) */
+        _Atomic bool moved;        /* dirs: given a new parent since the last opendir */
         /* dirs with a lower: st_nlink as merged, valid while list_gen == nlink_gen - 1 */
         _Atomic uint64_t nlink_gen;
         _Atomic nlink_t nlink;

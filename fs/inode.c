@@ -179,6 +179,8 @@ int node_set_parent(struct fs_workspace *ws, struct node *n, struct node *parent
                 return -ENOMEM;
         pthread_mutex_lock(&ws->itable_lock);
         old = n->parent;
+        if (old != parent && S_ISDIR(n->type))
+                atomic_store(&n->moved, true); /* its ".." changed: ops_opendir */
         parent->refs++;
         n->parent = parent;
         free(n->name);

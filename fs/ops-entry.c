@@ -253,7 +253,12 @@ void ops_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         h->node = n;
         node_ref(ws, n);
         fi->fh = (uint64_t)(uintptr_t)h;
-        fi->keep_cache = 1;
+        /*
+         * A dir moved to a new parent: the kernel's cached listing still has
+         * the old parent in "..", and the kernel does not drop it on a rename
+         * of the dir itself; an open without keep_cache does.
+         */
+        fi->keep_cache = !atomic_exchange(&n->moved, false);
         fi->cache_readdir = listing_cacheable(ws, n);
         fuse_reply_open(req, fi);
 }

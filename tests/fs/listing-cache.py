@@ -15,6 +15,7 @@ Prints TAP lines for each check; exits 1 if any failed.
 import ctypes
 import ctypes.util
 import os
+import shutil
 import sys
 
 fails = 0
@@ -63,6 +64,22 @@ def read_names(dp, limit=None):
         name = e.contents.d_name.decode()
         if name not in (".", ".."):
             out.append(name)
+    return out
+
+
+def dots(path):
+    # "." and ".." with their d_ino, read twice (the second from the cache).
+    for _ in range(2):
+        out = {}
+        dp = libc.opendir(path.encode())
+        while True:
+            e = libc.readdir(dp)
+            if not e:
+                break
+            name = e.contents.d_name.decode()
+            if name in (".", ".."):
+                out[name] = e.contents.d_ino
+        libc.closedir(dp)
     return out
 
 
@@ -136,6 +153,19 @@ def main():
     ok(os.stat(top).st_nlink == base, "nlink_follows_rename_out")
     os.rmdir(os.path.join(d, "lc-sub"))
     want.discard("lc-sub")
+
+    # A dir moved to another parent: its cached listing's ".." follows.
+    os.makedirs(os.path.join(d, "mv-from", "moved"))
+    os.makedirs(os.path.join(other, "mv-to"))
+    moved = os.path.join(d, "mv-from", "moved")
+    dots_before = dots(moved)
+    os.rename(moved, os.path.join(other, "mv-to", "moved"))
+    dots_after = dots(os.path.join(other, "mv-to", "moved"))
+    ok(dots_before[".."] == os.stat(os.path.join(d, "mv-from")).st_ino and
+       dots_after[".."] == os.stat(os.path.join(other, "mv-to")).st_ino,
+       "dotdot_of_a_moved_dir_names_its_new_parent", "%s then %s" % (dots_before, dots_after))
+    shutil.rmtree(os.path.join(d, "mv-from"))
+    want.discard("mv-from")
 
     # seekdir after changes: the names after the mark that stayed are each
     # listed once, whatever was added or removed meanwhile.
