@@ -259,6 +259,8 @@ int upper_json_set_name(json_t *o, const char *key, const char *value);
 /* The exact name set by upper_json_set_name() (malloc'd), NULL if absent. */
 char *upper_json_get_name(json_t *o, const char *key);
 int upper_meta_save(struct node *dir);
+/* Make dir's sidecar durable (fsync, fsyncdir): saves do not wait for the disk. */
+int upper_meta_sync(struct node *dir);
 bool upper_meta_whiteout(struct node *dir, const char *name);
 int upper_meta_set_whiteout(struct node *dir, const char *name, bool on);
 json_t *upper_meta_rec(struct node *dir, const char *name);

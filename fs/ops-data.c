@@ -555,10 +555,20 @@ void ops_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_in
 {
         struct fs_workspace *ws = req_ws(req);
         struct handle *h = fi_handle(fi);
+        struct node *p;
         int r = 0;
         (void)ino;
         if (h->fd >= 0 && h->writable && (datasync ? fdatasync(h->fd) : fsync(h->fd)) < 0)
                 r = errno;
+        if (r == 0 && h->writable) {
+                /* The file's record (its st_ino) is in its dir's sidecar, written without waiting.
+                 */
+                pthread_rwlock_rdlock(&ws->ns_lock);
+                p = h->node->unlinked ? NULL : h->node->parent;
+                if (p && p->kind == NODE_COW)
+                        r = -upper_meta_sync(p);
+                pthread_rwlock_unlock(&ws->ns_lock);
+        }
         if (r == 0 && ws->journal && journal_flush(ws->journal) < 0)
                 r = EIO;
         fuse_reply_err(req, r);

@@ -489,7 +489,10 @@ void ops_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file
         int r = 0;
         (void)fi;
         pthread_rwlock_rdlock(&ws->ns_lock);
-        if (n->kind == NODE_COW && n->ufd >= 0 &&
+        /* The sidecar first: its whiteouts and records are part of what the dir lists. */
+        if (n->kind == NODE_COW && n->ufd >= 0)
+                r = -upper_meta_sync(n);
+        if (r == 0 && n->kind == NODE_COW && n->ufd >= 0 &&
             (datasync ? fdatasync(n->ufd) : fsync(n->ufd)) < 0)
                 r = errno;
         pthread_rwlock_unlock(&ws->ns_lock);
