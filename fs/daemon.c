@@ -422,6 +422,7 @@ int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_
         randombytes_buf(ws->dir_key, sizeof(ws->dir_key));
         pthread_rwlock_init(&ws->ns_lock, NULL);
         pthread_mutex_init(&ws->itable_lock, NULL);
+        reap_init(ws);
         pthread_mutex_init(&ws->index.lock, NULL);
         pthread_cond_init(&ws->index.done, NULL);
         ws->state_fd = ws->repo.upper_fd = ws->home.upper_fd = ws->objects.root_fd = -1;
@@ -550,6 +551,7 @@ void fs_workspace_free(fs_workspace *ws)
                 return;
         gitindex_stop(ws);
         node_table_free(ws);
+        reap_stop(ws);
         journal_free(ws->journal);
         lower_free(ws->repo.lower);
         lower_free(ws->home.lower);

@@ -46,6 +46,7 @@
  * have swapped since.
  */
 #define FS_FD_PATH_MAX 32
+#define REAP_MAX       256 /* removed files' fds waiting for their close (reap.c) */
 static inline void fs_fd_path(int fd, char buf[static FS_FD_PATH_MAX])
 {
         snprintf(buf, FS_FD_PATH_MAX, "/proc/self/fd/%d", fd);
@@ -156,6 +157,16 @@ struct fs_workspace {
         /* SipHash key of the listing cookies (readdir offsets); see ops-entry.c */
         unsigned char dir_key[16];
 
+        /* fds of removed files, closed by a thread of their own (reap.c) */
+        struct {
+                pthread_mutex_t lock;
+                pthread_cond_t wake;
+                pthread_t thread;
+                bool started, stop;
+                int fds[REAP_MAX];
+                size_t n;
+        } reap;
+
         pthread_mutex_t itable_lock;
         struct node **buckets;
         size_t n_buckets, n_nodes;
@@ -261,6 +272,11 @@ char *upper_json_get_name(json_t *o, const char *key);
 int upper_meta_save(struct node *dir);
 /* Make dir's sidecar durable (fsync, fsyncdir): saves do not wait for the disk. */
 int upper_meta_sync(struct node *dir);
+/* reap.c: close fd (that of a removed file: the close frees its blocks) in a
+ * thread of its own, so that no request waits for it. */
+void reap_init(struct fs_workspace *ws);
+void reap_close(struct fs_workspace *ws, int fd);
+void reap_stop(struct fs_workspace *ws);
 bool upper_meta_whiteout(struct node *dir, const char *name);
 int upper_meta_set_whiteout(struct node *dir, const char *name, bool on);
 json_t *upper_meta_rec(struct node *dir, const char *name);

@@ -140,6 +140,10 @@ static void release_locked(struct fs_workspace *ws, struct node *n)
                 struct node *parent = n->parent;
                 quota_reclaim(ws, n);
                 unhash(ws, n);
+                if (n->unlinked) { /* its pin may be the last fd of a big file */
+                        reap_close(ws, n->hfd);
+                        n->hfd = -1;
+                }
                 node_free(n);
                 if (!parent)
                         break;

@@ -62,6 +62,10 @@ static void handle_free(struct fs_workspace *ws, struct handle *h)
 {
         if (!h)
                 return;
+        if (h->node && h->node->unlinked && h->fd >= 0) { /* maybe the file's last fd: reap.c */
+                reap_close(ws, h->fd);
+                h->fd = -1;
+        }
         safe_close(h->fd);
         safe_close(h->lower_fd);
         safe_close(h->stale_fd);
