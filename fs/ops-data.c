@@ -565,8 +565,7 @@ void ops_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_in
         if (h->fd >= 0 && h->writable && (datasync ? fdatasync(h->fd) : fsync(h->fd)) < 0)
                 r = errno;
         if (r == 0 && h->writable) {
-                /* The file's record (its st_ino) is in its dir's sidecar, written without waiting.
-                 */
+                /* The file's record (its st_ino) is in its dir's sidecar: sync that too. */
                 pthread_rwlock_rdlock(&ws->ns_lock);
                 p = h->node->unlinked ? NULL : h->node->parent;
                 if (p && p->kind == NODE_COW)
