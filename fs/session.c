@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -132,6 +133,14 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
         _cleanup_free_ char *opts = NULL;
         int r;
 
+        /*
+         * Named before mount.pid names us: fs_mount_probe takes a pid whose
+         * name is not cloister's for a dead daemon and detaches its mount.
+         * Started as /proc/self/exe (cloister run, cloister diff), we would
+         * be called "exe", and a second `cloister mount` would stack a
+         * second daemon on the same state.
+         */
+        (void)prctl(PR_SET_NAME, "cloister-fs");
         raise_nofile();
         /*
          * The kernel applies the caller's umask to the mode of every mkdir,

@@ -80,6 +80,15 @@ check unmount_after_head_moved do_unmount "$C"
 git_quiet -C "$T/repo" reset --hard HEAD~1
 after=$(src_sum)
 check source_repo_is_untouched test "$after" = "$before"
+# cloister run and a self-mounting cloister diff start the daemon as
+# /proc/self/exe, whose name is "exe": a later mount must still see it as
+# alive, not detach its mount and stack a second daemon on the same state.
+mkdir "$T/exe-dir" && ln -s "$CLOISTER" "$T/exe-dir/exe"
+"$T/exe-dir/exe" mount "$C" >/dev/null 2>&1
+first=$(cat "$S/mount.pid" 2>/dev/null)
+check daemon_started_as_exe_names_itself bash -c "[ \"\$(cat /proc/$first/comm)\" = cloister-fs ]"
+check mount_over_a_daemon_started_as_exe_exits_3 bash -c "'$CLOISTER' mount '$C' 2>/dev/null; [ \$? = 3 ] && [ \"\$(cat '$S/mount.pid')\" = '$first' ] && kill -0 '$first' && [ \"\$(grep -c ' $M ' /proc/self/mounts)\" = 1 ]"
+check unmount_of_a_daemon_started_as_exe do_unmount "$C"
 # Bad input: a clear one-line error, exit 1, nothing mounted.
 one_line_fail() { # NAME REGEX CONFIG
         local out rc
