@@ -39,6 +39,13 @@
 #define UPPER_INO_TAG  (2ULL << 62)
 #define MIRROR_INO_TAG (3ULL << 62)
 
+/*
+ * The largest sidecar read back. Only the daemon writes them, one record
+ * per changed entry of the dir, and each save rewrites the whole file, so
+ * a dir nears this only far past any usable size.
+ */
+#define UPPER_META_MAX (1ULL << 30)
+
 /* st_ino of an entry that exists only in an upper tree: its host inode, tagged. */
 /*
  * The /proc/self/fd path of fd, to reach the pinned inode itself (O_PATH

@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -178,9 +179,53 @@ static json_t *meta_encode(json_t *m)
         return out;
 }
 
+/*
+ * The whole sidecar in one buffer: json_loadfd() reads one byte per
+ * read(2), which made the changes list of 10,000 copied-up files cost the
+ * daemon 0.5 s of system time (600 KB of records). NULL if it cannot be
+ * read or is larger than UPPER_META_MAX.
+ */
+static char *meta_read(int fd, size_t *ret_len)
+{
+        _cleanup_free_ char *buf = NULL;
+        size_t len = 0, cap;
+        struct stat st;
+
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > UPPER_META_MAX)
+                return NULL;
+        cap = (size_t)st.st_size + 1; /* +1: see growth past the stat size */
+        buf = malloc(cap);
+        if (!buf)
+                return NULL;
+        for (;;) {
+                ssize_t n;
+                if (len == cap) {
+                        if (cap > UPPER_META_MAX)
+                                return NULL;
+                        char *nb = realloc(buf, MIN(2 * cap, (size_t)UPPER_META_MAX + 1));
+                        if (!nb)
+                                return NULL;
+                        buf = nb;
+                        cap = MIN(2 * cap, (size_t)UPPER_META_MAX + 1);
+                }
+                n = read(fd, buf + len, cap - len);
+                if (n < 0 && errno == EINTR)
+                        continue;
+                if (n < 0)
+                        return NULL;
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+        }
+        *ret_len = len;
+        return TAKE_PTR(buf);
+}
+
 json_t *upper_meta_load_fd(int fd)
 {
-        json_t *m = json_loadfd(fd, 0, NULL);
+        size_t len = 0;
+        _cleanup_free_ char *buf = meta_read(fd, &len);
+        json_t *m = buf ? json_loadb(buf, len, 0, NULL) : NULL;
         if (m && (!json_is_object(m) || meta_decode(m) < 0)) {
                 json_decref(m);
                 return NULL;
