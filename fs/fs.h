@@ -94,6 +94,9 @@ void fs_workspace_free(fs_workspace *w);
  */
 int fs_workspace_serve(fs_workspace *w, int ready_fd, char **ret_error);
 
+/* The repo's upper tree, relative to the state dir (docs/fs-design.md, "State directory"). */
+#define FS_REPO_UPPER "fs/repo"
+
 /*
  * Is a daemon serving this mountpoint? 1 yes (its pid in *ret_pid), 0 no
  * (stale mounts are detached and a stale pid file removed), < 0 error.

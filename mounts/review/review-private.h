@@ -24,8 +24,9 @@ struct review {
         git_tree *base_tree;
         git_oid tree;
         bool built;
-        int viewfd; /* O_PATH|O_DIRECTORY of o.view */
-        int homefd; /* of o.home_view, or -1 */
+        int viewfd;  /* O_PATH|O_DIRECTORY of o.view */
+        int homefd;  /* of o.home_view, or -1 */
+        int upperfd; /* O_PATH|O_DIRECTORY of o.upper, or -1 */
 
         char **home_paths; /* from the changes file */
         bool changes_read; /* the changes file was read (it lists the home too) */
@@ -65,6 +66,15 @@ bool review_path_ok(const char *rel);
 int review_view_parent(int rootfd, const char *rel, int *ret_fd, const char **ret_base);
 /* Read a regular file `name` in dirfd (no symlinks, bounded by REVIEW_MAX_FILE_SIZE). */
 int review_view_read(int dirfd, const char *name, void **ret, size_t *ret_len);
+/*
+ * rel's data read straight from the upper store (o.upper) when the store's
+ * file has the size and times the view's lstat (vst) gave; -EAGAIN: read
+ * it through the view instead.
+ */
+int review_upper_read(review *r, const char *rel, const struct stat *vst, void **ret,
+                      size_t *ret_len);
+/* Have the kernel hand the daemon every page written through a mapping (syncfs of the view). */
+int review_view_settle(review *r);
 /* Read a symlink's target (bounded by PATH_MAX). */
 int review_view_readlink(int dirfd, const char *name, char **ret);
 

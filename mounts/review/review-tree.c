@@ -294,7 +294,9 @@ static int file_take(struct builder *b, int dirfd, const char *name, const char 
                 if (l && l->used)
                         return id_add(b, rel, &l->id, mode);
         }
-        k = review_view_read(dirfd, name, &data, &len);
+        k = review_upper_read(b->r, rel, st, &data, &len);
+        if (k == -EAGAIN)
+                k = review_view_read(dirfd, name, &data, &len);
         if (k == -ENOENT)
                 return 0; /* gone meanwhile: nothing to take */
         if (k == -EFBIG)
@@ -634,6 +636,10 @@ int review_build(review *r)
 
         if (r->built)
                 return 0;
+        /* Before the changes list: a page written through a mapping reaches the daemon first. */
+        k = review_view_settle(r);
+        if (k < 0)
+                return k;
         g = git_index_new(&b.idx);
         if (g < 0)
                 return review_git_fail(r, g, "in-memory index");

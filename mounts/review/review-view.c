@@ -8,11 +8,21 @@
  * the last component is opened with O_NOFOLLOW or read with lstat/readlink,
  * so an agent symlink is only ever recorded, never followed. Sizes and
  * lengths are bounded before anything is allocated.
+ *
+ * A changed file's data is read from the daemon's upper store instead when
+ * the store's file is the one the view shows: a read through the mount
+ * costs the daemon a request per 128 KiB (and a wakeup of one of its
+ * threads), the store is a plain directory. The store is as
+ * agent-controlled as the view (it is where the agent's writes land), so
+ * it is opened the same way, and its file is used only if its size and
+ * times equal the view's lstat; anything else falls back to the view.
  */
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <linux/magic.h>
 #include <strings.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 
 #include "review-private.h"
@@ -65,24 +75,17 @@ int review_view_parent(int rootfd, const char *rel, int *ret_fd, const char **re
         return 0;
 }
 
-int review_view_read(int dirfd, const char *name, void **ret, size_t *ret_len)
+/* Read the open regular file fd (fstat'ed as st) whole, bounded by REVIEW_MAX_FILE_SIZE. */
+static int fd_read_all(int fd, const struct stat *st, void **ret, size_t *ret_len)
 {
-        _cleanup_close_ int fd = -1;
         _cleanup_free_ char *buf = NULL;
         size_t len = 0, cap;
-        struct stat st;
 
-        /* O_NONBLOCK: a FIFO swapped in after lstat must not hang us; fstat rejects it. */
-        fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return negative_errno();
-        if (fstat(fd, &st) < 0)
-                return negative_errno();
-        if (!S_ISREG(st.st_mode))
+        if (!S_ISREG(st->st_mode))
                 return -EINVAL;
-        if ((uint64_t)st.st_size > REVIEW_MAX_FILE_SIZE)
+        if ((uint64_t)st->st_size > REVIEW_MAX_FILE_SIZE)
                 return -EFBIG;
-        cap = (size_t)st.st_size + 1; /* +1 to see growth past the stat size */
+        cap = (size_t)st->st_size + 1; /* +1 to see growth past the stat size */
         buf = malloc(cap);
         if (!buf)
                 return -ENOMEM;
@@ -108,6 +111,120 @@ int review_view_read(int dirfd, const char *name, void **ret, size_t *ret_len)
                 len += (size_t)n;
         }
         *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
+int review_view_read(int dirfd, const char *name, void **ret, size_t *ret_len)
+{
+        _cleanup_close_ int fd = -1;
+        struct stat st;
+
+        /* O_NONBLOCK: a FIFO swapped in after lstat must not hang us; fstat rejects it. */
+        fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        return fd_read_all(fd, &st, ret, ret_len);
+}
+
+int review_view_settle(review *r)
+{
+        _cleanup_close_ int fd = -1;
+        struct statfs sf;
+
+        fd = openat(r->viewfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0 || fstatfs(fd, &sf) < 0)
+                return review_fail(r, negative_errno(), "workspace view '%s': %m", r->o.view);
+        /* Not a FUSE mount (a plain tree given as the view): nothing is held back. */
+        if ((unsigned long)sf.f_type != FUSE_SUPER_MAGIC)
+                return 0;
+        if (syncfs(fd) < 0)
+                return review_fail(r, negative_errno(), "flushing the workspace view '%s': %m",
+                                   r->o.view);
+        return 0;
+}
+
+/* rel as the upper store names it: ".cloister~X" is kept as ".cloister~=.cloister~X". */
+static int upper_path(const char *rel, char out[static PATH_MAX])
+{
+        static const char reserved[] = ".cloister~";
+        const char *p = rel;
+        size_t o = 0;
+
+        while (*p) {
+                const char *e = strchrnul(p, '/');
+                size_t n = (size_t)(e - p);
+                /* The changes list never names these; resolving them in the store is no one's
+                 * intent. */
+                if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+                        return -EINVAL;
+                bool esc =
+                        n >= sizeof(reserved) - 1 && memcmp(p, reserved, sizeof(reserved) - 1) == 0;
+                size_t need = (esc ? sizeof(reserved) : 0) + n + 1;
+                if (o + need >= PATH_MAX || n + (esc ? sizeof(reserved) : 0) > NAME_MAX)
+                        return -ENAMETOOLONG;
+                if (esc) {
+                        memcpy(out + o, reserved, sizeof(reserved) - 1);
+                        o += sizeof(reserved) - 1;
+                        out[o++] = '=';
+                }
+                memcpy(out + o, p, n);
+                o += n;
+                if (*e)
+                        out[o++] = '/';
+                p = *e ? e + 1 : e;
+        }
+        out[o] = 0;
+        return 0;
+}
+
+static bool same_time(const struct timespec *a, const struct timespec *b)
+{
+        return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+int review_upper_read(review *r, const char *rel, const struct stat *vst, void **ret,
+                      size_t *ret_len)
+{
+        struct open_how how = {
+                .flags = O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY | O_NOATIME,
+                .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+                           RESOLVE_NO_XDEV,
+        };
+        _cleanup_free_ void *data = NULL;
+        _cleanup_close_ int fd = -1;
+        char path[PATH_MAX];
+        struct stat st;
+        size_t len = 0;
+        long k;
+
+        if (r->upperfd < 0 || upper_path(rel, path) < 0)
+                return -EAGAIN;
+        k = syscall(SYS_openat2, r->upperfd, path, &how, sizeof(how));
+        if (k < 0 && errno == EPERM) {
+                /* O_NOATIME needs us to own the file; the daemon's atime then moves, as a read
+                 * would. */
+                how.flags &= ~(uint64_t)O_NOATIME;
+                k = syscall(SYS_openat2, r->upperfd, path, &how, sizeof(how));
+        }
+        if (k < 0)
+                return -EAGAIN; /* not in the store (a lower file), or not ours to read */
+        fd = (int)k;
+        /*
+         * The store's file is the one the view shows only if the daemon would
+         * report the same size and times for it: a metacopy is empty there
+         * (the view shows the lower size), and any write since the view's
+         * lstat moves ctime, which no one can set.
+         */
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size != vst->st_size ||
+            !same_time(&st.st_mtim, &vst->st_mtim) || !same_time(&st.st_ctim, &vst->st_ctim))
+                return -EAGAIN;
+        k = fd_read_all(fd, &st, &data, &len);
+        if (k < 0 || len != (size_t)vst->st_size)
+                return -EAGAIN; /* changing as we read: let the view say what it holds */
+        *ret = TAKE_PTR(data);
         *ret_len = len;
         return 0;
 }

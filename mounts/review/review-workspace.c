@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 
 #include "config.h"
+#include "fs.h"
 #include "review-workspace.h"
 #include "lib/util.h"
 
@@ -23,6 +24,7 @@ struct review_workspace {
         const struct config *c;
         char *config_path;
         char *view, *home_view, *changes;
+        char *upper; /* the repo's upper store, when this state's daemon serves the view */
         char **exclude;
         bool we_mounted;
 };
@@ -134,6 +136,15 @@ int review_workspace_open(const struct config *c, const char *config_path, bool 
                         goto out;
                 }
         }
+        /*
+         * The daemon of this state serves the view: its upper store holds the
+         * data of every changed file, readable without a round trip each.
+         */
+        if (fs_mount_probe(c->workspace.state, c->workspace.mountpoint, NULL) == 1 &&
+            asprintf(&w->upper, "%s/" FS_REPO_UPPER, c->workspace.state) < 0) {
+                w->upper = NULL;
+                k = -ENOMEM;
+        }
 out:
         if (k < 0) {
                 review_workspace_close(w);
@@ -158,6 +169,7 @@ int review_workspace_close(review_workspace *w)
         free(w->view);
         free(w->home_view);
         free(w->changes);
+        free(w->upper);
         strv_free(w->exclude);
         free(w);
         return k;
@@ -174,6 +186,7 @@ void review_workspace_options(const review_workspace *w, struct review_options *
                 .home_view = w->home_view,
                 .home_prefix = w->c->home.path,
                 .state = w->c->workspace.state,
+                .upper = w->upper,
                 .exclude = (const char *const *)w->exclude,
         };
 }

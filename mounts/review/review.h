@@ -54,6 +54,13 @@ struct review_options {
         const char *home_prefix; /* its workspace-absolute prefix ("/home/agent"), or NULL */
         const char *state; /* state dir: its journal names home changes the changes file lacks; or
                               NULL */
+        /*
+         * host path of the repo's upper store of the daemon serving `view`
+         * (<state>/fs/repo), or NULL: a changed file's data is read from
+         * there, not through the mount, when the store's file is the one
+         * the view shows (same size and times)
+         */
+        const char *upper;
         const char *const *exclude; /* repo-relative paths never taken (read-only mirrors),
                                        NULL-terminated or NULL */
         /* true: never write the source (diff, mbox); false: commits and their objects
