@@ -222,6 +222,10 @@ int review_mbox(review *r, const git_oid *commits, size_t n, FILE *out)
         git_repository *repo = commits_repo(r);
         int k = 0;
 
+        /* The workspace's own commit: shown with the diff's attributes (review_diff_repo). */
+        if (repo == r->repo)
+                k = review_diff_repo(r, &repo);
+
         for (size_t i = 0; i < n && k == 0; i++) {
                 git_diff_options dopts = GIT_DIFF_OPTIONS_INIT;
                 git_diff_find_options fopts = GIT_DIFF_FIND_OPTIONS_INIT;

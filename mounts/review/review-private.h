@@ -18,6 +18,7 @@ struct review_home_path {
 struct review {
         struct review_options o; /* the caller's strings, valid for r's lifetime */
         git_repository *repo;
+        git_repository *bare_repo; /* the source without its work tree: review-diff.c */
         git_odb *odb;
         git_odb_backend *mempack; /* new objects; owned by odb once added */
         git_commit *base;
@@ -102,6 +103,8 @@ int review_rules_ignored(review *r, const char *rel, bool dir, bool *ret);
 bool review_rules_broken(const review *r);
 /* An ignore file has negations, which libgit2 applies only within their own file. */
 bool review_rules_uncertain(const review *r);
+/* The base tree as an index (the rules' own; owned by them). */
+int review_rules_base_index(review *r, git_index **ret);
 /* Does checking rel in convert it (eol, ident, as git add does)? */
 int review_rules_has_filters(review *r, const char *rel, bool *ret);
 /* Does checking the base's rel out convert it (its attributes in the base)? */
@@ -111,6 +114,10 @@ int review_rules_clean(review *r, const char *rel, const void *data, size_t len,
                        bool *ret_converted);
 /* A base blob as a fresh checkout of the base writes it (its attributes only). */
 int review_rules_smudge(review *r, const char *rel, git_blob *blob, git_buf *out);
+
+/* review-diff.c: the source, bare, with the base's .gitattributes as its index: where a
+ * patch is made (the attributes it shows changes with, and why, are there). */
+int review_diff_repo(review *r, git_repository **ret);
 
 /* review-commits.c */
 void review_scratch_remove(review *r);

@@ -110,6 +110,14 @@ static int loaded_add(struct review_rules *s, const char *dir)
         return 1;
 }
 
+/* Is there a rule file `name` in vdir to copy (rule_file_copy() looks again)? */
+static bool rule_file_present(int vdir, const char *name)
+{
+        struct stat st;
+
+        return fstatat(vdir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
 /* Copy the agent's file `name` in vdir (if a regular file) to `name` in sdir. */
 static int rule_file_copy(review *r, int vdir, int sdir, const char *rel, const char *name)
 {
@@ -224,6 +232,14 @@ static int dir_load(review *r, const char *rel)
         k = view_dir_open(r, rel, &vdir);
         if (k < 0)
                 return 0; /* not a directory of the view (gone, a symlink): no rules there */
+        /*
+         * A directory with no rule file needs no copy: libgit2 takes a missing
+         * one for an empty one. Most have none, and a mkdir on ext4 costs
+         * ~80 us (600 of them were 10% of a diff over 10,000 files).
+         */
+        if ((r->o.include_ignored || !rule_file_present(vdir, ".gitignore")) &&
+            !rule_file_present(vdir, ".gitattributes"))
+                return 0;
         k = scratch_dir_open(s, rel, &sdir);
         if (k < 0)
                 return review_fail(r, k, "scratch copy of '%s': %s", rel, strerror(-k));
@@ -447,6 +463,16 @@ bool review_rules_uncertain(const review *r)
 static bool no_attributes(const review *r)
 {
         return !r->rules->attributes;
+}
+
+int review_rules_base_index(review *r, git_index **ret)
+{
+        int k = rules_open(r); /* reads the base tree into s->index */
+
+        if (k < 0)
+                return k;
+        *ret = r->rules->index;
+        return 0;
 }
 
 /* Load the filters for rel in direction mode; *ret NULL when none applies. */

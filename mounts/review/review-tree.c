@@ -49,6 +49,8 @@ struct builder {
         size_t n_links, cap_links;
         char **done; /* listed dirs taken whole or left out, in the list's (sorted) order */
         size_t n_done, cap_done;
+        char *pdir; /* the parent dir path_refresh() last opened, and its fd (or -1) */
+        int pdir_fd;
 };
 
 static int done_add(struct builder *b, const char *rel)
@@ -408,17 +410,46 @@ static int walk(struct builder *b, int dirfd, const char *prefix, unsigned depth
         return 0;
 }
 
+/*
+ * The view's dir holding rel (the fd is the builder's), and rel's last
+ * component. The list is sorted, so most paths share the last one's
+ * parent: opening it again cost an openat2 and a close on the mount per
+ * file. A dir renamed meanwhile is read where it went, as an open dir
+ * would be; it is still beneath the view.
+ */
+static int parent_open(struct builder *b, const char *rel, int *ret_fd, const char **ret_base)
+{
+        const char *slash = strrchr(rel, '/');
+        size_t dlen = slash ? (size_t)(slash - rel) : 0;
+        int fd = -1, k;
+
+        if (b->pdir_fd >= 0 && strlen(b->pdir) == dlen && memcmp(b->pdir, rel, dlen) == 0) {
+                *ret_fd = b->pdir_fd;
+                *ret_base = slash ? slash + 1 : rel;
+                return 0;
+        }
+        b->pdir_fd = safe_close(b->pdir_fd);
+        free(b->pdir);
+        b->pdir = strndup(rel, dlen);
+        if (!b->pdir)
+                return -ENOMEM;
+        k = review_view_parent(b->r->viewfd, rel, &fd, ret_base);
+        if (k < 0)
+                return k;
+        *ret_fd = b->pdir_fd = fd;
+        return 0;
+}
+
 /* Bring one listed path in line with the view. */
 static int path_refresh(struct builder *b, const struct review_change *c)
 {
         const char *rel = c->path;
         bool opaque = c->opaque;
-        _cleanup_close_ int pfd = -1;
         const char *base;
         struct stat st;
-        int k;
+        int pfd = -1, k;
 
-        k = review_view_parent(b->r->viewfd, rel, &pfd, &base);
+        k = parent_open(b, rel, &pfd, &base);
         if (k == 0 && fstatat(pfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 k = negative_errno();
         if (k == -ENOENT || k == -ENOTDIR || k == -ELOOP || k == -EXDEV)
@@ -628,7 +659,7 @@ out:
 
 int review_build(review *r)
 {
-        struct builder b = {.r = r, .ignores = !r->o.include_ignored};
+        struct builder b = {.r = r, .ignores = !r->o.include_ignored, .pdir_fd = -1};
         struct review_change *c = NULL;
         size_t n = 0;
         bool walk_all = !r->o.changes;
@@ -696,5 +727,7 @@ out:
                 free(b.done[i]);
         free(b.done);
         free(b.links);
+        free(b.pdir);
+        safe_close(b.pdir_fd);
         return k;
 }

@@ -173,6 +173,7 @@ void review_free(review *r)
         git_tree_free(r->base_tree);
         git_commit_free(r->base);
         git_odb_free(r->odb);
+        git_repository_free(r->bare_repo);
         git_repository_free(r->repo);
         for (size_t i = 0; i < r->n_home_paths; i++)
                 free(r->home_paths[i]);

@@ -61,7 +61,12 @@ INI
 
 n=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
+# A failed tree comparison says where the trees differ.
+not_ok() {
+        n=$((n + 1)); echo "not ok $n - $1"
+        [ -s "$t/same.diff" ] && sed 's/^/# /' "$t/same.diff" | head -20
+        cmp -s "$t/c1.types" "$t/c2.types" 2>/dev/null || diff "$t/c1.types" "$t/c2.types" 2>/dev/null | sed 's/^/# /' | head -10
+}
 # st: the exit status of the command just before the check.
 check() { st=$?; if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
 skip_one() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }

@@ -332,6 +332,103 @@ START_TEST(oversized_rule_file_is_a_clear_error)
 }
 END_TEST
 
+/* The patch of the review r, as a string (malloc'd). */
+static char *patch_of(review *r)
+{
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+
+        ck_assert_ptr_nonnull(f);
+        ck_assert_msg(review_print(r, REVIEW_PATCH, f) == 0, "review_print: %s", review_error(r));
+        fclose(f);
+        return buf;
+}
+
+/* Does the patch show path as a binary (GIT binary patch) change? */
+static bool shown_binary(const char *patch, const char *path)
+{
+        _cleanup_free_ char *head = NULL;
+        const char *at, *next;
+
+        ck_assert_int_ge(asprintf(&head, "diff --git a/%s b/%s\n", path, path), 0);
+        at = strstr(patch, head);
+        ck_assert_msg(at, "no change of %s in the patch", path);
+        next = strstr(at + 1, "diff --git ");
+        at = strstr(at, "GIT binary patch");
+        return at && (!next || at < next);
+}
+
+/*
+ * The diff's "diff" attribute (binary or text) is the base revision's or
+ * the source's info/attributes: never the agent's (a "-diff" of its own
+ * would show its change to the reviewer as a binary patch), never an
+ * uncommitted file of the host's work tree.
+ */
+START_TEST(diff_attributes_are_the_bases_and_the_sources_not_the_agents)
+{
+        _cleanup_free_ char *p = NULL;
+        review *r;
+
+        base_commit("printf 'a.txt -diff\n' > .gitattributes");
+        ck_assert_int_eq(fx_sh("printf 'mode.txt -diff\n' > src/.git/info/attributes && "
+                               "printf 'a.txt -diff\ndir/x -diff\n' > src/.gitattributes"),
+                         0);
+        fx_write_str("a.txt", "one\nTWO\nthree\n"), fx_touch("a.txt", false);
+        fx_write_str("mode.txt", "plain, changed\n"), fx_touch("mode.txt", false);
+        fx_write_str("dir/x", "x changed\n"), fx_touch("dir/x", false);
+        fx_write_str("nonl.txt", "no newline, changed"), fx_touch("nonl.txt", false);
+        fx_write_str(".gitattributes", "a.txt -diff\nnonl.txt -diff\n");
+        fx_touch(".gitattributes", false);
+        fx_changes_write();
+        r = open_review(true, false);
+        p = patch_of(r);
+        ck_assert_msg(shown_binary(p, "a.txt"), "the base's attribute is not taken");
+        ck_assert_msg(shown_binary(p, "mode.txt"), "the source's info/attributes is not taken");
+        ck_assert_msg(!shown_binary(p, "dir/x"), "the host work tree's file is taken");
+        ck_assert_msg(!shown_binary(p, "nonl.txt"), "the agent's attribute is taken");
+        ck_assert_ptr_nonnull(strstr(p, "\n+no newline, changed\n"));
+        review_free(r);
+}
+END_TEST
+
+/* A linked work tree as the source: its git dir is below the common one. */
+START_TEST(diff_of_a_linked_work_tree_source)
+{
+        _cleanup_free_ char *p = NULL;
+        struct review_options o = {
+                .rev = "HEAD",
+                .view = view,
+                .changes = changes,
+                .repo_prefix = "/workspace",
+                .in_memory = true,
+        };
+        char linked[256];
+        review *r = NULL;
+        char *err = NULL;
+
+        snprintf(linked, sizeof(linked), "%s/linked", fx_dir);
+        ck_assert_int_eq(fx_sh("git -C src worktree add -q ../linked -b side"), 0);
+        o.source = linked;
+        fx_write_str("a.txt", "one\nTWO\nthree\n"), fx_touch("a.txt", false);
+        fx_changes_write();
+        ck_assert_msg(review_open(&o, &r, &err) == 0, "review_open: %s", err ? err : "?");
+        p = patch_of(r);
+        ck_assert_ptr_nonnull(strstr(p, "\n+TWO\n"));
+        review_free(r);
+        {
+                _cleanup_free_ char *path = NULL;
+                FILE *f;
+                ck_assert_int_ge(asprintf(&path, "%s/patch", fx_dir), 0);
+                f = fopen(path, "w");
+                ck_assert_ptr_nonnull(f);
+                fputs(p, f);
+                fclose(f);
+        }
+        ck_assert_int_eq(fx_apply_and_compare("patch", false), 0);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("review-rules");
@@ -350,6 +447,8 @@ int main(void)
         tcase_add_test(tc, attributes_convert_files_back_as_git_add_does);
         tcase_add_test(tc, negations_in_nested_ignore_files_are_flagged);
         tcase_add_test(tc, oversized_rule_file_is_a_clear_error);
+        tcase_add_test(tc, diff_attributes_are_the_bases_and_the_sources_not_the_agents);
+        tcase_add_test(tc, diff_of_a_linked_work_tree_source);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
