@@ -42,6 +42,9 @@ const char *command_summary(const struct command *c);
 /* Print the command's help (what `cloister help NAME` prints) on stdout; returns 0. */
 int command_usage(const struct command *c);
 
+/* cloister-commands.so's entry point (commands.c): argv[0] is a command name or "--version". */
+int cloister_commands_main(int argc, char **argv);
+
 /* "cloister NAME: message" on stderr, one line; returns code. */
 int command_fail(const struct command *c, int code, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));

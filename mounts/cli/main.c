@@ -1,41 +1,53 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * main.c: the `cloister` binary. Dispatches to a subcommand, git-style, and
- * answers --version with what a bug report needs: cloister's version and
- * those of the libraries and of the bubblewrap it runs with, as found at
- * run time (a packaged binary may run against newer libraries than it was
- * built with).
+ * main.c: the `cloister` binary. Dispatches to a subcommand, git-style.
+ *
+ * run, shell and help are in the binary; every other command, and
+ * --version, is in a shared module, cloister-commands.so, loaded only
+ * for them. Why: the other commands link libgit2, libfuse, libsodium,
+ * OpenSSL and libevent, 31 shared libraries with their dependencies, all
+ * linked BIND_NOW by Debian; loading and relocating them was 12-15 ms of
+ * every process start on the benchmark machine, more than all of `bwrap`.
+ * `cloister run` needs libc, inih, jansson and libseccomp only, and it is
+ * what users start most. The mount, broker and proxy it starts are
+ * `/proc/self/exe VERB`, so they load the module as any command does.
+ *
+ * The module is looked for beside the binary first (the build tree, and
+ * the sandbox, where both are bound into one directory), then at the
+ * path it is installed to. Nothing in the environment changes where: a
+ * variable that chose the code a root process loads would be a way in.
  */
-#include <fcntl.h>
-#include <fuse_lowlevel.h>
-#include <git2.h>
-#include <jansson.h>
-#include <seccomp.h>
-#include <sodium.h>
-#include <spawn.h>
+#include <dlfcn.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/utsname.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include "cloister-config.h"
-#include "cloister-version.h"
 #include "command.h"
+#include "sandbox.h"
 #include "lib/util.h"
 
-extern char **environ;
+static int module_run(int argc, char **argv);
+
+/* The module's commands, by name: help lists them, module_run() runs them. */
+#define MODULE_COMMAND(n) static const struct command module_##n = {.name = #n, .run = module_run}
+MODULE_COMMAND(check);
+MODULE_COMMAND(mount);
+MODULE_COMMAND(unmount);
+MODULE_COMMAND(diff);
+MODULE_COMMAND(export);
+MODULE_COMMAND(log);
+MODULE_COMMAND(broker);
+MODULE_COMMAND(token);
+MODULE_COMMAND(secret);
+MODULE_COMMAND(audit);
+MODULE_COMMAND(proxy);
 
 const struct command *const commands[] = {
-        &command_help,  &command_check,
-        &command_mount, &command_unmount,
-        &command_run,   &command_shell,
-        &command_diff,  &command_export,
-        &command_log,   &command_broker,
-        &command_token, &command_secret,
-        &command_audit, &command_proxy,
-        NULL,
+        &command_help,  &module_check,  &module_mount,  &module_unmount, &command_run,
+        &command_shell, &module_diff,   &module_export, &module_log,     &module_broker,
+        &module_token,  &module_secret, &module_audit,  &module_proxy,   NULL,
 };
 
 const struct command *command_find(const char *name)
@@ -58,75 +70,25 @@ int command_fail(const struct command *c, int code, const char *fmt, ...)
         return code;
 }
 
-/*
- * The first line `bwrap --version` prints ("bubblewrap 0.8.0"), without a
- * shell and with a clean environment; NULL if it can't be run.
- */
-static char *bwrap_version(void)
+static int module_run(int argc, char **argv)
 {
-        char *const argv[] = {(char *)CLOISTER_BWRAP, (char *)"--version", NULL};
-        char *const envp[] = {(char *)"PATH=/usr/bin:/bin", (char *)"LC_ALL=C", NULL};
-        posix_spawn_file_actions_t fa;
-        char buf[256];
-        size_t len = 0;
-        ssize_t n;
-        int p[2], status;
-        pid_t pid;
+        char path[PATH_MAX];
+        int (*entry)(int, char **);
+        void *h;
 
-        if (pipe2(p, O_CLOEXEC) < 0)
-                return NULL;
-        posix_spawn_file_actions_init(&fa);
-        posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
-        posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-        if (posix_spawn(&pid, CLOISTER_BWRAP, &fa, NULL, argv, envp) != 0)
-                pid = -1;
-        posix_spawn_file_actions_destroy(&fa);
-        close(p[1]);
-        while (pid > 0 && len < sizeof(buf) - 1 &&
-               (n = read(p[0], buf + len, sizeof(buf) - 1 - len)) != 0) {
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        break;
-                len += (size_t)n;
+        (void)sandbox_commands_module(path);
+        h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+
+        if (!h) {
+                fprintf(stderr, "cloister: cannot load its commands (%s): %s\n", path, dlerror());
+                return 1;
         }
-        close(p[0]);
-        if (pid < 0)
-                return NULL;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                ;
-        buf[len] = '\0';
-        buf[strcspn(buf, "\n")] = '\0';
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !*buf)
-                return NULL;
-        return strdup(buf);
-}
-
-static int version_print(void)
-{
-        _cleanup_free_ char *bwrap = bwrap_version();
-        const struct scmp_version *sv = seccomp_version();
-        int gmaj = 0, gmin = 0, grev = 0;
-        struct utsname u;
-
-        git_libgit2_version(&gmaj, &gmin, &grev);
-        printf("cloister %s\n", CLOISTER_VERSION);
-        if (!streq(CLOISTER_VCS_VERSION, CLOISTER_VERSION))
-                printf("built from git %s\n", CLOISTER_VCS_VERSION);
-        printf("libfuse %s\n", fuse_pkgversion());
-        printf("libgit2 %d.%d.%d\n", gmaj, gmin, grev);
-        printf("libsodium %s\n", sodium_version_string());
-        if (sv)
-                printf("libseccomp %u.%u.%u\n", sv->major, sv->minor, sv->micro);
-        printf("jansson %s\n", jansson_version_str());
-        if (bwrap)
-                printf("%s (%s)\n", bwrap, CLOISTER_BWRAP);
-        else
-                printf("bubblewrap not found at %s: cloister run and shell refuse to start\n",
-                       CLOISTER_BWRAP);
-        if (uname(&u) == 0)
-                printf("kernel %s %s %s\n", u.sysname, u.release, u.machine);
-        return fflush(stdout) == 0 ? 0 : 1;
+        *(void **)&entry = dlsym(h, "cloister_commands_main");
+        if (!entry) {
+                fprintf(stderr, "cloister: '%s' is not cloister's commands module\n", path);
+                return 1;
+        }
+        return entry(argc, argv);
 }
 
 int main(int argc, char **argv)
@@ -138,7 +100,7 @@ int main(int argc, char **argv)
                 return EXIT_USAGE;
         }
         if (streq(argv[1], "--version") || streq(argv[1], "version"))
-                return version_print();
+                return module_run(1, (char *[]){(char *)"--version", NULL});
         if (streq(argv[1], "--help") || streq(argv[1], "-h"))
                 return command_help.run(1, (char *[]){(char *)"help", NULL});
         if (argv[1][0] == '-') {

@@ -321,6 +321,25 @@ static int layout_bind(const struct sandbox_options *o, struct sandbox_fds *fds,
         return 0;
 }
 
+bool sandbox_commands_module(char *path)
+{
+        char exe[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        char *slash;
+
+        if (n > 0) {
+                exe[n] = '\0';
+                slash = strrchr(exe, '/');
+                if (slash &&
+                    snprintf(path, PATH_MAX, "%.*s/%s", (int)(slash - exe), exe,
+                             SANDBOX_COMMANDS_MODULE) < PATH_MAX &&
+                    access(path, F_OK) == 0)
+                        return true;
+        }
+        snprintf(path, PATH_MAX, "%s", CLOISTER_COMMANDS_MODULE);
+        return access(path, F_OK) == 0;
+}
+
 /*
  * The broker's clients, read-only, at SANDBOX_CLIENT_DIR: this very binary
  * (`cloister token issue` is the one client an agent needs) and
@@ -345,6 +364,14 @@ static void clients_bind(const struct sandbox_options *o, struct sandbox_fds *fd
         sandbox_strv_add(b, "--ro-bind");
         sandbox_strv_add(b, from);
         sandbox_strv_add(b, SANDBOX_CLIENT_DIR "/cloister");
+        /* Its commands (`token` among them), beside it, where it looks first. */
+        char module[PATH_MAX];
+        _cleanup_free_ char *mfrom = NULL;
+        if (sandbox_commands_module(module) && bind_source(o, fds, module, false, &mfrom) == 0) {
+                sandbox_strv_add(b, "--ro-bind");
+                sandbox_strv_add(b, mfrom);
+                sandbox_strv_add(b, SANDBOX_CLIENT_DIR "/" SANDBOX_COMMANDS_MODULE);
+        }
 
         char *slash = strrchr(exe, '/');
         if (!slash)

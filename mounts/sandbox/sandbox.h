@@ -29,6 +29,14 @@ struct config;
 #define SANDBOX_BROKER_SOCKET "/run/cloister/broker.sock"
 /* Where the broker clients (cloister, git-credential-cloister) appear inside. */
 #define SANDBOX_CLIENT_DIR "/run/cloister/bin"
+/*
+ * The shared module with the commands the `cloister` binary does not hold
+ * (mounts/cli/main.c): the one beside this binary if there is one (the
+ * build tree, the sandbox's SANDBOX_CLIENT_DIR), else the installed one.
+ * Fills path (PATH_MAX bytes); true if that file exists.
+ */
+#define SANDBOX_COMMANDS_MODULE "cloister-commands.so"
+bool sandbox_commands_module(char *path);
 /* Seconds between SIGTERM and SIGKILL when the sandbox is stopped. */
 #define SANDBOX_GRACE_SECONDS 5
 /* The egress proxy, as the agent sees it ([network] mode = proxy). */

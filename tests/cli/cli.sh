@@ -9,7 +9,7 @@ tmp=$(mktemp -d /tmp/cloister-cli.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 . "$CLOISTER_SRC/tests/cli/lib.sh"
 
-echo "1..26"
+echo "1..31"
 
 run "$CLOISTER" --version
 expect "version_prints_the_version" 0
@@ -111,5 +111,34 @@ if git -C "$CLOISTER_SRC" rev-parse -q --verify HEAD >/dev/null 2>&1; then
 else
         ok 0 "the_quickstart_example_passes_check # SKIP source tree is not a git checkout"
 fi
+
+# The binary links only what run and shell need; every other command lives
+# in cloister-commands.so beside it, loaded only for them (mounts/cli/main.c).
+if command -v readelf >/dev/null; then
+        needed=$(readelf -d "$CLOISTER" | sed -n 's/.*NEEDED.*\[\(.*\)\]/\1/p' | tr '\n' ' ')
+        ok "$(! grep -Eq 'libgit2|libfuse|libsodium|libssl|libcrypto|libevent' <<<"$needed"; echo $?)" \
+                "the_binary_links_none_of_the_commands_libraries"
+else
+        ok 0 "the_binary_links_none_of_the_commands_libraries # SKIP no readelf"
+fi
+# A copy of the binary without its module: the module's commands fail with
+# one clear line, nothing runs; run and help, in the binary, still work.
+mkdir "$tmp/alone"
+cp "$CLOISTER" "$tmp/alone/cloister"
+run "$tmp/alone/cloister" diff "$tmp/absent.ini"
+if [ $rc = 1 ] && grep -q "cannot load its commands" <<<"$err"; then
+        expect "a_missing_module_is_one_clear_line" 1 "^cloister: cannot load its commands \(.*cloister-commands.so\): "
+        ok "$(one_line; echo $?)" "a_missing_module_error_is_one_line"
+else
+        # An installed cloister on this machine answers for the copy.
+        ok 0 "a_missing_module_is_one_clear_line # SKIP an installed module is found"
+        ok 0 "a_missing_module_error_is_one_line # SKIP an installed module is found"
+fi
+run "$tmp/alone/cloister" help
+expect "help_needs_no_module" 0
+# Something else under the module's name beside the binary is refused, not run.
+printf 'not an ELF file\n' >"$tmp/alone/cloister-commands.so"
+run "$tmp/alone/cloister" diff "$tmp/absent.ini"
+expect "a_file_that_is_not_the_module_is_refused" 1 "^cloister: cannot load its commands \($tmp/alone/cloister-commands.so\): "
 
 [ "$fails" = 0 ]
