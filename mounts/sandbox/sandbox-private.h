@@ -84,8 +84,16 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
  * why that order makes RLIMIT_NPROC count only the sandbox).
  */
 struct sandbox_cgroup;
-/* as_uid/as_gid: the host identity of a root-run sandbox (0: the pid is our own uid's). */
-int sandbox_limits_apply(const struct config *c, pid_t pid, uid_t as_uid, gid_t as_gid,
+/*
+ * For a root-run sandbox: a helper with its host identity, forked ahead,
+ * that sets the limits when sandbox_limits_apply() gives it the pid.
+ */
+struct sandbox_limiter;
+int sandbox_limiter_start(const struct config *c, uid_t uid, gid_t gid,
+                          struct sandbox_limiter **ret, char **ret_error);
+void sandbox_limiter_free(struct sandbox_limiter *l);
+/* l: the root-run sandbox's limiter; NULL: the pid is our own uid's, set here. */
+int sandbox_limits_apply(const struct config *c, pid_t pid, struct sandbox_limiter *l,
                          struct sandbox_cgroup **ret_cg, char **ret_error);
 void sandbox_cgroup_free(struct sandbox_cgroup *cg);
 

@@ -258,6 +258,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
         size_t filter_len = 0;
         _cleanup_strv_free_ char **argv = NULL;
         struct sandbox_cgroup *cg = NULL;
+        struct sandbox_limiter *limiter = NULL;
         char *record = NULL;
         struct status_reader *st = NULL;
         struct sandbox_result res = {0};
@@ -339,6 +340,12 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                 r = sandbox_errorf(ret_error, negative_errno(), "pidfd_open: %m");
                 goto out;
         }
+        /* While bubblewrap sets the sandbox up, not before: the fork would delay it. */
+        if (o->host_uid) {
+                r = sandbox_limiter_start(o->config, o->host_uid, o->host_gid, &limiter, ret_error);
+                if (r < 0)
+                        goto out;
+        }
 
         r = wait_child_pid(status_r, sfd, st);
         sandbox_trace("bwrap reported its child");
@@ -369,8 +376,9 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                         goto out;
                 sandbox_trace("proxy attached");
         }
-        r = sandbox_limits_apply(o->config, st->child_pid, o->host_uid, o->host_gid, &cg,
-                                 ret_error);
+        r = sandbox_limits_apply(o->config, st->child_pid, limiter, &cg, ret_error);
+        sandbox_limiter_free(limiter);
+        limiter = NULL;
         if (r < 0)
                 goto out;
         /* Limits are in place: hand over the filter, which lets the command run. */
@@ -450,6 +458,7 @@ out:
                 while (waitpid(bwrap, &wstatus, 0) < 0 && errno == EINTR)
                         ;
         }
+        sandbox_limiter_free(limiter);
         sandbox_cgroup_free(cg);
         sandbox_registry_remove(record);
         fds_close(&fds);
