@@ -321,7 +321,7 @@ static int layout_bind(const struct sandbox_options *o, struct sandbox_fds *fds,
         return 0;
 }
 
-bool sandbox_commands_module(char *path)
+bool sandbox_commands_module(char path[static PATH_MAX])
 {
         char exe[PATH_MAX];
         ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -336,7 +336,8 @@ bool sandbox_commands_module(char *path)
                     access(path, F_OK) == 0)
                         return true;
         }
-        snprintf(path, PATH_MAX, "%s", CLOISTER_COMMANDS_MODULE);
+        _Static_assert(sizeof(CLOISTER_COMMANDS_MODULE) <= PATH_MAX, "module path too long");
+        memcpy(path, CLOISTER_COMMANDS_MODULE, sizeof(CLOISTER_COMMANDS_MODULE));
         return access(path, F_OK) == 0;
 }
 

@@ -16,6 +16,7 @@
  */
 #pragma once
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -36,7 +37,7 @@ struct config;
  * Fills path (PATH_MAX bytes); true if that file exists.
  */
 #define SANDBOX_COMMANDS_MODULE "cloister-commands.so"
-bool sandbox_commands_module(char *path);
+bool sandbox_commands_module(char path[static PATH_MAX]);
 /* Seconds between SIGTERM and SIGKILL when the sandbox is stopped. */
 #define SANDBOX_GRACE_SECONDS 5
 /* The egress proxy, as the agent sees it ([network] mode = proxy). */
