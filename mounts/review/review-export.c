@@ -174,8 +174,70 @@ static void text_print(FILE *out, const char *text)
         }
 }
 
-static int email_write(git_diff *diff, size_t i, size_t n, const git_oid *id, git_commit *c,
-                       FILE *out)
+/*
+ * Would `git am` change this text patch? Its mailsplit takes a CR before a
+ * line's end for the mail's own line ending and drops it (git am --keep-cr
+ * aside), so a file with a CR at a line end came back without it, and a
+ * context line with one no longer matched.
+ */
+static bool patch_has_line_end_cr(git_patch *patch)
+{
+        for (size_t h = 0; h < git_patch_num_hunks(patch); h++) {
+                int lines = git_patch_num_lines_in_hunk(patch, h);
+                for (int l = 0; l < lines; l++) {
+                        const git_diff_line *line = NULL;
+                        size_t len;
+                        if (git_patch_get_line_in_hunk(&line, patch, h, (size_t)l) < 0)
+                                return true; /* cannot tell: the binary form is always safe */
+                        len = line->content_len;
+                        if (len && line->content[len - 1] == '\n')
+                                len--;
+                        if (len && line->content[len - 1] == '\r')
+                                return true;
+                }
+        }
+        return false;
+}
+
+/*
+ * The change of delta d as a binary patch, headers and all: a diff of
+ * just its two paths (exact names, not patterns) with FORCE_BINARY. A
+ * rename may come out as a deletion and an addition; git am makes the
+ * same tree of either.
+ */
+static int binary_patch_write(git_repository *repo, git_tree *pt, git_tree *t,
+                              const git_diff_delta *d, FILE *out)
+{
+        git_diff_options o = GIT_DIFF_OPTIONS_INIT;
+        git_diff_find_options f = GIT_DIFF_FIND_OPTIONS_INIT;
+        char *paths[2] = {(char *)d->old_file.path, (char *)d->new_file.path};
+        git_diff *diff = NULL;
+        int g;
+
+        o.flags = GIT_DIFF_SHOW_BINARY | GIT_DIFF_FORCE_BINARY | GIT_DIFF_DISABLE_PATHSPEC_MATCH;
+        o.pathspec.strings = paths;
+        o.pathspec.count = streq(paths[0], paths[1]) ? 1 : 2;
+        f.flags = GIT_DIFF_FIND_RENAMES;
+        g = git_diff_tree_to_tree(&diff, repo, pt, t, &o);
+        if (g == 0)
+                g = git_diff_find_similar(diff, &f);
+        for (size_t i = 0; g == 0 && i < git_diff_num_deltas(diff); i++) {
+                git_patch *patch = NULL;
+                git_buf buf = GIT_BUF_INIT;
+                g = git_patch_from_diff(&patch, diff, i);
+                if (g == 0)
+                        g = git_patch_to_buf(&buf, patch);
+                if (g == 0 && fwrite(buf.ptr, 1, buf.size, out) != buf.size)
+                        g = -1;
+                git_buf_dispose(&buf);
+                git_patch_free(patch);
+        }
+        git_diff_free(diff);
+        return g;
+}
+
+static int email_write(git_repository *repo, git_tree *pt, git_tree *t, git_diff *diff, size_t i,
+                       size_t n, const git_oid *id, git_commit *c, FILE *out)
 {
         const git_signature *a = git_commit_author(c);
         const char *summary = git_commit_summary(c), *body = git_commit_body(c);
@@ -206,6 +268,11 @@ static int email_write(git_diff *diff, size_t i, size_t n, const git_oid *id, gi
                 git_buf buf = GIT_BUF_INIT;
 
                 g = git_patch_from_diff(&patch, diff, d);
+                if (g == 0 && patch_has_line_end_cr(patch)) {
+                        g = binary_patch_write(repo, pt, t, git_diff_get_delta(diff, d), out);
+                        git_patch_free(patch);
+                        continue;
+                }
                 if (g == 0)
                         g = git_patch_to_buf(&buf, patch);
                 if (g == 0 && fwrite(buf.ptr, 1, buf.size, out) != buf.size)
@@ -257,7 +324,7 @@ int review_mbox(review *r, const git_oid *commits, size_t n, FILE *out)
                 if (g == 0)
                         g = git_diff_find_similar(diff, &fopts);
                 if (g == 0)
-                        g = email_write(diff, i + 1, n, &commits[i], c, out);
+                        g = email_write(repo, pt, t, diff, i + 1, n, &commits[i], c, out);
                 if (g < 0 && ferror(out)) {
                         k = review_fail(r, -EIO, "writing the mbox: %m");
                         goto next;

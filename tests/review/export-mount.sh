@@ -46,6 +46,7 @@ git init -q -b main "$t/src"
         printf 'plain\n' >mode.txt
         head -c 4000 /dev/urandom >bin.dat
         ln -s a.txt link
+        printf 'a\r\nb\r\nc\r\n' >crlf-base.txt
         for i in $(seq 1 30); do printf 'file %s\n' "$i" >"dir/f$i"; done
         git add -A && git commit -qm base
 ) || { echo "Bail out! cannot make the source repository"; exit 1; }
@@ -122,6 +123,10 @@ corner_edits() {
         printf 'spaced\n' >"$W/with space.txt"
         mkdir "$W/ünïcødé" && printf 'u\n' >"$W/ünïcødé/ファイル.txt"
         rm -r "$W/old"
+        # CRs at line ends, which git am's mailsplit would drop from a text patch.
+        printf 'a\r\nB\r\nc\r\n' >"$W/crlf-base.txt"
+        printf 'l1\r\nl2\r\n' >"$W/crlf-new.txt"
+        printf 'ends in a CR\r' >"$W/cr-end.txt"
 }
 random_edits() {
         RANDOM=$1
