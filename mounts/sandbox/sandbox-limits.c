@@ -415,16 +415,16 @@ void sandbox_limiter_free(struct sandbox_limiter *l)
 static struct limits_result limiter_run(struct sandbox_limiter *l, pid_t pid)
 {
         struct limits_result res = {0, EIO};
+        /* A helper that could not take the identity has exited, its errno in the pipe. */
+        int werr = write(l->to_w, &pid, sizeof(pid)) == sizeof(pid) ? 0 : errno ? errno : EIO;
 
-        if (write(l->to_w, &pid, sizeof(pid)) != sizeof(pid))
-                return (struct limits_result){0, errno ? errno : EIO};
         l->to_w = safe_close(l->to_w);
         for (;;) {
                 ssize_t k = read(l->from_r, &res, sizeof(res));
                 if (k < 0 && errno == EINTR)
                         continue;
                 if (k != sizeof(res))
-                        res = (struct limits_result){0, EIO};
+                        res = (struct limits_result){0, werr ? werr : EIO};
                 return res;
         }
 }
