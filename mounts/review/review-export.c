@@ -222,8 +222,13 @@ static int binary_patch_write(git_repository *repo, git_tree *pt, git_tree *t,
         if (g == 0)
                 g = git_diff_find_similar(diff, &f);
         for (size_t i = 0; g == 0 && i < git_diff_num_deltas(diff); i++) {
+                const git_diff_delta *e = git_diff_get_delta(diff, i);
                 git_patch *patch = NULL;
                 git_buf buf = GIT_BUF_INIT;
+                /* A name matches what is below it too (a file that became a dir): not ours. */
+                if (!streq(e->old_file.path, paths[0]) && !streq(e->old_file.path, paths[1]) &&
+                    !streq(e->new_file.path, paths[0]) && !streq(e->new_file.path, paths[1]))
+                        continue;
                 g = git_patch_from_diff(&patch, diff, i);
                 if (g == 0)
                         g = git_patch_to_buf(&buf, patch);

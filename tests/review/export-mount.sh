@@ -47,6 +47,7 @@ git init -q -b main "$t/src"
         head -c 4000 /dev/urandom >bin.dat
         ln -s a.txt link
         printf 'a\r\nb\r\nc\r\n' >crlf-base.txt
+        printf 'x\r\n' >crlf-becomes-dir
         for i in $(seq 1 30); do printf 'file %s\n' "$i" >"dir/f$i"; done
         git add -A && git commit -qm base
 ) || { echo "Bail out! cannot make the source repository"; exit 1; }
@@ -81,7 +82,7 @@ if [ $rc -ne 0 ]; then
         echo "Bail out! cloister mount failed: $mount_out"
         exit 1
 fi
-echo "1..19"
+echo "1..20"
 W=$t/mnt/workspace
 
 # Checksums of every file in the source's .git, HEAD, refs, status.
@@ -127,6 +128,7 @@ corner_edits() {
         printf 'a\r\nB\r\nc\r\n' >"$W/crlf-base.txt"
         printf 'l1\r\nl2\r\n' >"$W/crlf-new.txt"
         printf 'ends in a CR\r' >"$W/cr-end.txt"
+        rm "$W/crlf-becomes-dir" && mkdir "$W/crlf-becomes-dir" && printf 'in\r\n' >"$W/crlf-becomes-dir/inside"
 }
 random_edits() {
         RANDOM=$1
@@ -198,6 +200,7 @@ fresh_clone
 (cd "$t/fresh" && git am -q "$t/work.mbox") 2>"$t/am.err"
 check "mbox_applies_with_git_am_and_reproduces_the_mounted_tree" \
         '[ $st -eq 0 ] && same_tree "$W" "$t/fresh" && [ "$(git -C "$t/fresh" log -1 --format=%s)" = "Mailed work" ]'
+check "mbox_has_each_file_once" '[ -z "$(grep "^diff --git " "$t/work.mbox" | sort | uniq -d)" ]'
 
 if [ -d "$W/.git" ] && git -C "$W" rev-parse HEAD >/dev/null 2>&1; then
         (cd "$W" && git add -A && GIT_AUTHOR_NAME="Agent One" GIT_AUTHOR_EMAIL=one@agent git commit -qm "Agent commit one" &&
