@@ -333,7 +333,7 @@ rc=$?
 sed 's/^/# out: /' "$tmp/run.out"
 good=$rc
 [ "$rc" = 0 ] || show "$tmp/run.err" 10
-printf '%s\n' "the host's file" "home: []" "cloister git-credential-cloister " "v4.public." 1 |
+printf '%s\n' "the host's file" "home: []" "cloister cloister-commands.so git-credential-cloister " "v4.public." 1 |
         cmp -s - "$tmp/run.out" || {
         echo "# unexpected output of the sandboxed command"
         good=1
