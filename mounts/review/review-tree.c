@@ -667,7 +667,10 @@ int review_build(review *r)
 
         if (r->built)
                 return 0;
-        /* Before the changes list: a page written through a mapping reaches the daemon first. */
+        /*
+         * Before the changes list: pages written through a mapping go to the
+         * daemon (started, not waited for: see review_view_settle()).
+         */
         k = review_view_settle(r);
         if (k < 0)
                 return k;

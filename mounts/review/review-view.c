@@ -129,6 +129,12 @@ int review_view_read(int dirfd, const char *name, void **ret, size_t *ret_len)
         return fd_read_all(fd, &st, ret, ret_len);
 }
 
+/*
+ * syncfs(2) starts the write-back of what the kernel still holds for the
+ * mount (pages dirtied through a shared mapping); FUSE ends a page's
+ * write-back before the daemon has it, so one may still be on its way when
+ * the changes list is read, as any write racing the diff may.
+ */
 int review_view_settle(review *r)
 {
         _cleanup_close_ int fd = -1;
