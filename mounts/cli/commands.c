@@ -12,7 +12,6 @@
 #include <seccomp.h>
 #include <sodium.h>
 #include <spawn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -30,26 +29,6 @@ const struct command *const commands[] = {
         &command_export, &command_log,   &command_broker,  &command_token,
         &command_secret, &command_audit, &command_proxy,   NULL,
 };
-
-const struct command *command_find(const char *name)
-{
-        for (size_t i = 0; commands[i]; i++)
-                if (streq(commands[i]->name, name))
-                        return commands[i];
-        return NULL;
-}
-
-int command_fail(const struct command *c, int code, const char *fmt, ...)
-{
-        va_list ap;
-
-        fprintf(stderr, "cloister %s: ", c->name);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputc('\n', stderr);
-        return code;
-}
 
 /*
  * The first line `bwrap --version` prints ("bubblewrap 0.8.0"), without a

@@ -19,7 +19,6 @@
  */
 #include <dlfcn.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -49,26 +48,6 @@ const struct command *const commands[] = {
         &command_shell, &module_diff,   &module_export, &module_log,     &module_broker,
         &module_token,  &module_secret, &module_audit,  &module_proxy,   NULL,
 };
-
-const struct command *command_find(const char *name)
-{
-        for (size_t i = 0; commands[i]; i++)
-                if (streq(commands[i]->name, name))
-                        return commands[i];
-        return NULL;
-}
-
-int command_fail(const struct command *c, int code, const char *fmt, ...)
-{
-        va_list ap;
-
-        fprintf(stderr, "cloister %s: ", c->name);
-        va_start(ap, fmt);
-        vfprintf(stderr, fmt, ap);
-        va_end(ap);
-        fputc('\n', stderr);
-        return code;
-}
 
 static int module_run(int argc, char **argv)
 {

@@ -199,6 +199,30 @@ static bool patch_has_line_end_cr(git_patch *patch)
         return false;
 }
 
+/* A patch as git's text, to out. */
+static int patch_buf_write(git_patch *patch, FILE *out)
+{
+        git_buf buf = GIT_BUF_INIT;
+        int g = git_patch_to_buf(&buf, patch);
+
+        if (g == 0 && fwrite(buf.ptr, 1, buf.size, out) != buf.size)
+                g = -1;
+        git_buf_dispose(&buf);
+        return g;
+}
+
+/* Delta i of diff as a patch, to out. */
+static int patch_write(git_diff *diff, size_t i, FILE *out)
+{
+        git_patch *patch = NULL;
+        int g = git_patch_from_diff(&patch, diff, i);
+
+        if (g == 0)
+                g = patch_buf_write(patch, out);
+        git_patch_free(patch);
+        return g;
+}
+
 /*
  * The change of delta d as a binary patch, headers and all: a diff of
  * just its two paths (exact names, not patterns) with FORCE_BINARY. A
@@ -223,19 +247,11 @@ static int binary_patch_write(git_repository *repo, git_tree *pt, git_tree *t,
                 g = git_diff_find_similar(diff, &f);
         for (size_t i = 0; g == 0 && i < git_diff_num_deltas(diff); i++) {
                 const git_diff_delta *e = git_diff_get_delta(diff, i);
-                git_patch *patch = NULL;
-                git_buf buf = GIT_BUF_INIT;
                 /* A name matches what is below it too (a file that became a dir): not ours. */
                 if (!streq(e->old_file.path, paths[0]) && !streq(e->old_file.path, paths[1]) &&
                     !streq(e->new_file.path, paths[0]) && !streq(e->new_file.path, paths[1]))
                         continue;
-                g = git_patch_from_diff(&patch, diff, i);
-                if (g == 0)
-                        g = git_patch_to_buf(&buf, patch);
-                if (g == 0 && fwrite(buf.ptr, 1, buf.size, out) != buf.size)
-                        g = -1;
-                git_buf_dispose(&buf);
-                git_patch_free(patch);
+                g = patch_write(diff, i, out);
         }
         git_diff_free(diff);
         return g;
@@ -270,19 +286,12 @@ static int email_write(git_repository *repo, git_tree *pt, git_tree *t, git_diff
         fputc('\n', out);
         for (size_t d = 0; g == 0 && d < git_diff_num_deltas(diff); d++) {
                 git_patch *patch = NULL;
-                git_buf buf = GIT_BUF_INIT;
 
                 g = git_patch_from_diff(&patch, diff, d);
-                if (g == 0 && patch_has_line_end_cr(patch)) {
+                if (g == 0 && patch_has_line_end_cr(patch))
                         g = binary_patch_write(repo, pt, t, git_diff_get_delta(diff, d), out);
-                        git_patch_free(patch);
-                        continue;
-                }
-                if (g == 0)
-                        g = git_patch_to_buf(&buf, patch);
-                if (g == 0 && fwrite(buf.ptr, 1, buf.size, out) != buf.size)
-                        g = -1;
-                git_buf_dispose(&buf);
+                else if (g == 0)
+                        g = patch_buf_write(patch, out);
                 git_patch_free(patch);
         }
         fputs("--\nlibgit2 " LIBGIT2_VERSION "\n\n", out);
