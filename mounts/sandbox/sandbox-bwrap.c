@@ -5,9 +5,10 @@
  * The sandbox's root is an empty tmpfs that bwrap remounts read-only at the
  * end; into it go, and nothing else:
  *   - /usr (and /bin, /sbin, /lib* as on the host) read-only;
- *   - a synthesized /etc: passwd and group naming only the agent, hosts,
- *     hostname, nsswitch.conf, resolv.conf, plus the host's CA certificates
- *     and a few files that hold no secrets (ld.so.cache, alternatives);
+ *   - a synthesized /etc, read-only: passwd and group naming only the
+ *     agent, hosts, hostname, nsswitch.conf, resolv.conf, plus the host's CA
+ *     certificates and a few files that hold no secrets (ld.so.cache,
+ *     alternatives), in one tmpfs (sandbox-etc.c);
  *   - the repo, the home and every mirror, bound from the FUSE mount
  *     (<root>/<path> -> <path>); mirrors read-only a second time here;
  *   - <root>/.cloister/objects read-only at /.cloister/objects, which the
@@ -22,11 +23,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "cloister-config.h"
-#include "compose.h"
 #include "config.h"
 #include "sandbox-private.h"
 #include "lib/util.h"
@@ -111,146 +110,6 @@ int sandbox_errorf(char **ret_error, int r, const char *fmt, ...)
                 va_end(ap);
         }
         return r;
-}
-
-/* A sealed memfd holding data, for --ro-bind-data. */
-static int data_fd(const char *name, const char *data, size_t len, int *ret_fd)
-{
-        _cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
-        size_t done = 0;
-
-        if (fd < 0)
-                return negative_errno();
-        while (done < len) {
-                ssize_t n = write(fd, data + done, len - done);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                done += (size_t)n;
-        }
-        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 ||
-            lseek(fd, 0, SEEK_SET) < 0)
-                return negative_errno();
-        *ret_fd = TAKE_FD(fd);
-        return 0;
-}
-
-/* Read a small host file (resolv.conf); a missing one reads as empty. */
-static int host_file_read(const char *path, char **ret)
-{
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        _cleanup_free_ char *buf = malloc(SANDBOX_ETC_FILE_MAX + 1);
-        size_t len = 0;
-
-        if (!buf)
-                return -ENOMEM;
-        if (fd < 0) {
-                if (errno != ENOENT)
-                        return negative_errno();
-        } else {
-                for (;;) {
-                        ssize_t n = read(fd, buf + len, SANDBOX_ETC_FILE_MAX - len);
-                        if (n < 0) {
-                                if (errno == EINTR)
-                                        continue;
-                                return negative_errno();
-                        }
-                        if (n == 0)
-                                break;
-                        len += (size_t)n;
-                        if (len == SANDBOX_ETC_FILE_MAX)
-                                return -EFBIG;
-                }
-        }
-        buf[len] = '\0';
-        *ret = TAKE_PTR(buf);
-        return 0;
-}
-
-static const char *agent_shell(void)
-{
-        return access("/usr/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
-}
-
-/* The synthesized /etc files: one memfd each, bound read-only. */
-static int etc_add(const struct sandbox_options *o, struct sandbox_fds *fds, struct strv_builder *b)
-{
-        const struct config *c = o->config;
-        _cleanup_free_ char *passwd = NULL, *group = NULL, *hosts = NULL, *hostname = NULL;
-        _cleanup_free_ char *resolv = NULL, *gitconfig = NULL;
-        struct {
-                const char *dest;
-                const char *data;
-        } files[7];
-        size_t n = 0;
-        int r;
-
-        if (asprintf(&passwd, "%s:x:%u:%u:cloister agent:%s:%s\n", c->run.user, SANDBOX_AGENT_UID,
-                     SANDBOX_AGENT_GID, c->home.path, agent_shell()) < 0 ||
-            asprintf(&group, "%s:x:%u:\n", c->run.user, SANDBOX_AGENT_GID) < 0 ||
-            asprintf(&hostname, "%s\n", c->workspace.name) < 0 ||
-            asprintf(&hosts, "127.0.0.1\tlocalhost\n::1\tlocalhost\n127.0.1.1\t%s\n",
-                     c->workspace.name) < 0)
-                return -ENOMEM;
-        if (o->host_network) {
-                r = host_file_read("/etc/resolv.conf", &resolv);
-                if (r < 0)
-                        return r;
-        } else {
-                resolv = strdup(c->network.mode == CONFIG_NETWORK_PROXY
-                                        ? "# cloister: [network] mode = proxy; no name servers: "
-                                          "the proxy at " SANDBOX_PROXY_URL " resolves names\n"
-                                        : "# cloister: [network] mode = none; no name servers\n");
-                if (!resolv)
-                        return -ENOMEM;
-        }
-        r = compose_git_proxy_config(c, &gitconfig);
-        if (r < 0)
-                return r;
-        files[n++] = (typeof(files[0])){"/etc/passwd", passwd};
-        files[n++] = (typeof(files[0])){"/etc/group", group};
-        files[n++] = (typeof(files[0])){"/etc/hostname", hostname};
-        files[n++] = (typeof(files[0])){"/etc/hosts", hosts};
-        files[n++] = (typeof(files[0])){"/etc/resolv.conf", resolv};
-        files[n++] = (typeof(files[0])){"/etc/nsswitch.conf",
-                                        "passwd: files\ngroup: files\nshadow: files\n"
-                                        "hosts: files dns\nnetworks: files\n"};
-        if (gitconfig)
-                files[n++] = (typeof(files[0])){"/etc/gitconfig", gitconfig};
-        _Static_assert(ELEMENTSOF(files) <= ELEMENTSOF(fds->etc), "fds->etc too small");
-
-        sandbox_strv_add(b, "--dir");
-        sandbox_strv_add(b, "/etc");
-        for (size_t i = 0; i < n; i++) {
-                int fd;
-
-                r = data_fd("cloister-etc", files[i].data, strlen(files[i].data), &fd);
-                if (r < 0)
-                        return r;
-                fds->etc[fds->n_etc++] = fd;
-                sandbox_strv_add(b, "--perms");
-                sandbox_strv_add(b, "0644");
-                sandbox_strv_add(b, "--ro-bind-data");
-                sandbox_strv_addf(b, "%d", fd);
-                sandbox_strv_add(b, files[i].dest);
-        }
-
-        /* Host files that hold no secrets and that ordinary tools expect. */
-        static const char *const host_etc[] = {
-                "/etc/ssl/certs",    "/etc/ssl/openssl.cnf", "/etc/ca-certificates",
-                "/etc/alternatives", "/etc/ld.so.cache",     "/etc/ld.so.conf",
-                "/etc/ld.so.conf.d", "/etc/localtime",       "/etc/profile",
-                "/etc/bash.bashrc",  "/etc/inputrc",         "/etc/mime.types",
-                "/etc/protocols",    "/etc/services",
-        };
-        for (size_t i = 0; i < ELEMENTSOF(host_etc); i++) {
-                sandbox_strv_add(b, "--ro-bind-try");
-                sandbox_strv_add(b, host_etc[i]);
-                sandbox_strv_add(b, host_etc[i]);
-        }
-        return 0;
 }
 
 /* /bin, /sbin, /lib*: a symlink into /usr on merged-/usr hosts, else a bind. */
@@ -447,11 +306,21 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
                 sandbox_strv_add(&b, "--new-session"); /* no controlling terminal to abuse */
 
         usr_add(&b);
-        r = etc_add(o, fds, &b);
+        if (!fds->etc || !fds->tmpfs) {
+                r = sandbox_errorf(ret_error, -EINVAL,
+                                   "the sandbox's /etc and /tmp were not "
+                                   "prepared");
+                goto out;
+        }
+        /* In the staging tmpfs (sandbox-tmpfs.c), which bwrap can pass: bound from there. */
+        r = sandbox_etc_prepare(o, fds->tmpfs, fds->etc);
         if (r < 0) {
                 sandbox_errorf(ret_error, r, "cannot synthesize /etc: %s", strerror(-r));
                 goto out;
         }
+        sandbox_strv_add(&b, "--ro-bind");
+        sandbox_strv_add(&b, fds->etc->dir);
+        sandbox_strv_add(&b, "/etc");
         sandbox_strv_add(&b, "--proc");
         sandbox_strv_add(&b, "/proc");
         /*
@@ -473,21 +342,9 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
          * Both are mounted before bwrap runs, with an inode limit bwrap's
          * --tmpfs can't set (sandbox-tmpfs.c).
          */
-        if (!fds->tmpfs) {
-                r = sandbox_errorf(ret_error, -EINVAL, "the sandbox's /tmp was not prepared");
-                goto out;
-        }
         for (size_t i = 0; i < SANDBOX_TMPFS_N; i++) {
-                _cleanup_free_ char *tmp_from = NULL;
-
-                r = bind_source(o, fds, fds->tmpfs->dirs[i], true, &tmp_from);
-                if (r < 0) {
-                        r = sandbox_errorf(ret_error, r, "cannot stage the sandbox's %s: %s",
-                                           sandbox_tmpfs_dest(i), strerror(-r));
-                        goto out;
-                }
                 sandbox_strv_add(&b, "--bind");
-                sandbox_strv_add(&b, tmp_from);
+                sandbox_strv_add(&b, fds->tmpfs->dirs[i]);
                 sandbox_strv_add(&b, sandbox_tmpfs_dest(i));
         }
         /*

@@ -11,9 +11,10 @@
  * files, or, with --no-mount, one this run reserves for itself.
  *
  * Trust boundary. Everything here runs as root, before the sandbox exists:
- *   - sandbox_userns_make(): root (CAP_SETUID in the initial namespace) may
- *     write any mapping, so the namespace maps the agent's uid and gid to
- *     the host identity and nothing else; uid 0 does not exist in it.
+ *   - sandbox_userns_start/finish(): root (CAP_SETUID in the initial
+ *     namespace) may write any mapping, so the namespace maps the agent's
+ *     uid and gid to the host identity and nothing else; uid 0 does not
+ *     exist in it.
  *     Nested user namespaces are disabled the way bubblewrap's
  *     --disable-userns does it (user.max_user_namespaces = 0 in it), and
  *     setgroups is denied in it.
@@ -73,7 +74,7 @@ static int become(uid_t uid, gid_t gid)
 
 /*
  * The helper: enter a new user namespace as the host identity, so that the
- * namespace is that identity's (see sandbox_userns_make), close it to
+ * namespace is that identity's (see sandbox_userns_finish), close it to
  * nesting, and wait to be told to go.
  */
 static _noreturn_ void userns_child(uid_t uid, gid_t gid, int ready_w, int go_r)
@@ -104,74 +105,107 @@ static _noreturn_ void userns_child(uid_t uid, gid_t gid, int ready_w, int go_r)
  * sandbox down with it when `cloister run` is SIGKILLed. Only root writes
  * the maps (CAP_SETUID in the initial namespace), and the agent, inside,
  * has no capabilities in it.
+ *
+ * Two steps: the helper's fork, identity change and unshare (about 2 ms
+ * on the benchmark machine) run while the caller builds bwrap's argv.
  */
-int sandbox_userns_make(uid_t host_uid, gid_t host_gid, int *ret_fd, char **ret_error)
-{
-        _cleanup_close_ int ready_r = -1, ready_w = -1, go_r = -1, go_w = -1, dir = -1;
-        char path[64], map[64];
-        int p[2], err = 0, r, fd, status;
+struct sandbox_userns {
         pid_t pid;
+        uid_t uid;
+        gid_t gid;
+        int ready_r; /* the helper's errno of becoming the identity and unsharing */
+        int go_w;    /* closed: the helper exits */
+};
 
+void sandbox_userns_free(struct sandbox_userns *u)
+{
+        int status;
+
+        if (!u)
+                return;
+        safe_close(u->ready_r);
+        safe_close(u->go_w);
+        while (u->pid > 0 && waitpid(u->pid, &status, 0) < 0 && errno == EINTR)
+                ;
+        free(u);
+}
+
+int sandbox_userns_start(uid_t host_uid, gid_t host_gid, struct sandbox_userns **ret,
+                         char **ret_error)
+{
+        _cleanup_close_ int ready_w = -1, go_r = -1;
+        struct sandbox_userns *u = calloc(1, sizeof(*u));
+        int p[2], r;
+
+        if (!u)
+                return sandbox_errorf(ret_error, -ENOMEM, "out of memory");
+        *u = (struct sandbox_userns){
+                .pid = -1, .uid = host_uid, .gid = host_gid, .ready_r = -1, .go_w = -1};
         if (pipe2(p, O_CLOEXEC) < 0)
-                return sandbox_errorf(ret_error, negative_errno(), "pipe: %m");
-        ready_r = p[0];
+                goto fail;
+        u->ready_r = p[0];
         ready_w = p[1];
         if (pipe2(p, O_CLOEXEC) < 0)
-                return sandbox_errorf(ret_error, negative_errno(), "pipe: %m");
+                goto fail;
         go_r = p[0];
-        go_w = p[1];
-        pid = fork();
-        if (pid < 0)
-                return sandbox_errorf(ret_error, negative_errno(), "fork: %m");
-        if (pid == 0) {
+        u->go_w = p[1];
+        u->pid = fork();
+        if (u->pid < 0)
+                goto fail;
+        if (u->pid == 0) {
                 /* Only the parent's copy of go_w may keep the helper waiting. */
-                close(go_w);
-                close(ready_r);
+                close(u->go_w);
+                close(u->ready_r);
                 userns_child(host_uid, host_gid, ready_w, go_r);
         }
-        ready_w = safe_close(ready_w);
-        go_r = safe_close(go_r);
+        *ret = u;
+        return 0;
+fail:
+        r = negative_errno();
+        sandbox_userns_free(u);
+        return sandbox_errorf(ret_error, r, "cannot start the user namespace helper: %s",
+                              strerror(-r));
+}
 
-        if (read(ready_r, &err, sizeof(err)) != sizeof(err))
+int sandbox_userns_finish(struct sandbox_userns *u, int fd, char **ret_error)
+{
+        _cleanup_close_ int dir = -1, ns = -1;
+        char path[64], map[64];
+        int err = 0, r;
+
+        if (read(u->ready_r, &err, sizeof(err)) != sizeof(err))
                 err = EIO;
-        if (err) {
-                r = sandbox_errorf(ret_error, -err,
-                                   "cannot create the sandbox's user namespace: %s", strerror(err));
-                goto out;
-        }
-        snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+        u->ready_r = safe_close(u->ready_r);
+        if (err)
+                return sandbox_errorf(ret_error, -err,
+                                      "cannot create the sandbox's user namespace: %s",
+                                      strerror(err));
+        snprintf(path, sizeof(path), "/proc/%d", (int)u->pid);
         dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (dir < 0) {
-                r = sandbox_errorf(ret_error, negative_errno(), "%s: %m", path);
-                goto out;
-        }
+        if (dir < 0)
+                return sandbox_errorf(ret_error, negative_errno(), "%s: %m", path);
         /* The agent's ids and nothing else; no setgroups, ever, in there. */
         r = file_write(dir, "setgroups", "deny");
         if (r >= 0) {
-                snprintf(map, sizeof(map), "%u %u 1\n", SANDBOX_AGENT_GID, (unsigned)host_gid);
+                snprintf(map, sizeof(map), "%u %u 1\n", SANDBOX_AGENT_GID, (unsigned)u->gid);
                 r = file_write(dir, "gid_map", map);
         }
         if (r >= 0) {
-                snprintf(map, sizeof(map), "%u %u 1\n", SANDBOX_AGENT_UID, (unsigned)host_uid);
+                snprintf(map, sizeof(map), "%u %u 1\n", SANDBOX_AGENT_UID, (unsigned)u->uid);
                 r = file_write(dir, "uid_map", map);
         }
-        if (r < 0) {
-                sandbox_errorf(ret_error, r, "cannot map the sandbox's uid to host uid %u: %s",
-                               (unsigned)host_uid, strerror(-r));
-                goto out;
-        }
-        fd = openat(dir, "ns/user", O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-                r = sandbox_errorf(ret_error, negative_errno(), "%s/ns/user: %m", path);
-                goto out;
-        }
-        *ret_fd = fd;
-        r = 0;
-out:
-        go_w = safe_close(go_w);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                ;
-        return r;
+        if (r < 0)
+                return sandbox_errorf(ret_error, r,
+                                      "cannot map the sandbox's uid to host uid %u: %s",
+                                      (unsigned)u->uid, strerror(-r));
+        ns = openat(dir, "ns/user", O_RDONLY | O_CLOEXEC);
+        if (ns < 0)
+                return sandbox_errorf(ret_error, negative_errno(), "%s/ns/user: %m", path);
+        if (dup3(ns, fd, O_CLOEXEC) < 0)
+                return sandbox_errorf(ret_error, negative_errno(), "dup3: %m");
+        /* The namespace lives on in fd: the helper may go (free reaps it, later). */
+        u->go_w = safe_close(u->go_w);
+        return 0;
 }
 
 int sandbox_stage_dir_ensure(char **ret_error)
@@ -219,14 +253,11 @@ int sandbox_stage_mount(const struct sandbox_fds *fds)
 {
         _cleanup_close_ int dir = -1;
 
-        if (unshare(CLONE_NEWNS) < 0)
-                return negative_errno();
-        /* Nothing mounted here reaches the host's mount namespace. */
-        if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
-                return negative_errno();
-        if (mount("cloister-stage", SANDBOX_STAGE_DIR, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                  "mode=0755,size=64k,nr_inodes=256") < 0)
-                return negative_errno();
+        /*
+         * In the mount namespace sandbox_tmpfs_enter() made, its mounts
+         * already slaves (nothing mounted here reaches the host's), into the
+         * staging tmpfs it mounted here, beside /tmp's and /etc's.
+         */
         dir = open(SANDBOX_STAGE_DIR, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (dir < 0)
                 return negative_errno();

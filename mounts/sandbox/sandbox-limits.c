@@ -129,24 +129,25 @@ static void cgroup_sweep(const char *parent)
         }
 }
 
-/* Make PARENT/cloister-RUN-PID with LIMIT = max and move pid in; *ret gets the path. */
-static int cgroup_try(const char *parent, const char *limit, pid_t pid, uint64_t max, char **ret)
+/*
+ * Make PARENT/cloister-RUN-SEQ with LIMIT = max; *ret gets the path. Made
+ * before the sandbox's pid is known, while bubblewrap sets it up: only the
+ * move into it (cgroup_attach) waits for the pid.
+ */
+static int cgroup_try(const char *parent, const char *limit, uint64_t max, char **ret)
 {
+        static unsigned seq; /* one run may make several sandboxes, one after the other */
         _cleanup_free_ char *dir = NULL;
         char value[32];
         int r;
 
         cgroup_sweep(parent);
-        if (asprintf(&dir, "%s/cloister-%d-%d", parent, (int)getpid(), (int)pid) < 0)
+        if (asprintf(&dir, "%s/cloister-%d-%u", parent, (int)getpid(), seq++) < 0)
                 return -ENOMEM;
         if (mkdir(dir, 0755) < 0)
                 return negative_errno();
         snprintf(value, sizeof(value), "%" PRIu64, max);
         r = file_write(dir, limit, value);
-        if (r >= 0) {
-                snprintf(value, sizeof(value), "%d", (int)pid);
-                r = file_write(dir, "cgroup.procs", value);
-        }
         if (r < 0) {
                 (void)rmdir(dir);
                 return r;
@@ -162,7 +163,7 @@ static int cgroup_try(const char *parent, const char *limit, pid_t pid, uint64_t
  * v1: a cgroup of its own in the memory hierarchy. No swap either, where
  * the knob exists.
  */
-static void memory_limit(struct sandbox_cgroup *cg, pid_t pid, uint64_t memory)
+static void memory_limit(struct sandbox_cgroup *cg, uint64_t memory)
 {
         _cleanup_free_ char *max = NULL, *own = NULL, *parent = NULL;
         char value[32];
@@ -178,18 +179,19 @@ static void memory_limit(struct sandbox_cgroup *cg, pid_t pid, uint64_t memory)
         if (access("/sys/fs/cgroup/memory/cgroup.procs", F_OK) < 0 ||
             own_cgroup("memory", &own) < 0 || asprintf(&parent, "/sys/fs/cgroup/memory%s", own) < 0)
                 return;
-        if (cgroup_try(parent, "memory.limit_in_bytes", pid, memory, &cg->memory_path) >= 0)
+        if (cgroup_try(parent, "memory.limit_in_bytes", memory, &cg->memory_path) >= 0)
                 (void)file_write(cg->memory_path, "memory.memsw.limit_in_bytes", value);
 }
 
 /*
- * A fresh pids cgroup for the sandbox, or -EOPNOTSUPP if none can be made.
+ * A fresh pids cgroup for the sandbox, still empty, or -EOPNOTSUPP if none
+ * can be made.
  * In order: under our own v2 cgroup if pids is delegated to it; under a
  * "cloister" v2 cgroup at the top (systemd leaves our session scope a leaf,
  * and a cgroup with processes can't have controlled children); under our
  * own cgroup in the v1 pids hierarchy.
  */
-static int cgroup_make(pid_t pid, uint64_t max, uint64_t memory, struct sandbox_cgroup **ret)
+static int cgroup_make(uint64_t max, uint64_t memory, struct sandbox_cgroup **ret)
 {
         static const char *const v2_roots[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
         _cleanup_free_ char *path = NULL;
@@ -208,8 +210,7 @@ static int cgroup_make(pid_t pid, uint64_t max, uint64_t memory, struct sandbox_
                 if (asprintf(&parent, "%s%s", v2_roots[i], own) < 0 ||
                     asprintf(&ctl, "%s/cgroup.subtree_control", parent) < 0)
                         return -ENOMEM;
-                if (file_has_word(ctl, "pids") &&
-                    cgroup_try(parent, "pids.max", pid, max, &path) >= 0)
+                if (file_has_word(ctl, "pids") && cgroup_try(parent, "pids.max", max, &path) >= 0)
                         break;
                 free(ctl);
                 ctl = NULL;
@@ -224,7 +225,7 @@ static int cgroup_make(pid_t pid, uint64_t max, uint64_t memory, struct sandbox_
                 }
                 r = file_write(top, "cgroup.subtree_control", "+pids");
                 if (r >= 0)
-                        r = cgroup_try(top, "pids.max", pid, max, &path);
+                        r = cgroup_try(top, "pids.max", max, &path);
                 if (r >= 0 && file_has_word(ctl, "memory"))
                         (void)file_write(top, "cgroup.subtree_control", "+memory");
         }
@@ -234,7 +235,7 @@ static int cgroup_make(pid_t pid, uint64_t max, uint64_t memory, struct sandbox_
                 if (own_cgroup("pids", &own) >= 0) {
                         if (asprintf(&parent, "/sys/fs/cgroup/pids%s", own) < 0)
                                 return -ENOMEM;
-                        r = cgroup_try(parent, "pids.max", pid, max, &path);
+                        r = cgroup_try(parent, "pids.max", max, &path);
                 }
         }
         if (!path)
@@ -245,8 +246,39 @@ static int cgroup_make(pid_t pid, uint64_t max, uint64_t memory, struct sandbox_
                 return -ENOMEM;
         }
         cg->path = TAKE_PTR(path);
-        memory_limit(cg, pid, memory);
+        memory_limit(cg, memory);
         *ret = cg;
+        return 0;
+}
+
+/* Move pid into the sandbox's cgroups; its children follow it there. */
+static int cgroup_attach(const struct sandbox_cgroup *cg, pid_t pid)
+{
+        char value[32];
+        int r;
+
+        snprintf(value, sizeof(value), "%d", (int)pid);
+        r = file_write(cg->path, "cgroup.procs", value);
+        /* The memory cap is best effort (memory_limit): an error here is not fatal. */
+        if (r >= 0 && cg->memory_path)
+                (void)file_write(cg->memory_path, "cgroup.procs", value);
+        return r;
+}
+
+int sandbox_cgroup_prepare(const struct config *c, struct sandbox_cgroup **ret, char **ret_error)
+{
+        int r;
+
+        *ret = NULL;
+        if (geteuid() != 0)
+                return 0;
+        r = cgroup_make(c->limits.processes, c->limits.memory, ret);
+        if (r < 0)
+                return sandbox_errorf(ret_error, r,
+                                      "running as root, [limits] processes needs a pids cgroup "
+                                      "(also to hold every process of the sandbox), and none "
+                                      "could be made: %s",
+                                      strerror(-r));
         return 0;
 }
 
@@ -430,7 +462,7 @@ static struct limits_result limiter_run(struct sandbox_limiter *l, pid_t pid)
 }
 
 int sandbox_limits_apply(const struct config *c, pid_t pid, struct sandbox_limiter *l,
-                         struct sandbox_cgroup **ret_cg, char **ret_error)
+                         const struct sandbox_cgroup *cg, char **ret_error)
 {
         struct limit t[4];
         size_t n = limits_table(c, t);
@@ -440,15 +472,12 @@ int sandbox_limits_apply(const struct config *c, pid_t pid, struct sandbox_limit
         if (res.error)
                 return sandbox_errorf(ret_error, -res.error, "cannot %s: %s",
                                       t[MIN(res.failed, n - 1)].what, strerror(res.error));
-        *ret_cg = NULL;
-        if (geteuid() == 0) {
-                r = cgroup_make(pid, c->limits.processes, c->limits.memory, ret_cg);
+        if (cg) {
+                r = cgroup_attach(cg, pid);
                 if (r < 0)
                         return sandbox_errorf(ret_error, r,
-                                              "running as root, [limits] processes needs a pids "
-                                              "cgroup (also to hold every process of the "
-                                              "sandbox), and none could be made: %s",
-                                              strerror(-r));
+                                              "cannot move the sandbox into its pids cgroup %s: %s",
+                                              cg->path, strerror(-r));
         }
         return 0;
 }

@@ -32,11 +32,10 @@ void sandbox_strv_clear(struct strv_builder *b);
 
 /* The descriptors bwrap reads; all close-on-exec until the child clears them. */
 struct sandbox_fds {
-        int seccomp;  /* --seccomp, read end of a pipe */
-        int status_w; /* --json-status-fd, write end */
-        int etc[8];   /* --ro-bind-data sources */
-        size_t n_etc;
+        int seccomp;                       /* --seccomp, read end of a pipe */
+        int status_w;                      /* --json-status-fd, write end */
         const struct sandbox_tmpfs *tmpfs; /* the /tmp and /dev/shm to bind */
+        struct sandbox_etc *etc;           /* filled by sandbox_bwrap_argv() */
         int userns; /* --userns: a root-run sandbox's user namespace, or -1 */
         struct {
                 char *path; /* a host path of root's; mounted at SANDBOX_STAGE_DIR/<index> */
@@ -52,15 +51,20 @@ struct sandbox_fds {
  */
 #define SANDBOX_TMPFS_N 2
 struct sandbox_tmpfs {
-        char *stage;                 /* <state>/sandbox-tmpfs, the staging mountpoint */
+        char *stage; /* the staging mountpoint: <state>/sandbox-tmpfs, root's SANDBOX_STAGE_DIR */
+        const char *stage_options;   /* its tmpfs's */
         char *dirs[SANDBOX_TMPFS_N]; /* in it: the tmpfs bwrap binds, one per directory */
         char *options;               /* "size=...,nr_inodes=...,mode=1777" */
         uint64_t size, nr_inodes;
         bool userns; /* not root: mount inside a user namespace of our own */
         char uid_map[32], gid_map[32];
 };
-/* In the parent: the names, options and maps, and the (empty) staging directory. */
-int sandbox_tmpfs_prepare(const struct config *c, struct sandbox_tmpfs *t, char **ret_error);
+/*
+ * In the parent: the names, options and maps, and the (empty) staging
+ * directory; root_staged: a root-run sandbox's, in SANDBOX_STAGE_DIR.
+ */
+int sandbox_tmpfs_prepare(const struct config *c, bool root_staged, struct sandbox_tmpfs *t,
+                          char **ret_error);
 void sandbox_tmpfs_clear(struct sandbox_tmpfs *t);
 /* Where the sandbox sees t->dirs[i] (bwrap --binds it there). */
 const char *sandbox_tmpfs_dest(size_t i);
@@ -72,8 +76,41 @@ const char *sandbox_tmpfs_dest(size_t i);
 int sandbox_tmpfs_enter(const struct sandbox_tmpfs *t);
 
 /*
- * Build bwrap's argv (argv[0] is CLOISTER_BWRAP). Opens the /etc data memfds
- * into fds->etc. The other fds must already be set.
+ * The sandbox's /etc (sandbox-etc.c says why one tmpfs): synthesized files
+ * and binds of SANDBOX_ETC_HOST_N host entries, in a tmpfs at
+ * <stage>/etc (sandbox-tmpfs.c) that bwrap binds read-only.
+ */
+#define SANDBOX_ETC_HOST_N 14
+/* A host file up to this size is copied in; a larger one is bound. */
+#define SANDBOX_ETC_COPY_MAX (1024 * 1024)
+struct sandbox_etc {
+        char *dir;        /* <stage>/etc, in the staging tmpfs */
+        char options[64]; /* its tmpfs's size and inodes */
+        struct {
+                const char *name; /* under /etc */
+                char *data;
+                size_t len;
+        } files[8];
+        size_t n_files;
+        char *host_dest[SANDBOX_ETC_HOST_N]; /* where each host entry is bound, under dir */
+        uid_t uid;                           /* owner of the synthesized entries, or -1 */
+        gid_t gid;
+};
+/* In the parent: the files' contents and the paths. */
+int sandbox_etc_prepare(const struct sandbox_options *o, const struct sandbox_tmpfs *t,
+                        struct sandbox_etc *e);
+void sandbox_etc_clear(struct sandbox_etc *e);
+/*
+ * In the child between fork and exec of bwrap, after sandbox_tmpfs_enter()
+ * (system calls only): the tmpfs, its files and binds. Prints why on stderr
+ * and returns < 0 on failure; then nothing may run.
+ */
+int sandbox_etc_enter(const struct sandbox_etc *e);
+
+/*
+ * Build bwrap's argv (argv[0] is CLOISTER_BWRAP). Fills fds->etc (which
+ * must be set, like fds->tmpfs) with the sandbox's /etc. The other fds must
+ * already be set.
  */
 int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds, char ***ret,
                        char **ret_error);
@@ -92,9 +129,18 @@ struct sandbox_limiter;
 int sandbox_limiter_start(const struct config *c, uid_t uid, gid_t gid,
                           struct sandbox_limiter **ret, char **ret_error);
 void sandbox_limiter_free(struct sandbox_limiter *l);
-/* l: the root-run sandbox's limiter; NULL: the pid is our own uid's, set here. */
+/*
+ * As root: the sandbox's pids cgroup (and memory cap), made and limited
+ * before its pid is known (*ret is NULL when not root). Fails when none can
+ * be made: then running as root is refused.
+ */
+int sandbox_cgroup_prepare(const struct config *c, struct sandbox_cgroup **ret, char **ret_error);
+/*
+ * The rlimits on pid, then pid into cg (if any). l: the root-run sandbox's
+ * limiter; NULL: the pid is our own uid's, set here.
+ */
 int sandbox_limits_apply(const struct config *c, pid_t pid, struct sandbox_limiter *l,
-                         struct sandbox_cgroup **ret_cg, char **ret_error);
+                         const struct sandbox_cgroup *cg, char **ret_error);
 void sandbox_cgroup_free(struct sandbox_cgroup *cg);
 
 /* Kill every process of the sandbox whose first process is pid1. */
@@ -116,11 +162,26 @@ void sandbox_registry_sweep(const char *state);
  * SANDBOX_STAGE_DIR, where that uid can reach them.
  */
 #define SANDBOX_STAGE_DIR "/run/cloister/stage"
-/* A user namespace mapping SANDBOX_AGENT_UID/GID to host_uid/gid only, nesting disabled. */
-int sandbox_userns_make(uid_t host_uid, gid_t host_gid, int *ret_fd, char **ret_error);
+/*
+ * A user namespace mapping SANDBOX_AGENT_UID/GID to host_uid/gid only,
+ * nesting disabled, made in two steps so that the helper's fork and
+ * unshare overlap the caller's own work: start forks the helper; finish
+ * waits for it, writes the maps, puts the namespace's fd on fd (dup3,
+ * close-on-exec), a number the caller reserved and may already have used,
+ * and lets the helper exit; free reaps it (not on the way to bwrap).
+ */
+struct sandbox_userns;
+int sandbox_userns_start(uid_t host_uid, gid_t host_gid, struct sandbox_userns **ret,
+                         char **ret_error);
+int sandbox_userns_finish(struct sandbox_userns *u, int fd, char **ret_error);
+void sandbox_userns_free(struct sandbox_userns *u);
 /* Stage src; *ret_path (malloc'd) is the path bwrap binds from instead. */
 int sandbox_stage_add(struct sandbox_fds *fds, const char *src, bool dir, char **ret_path);
-/* In the child about to exec bwrap: a private mount namespace with the staged sources. */
+/*
+ * In the child about to exec bwrap, after sandbox_tmpfs_enter() made its
+ * mount namespace and the staging tmpfs on SANDBOX_STAGE_DIR: the staged
+ * sources, mounted in it.
+ */
 int sandbox_stage_mount(const struct sandbox_fds *fds);
 int sandbox_stage_dir_ensure(char **ret_error);
 /*

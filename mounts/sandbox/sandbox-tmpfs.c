@@ -15,10 +15,11 @@
  *      caller's uid and gid mapped to themselves, so bwrap runs exactly as
  *      it would have, unprivileged, inside it);
  *   2. every mount becomes a slave: nothing propagates back to the host;
- *   3. a small staging tmpfs on <state>/sandbox-tmpfs, and in it one tmpfs
- *      per directory with size=, nr_inodes= and mode=1777; statfs() must
- *      report the limits back, or nothing runs (fail closed);
- *   4. exec bwrap, which binds <state>/sandbox-tmpfs/{tmp,shm} into place.
+ *   3. a small staging tmpfs on <state>/sandbox-tmpfs (a root-run
+ *      sandbox's on SANDBOX_STAGE_DIR), and in it one tmpfs per directory
+ *      with size=, nr_inodes= and mode=1777; statfs() must report the
+ *      limits back, or nothing runs (fail closed);
+ *   4. exec bwrap, which binds <stage>/{tmp,shm} into place.
  * The mounts exist only in that namespace, which lives as long as bwrap
  * does: nothing of them is ever mounted on the host, and nothing is left
  * after the run, however it ends (SIGKILL included; <state>/sandbox-tmpfs
@@ -47,24 +48,41 @@ static const struct {
         const char *dest; /* in the sandbox */
 } tmpfs_dirs[SANDBOX_TMPFS_N] = {{"tmp", "/tmp"}, {"shm", "/dev/shm"}};
 
-int sandbox_tmpfs_prepare(const struct config *c, struct sandbox_tmpfs *t, char **ret_error)
+int sandbox_tmpfs_prepare(const struct config *c, bool root_staged, struct sandbox_tmpfs *t,
+                          char **ret_error)
 {
         _cleanup_close_ int sfd = -1;
         struct stat st;
 
         *t = (struct sandbox_tmpfs){.size = c->limits.tmp, .nr_inodes = c->limits.tmp_files};
-        sfd = open(c->workspace.state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (sfd < 0)
-                return sandbox_errorf(ret_error, negative_errno(), "state directory %s: %m",
-                                      c->workspace.state);
-        if (mkdirat(sfd, STAGE_NAME, 0700) < 0 && errno != EEXIST)
-                return sandbox_errorf(ret_error, negative_errno(), "%s/" STAGE_NAME ": %m",
-                                      c->workspace.state);
-        if (fstatat(sfd, STAGE_NAME, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
-                return sandbox_errorf(ret_error, -ENOTDIR, "%s/" STAGE_NAME ": not a directory",
-                                      c->workspace.state);
-        if (asprintf(&t->stage, "%s/" STAGE_NAME, c->workspace.state) < 0)
-                goto oom;
+        if (root_staged) {
+                /*
+                 * Root's staging directory, which bwrap (as the agent's host
+                 * uid) can pass: one staging tmpfs for these and the staged
+                 * bind sources (sandbox-identity.c), not one in the state
+                 * directory bound there again. Every mount is a line that
+                 * each of bwrap's mountinfo parses reads.
+                 */
+                t->stage = strdup(SANDBOX_STAGE_DIR);
+                t->stage_options = "mode=0755,size=64k,nr_inodes=256";
+                if (!t->stage)
+                        goto oom;
+        } else {
+                sfd = open(c->workspace.state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                if (sfd < 0)
+                        return sandbox_errorf(ret_error, negative_errno(), "state directory %s: %m",
+                                              c->workspace.state);
+                if (mkdirat(sfd, STAGE_NAME, 0700) < 0 && errno != EEXIST)
+                        return sandbox_errorf(ret_error, negative_errno(), "%s/" STAGE_NAME ": %m",
+                                              c->workspace.state);
+                if (fstatat(sfd, STAGE_NAME, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+                        return sandbox_errorf(ret_error, -ENOTDIR,
+                                              "%s/" STAGE_NAME ": not a directory",
+                                              c->workspace.state);
+                if (asprintf(&t->stage, "%s/" STAGE_NAME, c->workspace.state) < 0)
+                        goto oom;
+                t->stage_options = "size=64k,nr_inodes=16,mode=0700";
+        }
         for (size_t i = 0; i < SANDBOX_TMPFS_N; i++)
                 if (asprintf(&t->dirs[i], "%s/%s", t->stage, tmpfs_dirs[i].name) < 0)
                         goto oom;
@@ -155,8 +173,8 @@ int sandbox_tmpfs_enter(const struct sandbox_tmpfs *t)
         /* Before mounting anything: no propagation back to the host's mounts. */
         if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
                 return fail("making the mounts slaves", NULL, errno);
-        if (mount("tmpfs", t->stage, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
-                  "size=64k,nr_inodes=16,mode=0700") < 0)
+        if (mount("cloister-stage", t->stage, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                  t->stage_options) < 0)
                 return fail("mount tmpfs on", t->stage, errno);
         for (size_t i = 0; i < SANDBOX_TMPFS_N; i++) {
                 if (mkdir(t->dirs[i], 0700) < 0)

@@ -59,6 +59,25 @@ out=$(RUN_TEST_PLAIN=yes RUN_TEST_HIDDEN=no crun "$A_CFG" -- env | cut -d= -f1 |
 is environment_is_clean "$out" "CLOISTER_WORKSPACE HOME LANG LOGNAME PATH PWD RUN_TEST_PLAIN SHELL TMPDIR USER "
 out=$(crun "$A_CFG" -- sh -c 'ls /; ls /etc' | tr '\n' ' ')
 contains root_holds_only_the_sandbox_layout "$out" "bin dev etc home lib"
+# /etc: one read-only tmpfs; the synthesized files are the agent's, host
+# files are there as on the host, and only directories are mounts of their own.
+out=$(crun "$A_CFG" -- sh -c 'stat -c "%U %a" /etc /etc/passwd /etc/hosts; \
+        awk "\$5 == \"/etc\" { print \$9, \$6 }" /proc/self/mountinfo; \
+        awk "\$5 ~ /^\/etc\// { print \$5 }" /proc/self/mountinfo | sort | tr "\n" " "' 2>&1)
+is etc_is_the_agents_and_one_read_only_tmpfs "$out" "agent 755
+agent 644
+agent 644
+tmpfs ro,nosuid,nodev,relatime
+$(for d in /etc/alternatives /etc/ca-certificates /etc/ld.so.conf.d /etc/ssl/certs; do
+        [ -d "$d" ] && printf '%s ' "$d"; done)"
+for f in /etc/services /etc/ld.so.cache /etc/ssl/certs/ca-certificates.crt /etc/localtime; do
+        [ -r "$f" ] || continue
+        want=$(md5sum <"$f")
+        got=$(crun "$A_CFG" -- sh -c "md5sum <$f" 2>&1)
+        is "etc_has_the_hosts_${f//[^a-z]/_}" "$got" "$want"
+done
+out=$(crun "$A_CFG" -- sh -c 'echo x >>/etc/hosts; mkdir /etc/ssl/x; echo y >/etc/ld.so.cache' 2>&1)
+is etc_is_read_only "$(grep -c 'Read-only file system' <<<"$out")" 3
 case "$out" in *root*|*sys\ *|*mnt*|*srv*|*boot*) not_ok root_has_no_host_dirs "$out" ;; *) ok root_has_no_host_dirs ;; esac
 out=$(crun "$A_CFG" -- cat /workspace/hello.txt)
 is workspace_shows_the_repo "$out" hello
@@ -181,9 +200,16 @@ for _ in $(seq 600); do pgrep -f '^sleep 4343$' >/dev/null && break; sleep 0.1; 
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 gone "sleep 4343" && ok sigkill_to_run_kills_the_sandbox || not_ok sigkill_to_run_kills_the_sandbox "still running: $(pgrep -af "sleep 4343" | cut -c1-200 | tr "\n" " ")"
-# /tmp and /dev/shm lived in the killed run's own mount namespace: gone with it.
-is sigkill_leaves_no_tmpfs_mounted "$(grep -c "$A_STATE/sandbox-tmpfs" /proc/self/mountinfo)" 0
-is sigkill_leaves_the_tmpfs_stage_empty "$(ls -A "$A_STATE/sandbox-tmpfs")" ""
+# /tmp, /dev/shm and /etc lived in the killed run's own mount namespace: gone
+# with it. Their staging directory: root's, or one in the state directory.
+stage=$A_STATE/sandbox-tmpfs
+[ "$(id -u)" = 0 ] && stage=/run/cloister/stage
+is sigkill_leaves_no_tmpfs_mounted "$(grep -c " $stage" /proc/self/mountinfo)" 0
+if [ -d "$stage" ]; then
+        is sigkill_leaves_the_tmpfs_stage_empty "$(ls -A "$stage")" ""
+else
+        not_ok sigkill_leaves_the_tmpfs_stage_empty "$stage is missing"
+fi
 
 # A sandbox left running by a run that died (the instant before bwrap ties
 # them together) is killed by the next run. Stand-in: a process recorded as

@@ -153,7 +153,8 @@ START_TEST(bwrap_command_line_holds_the_hardening)
         char *argv[] = {"true", NULL}, root[PATH_MAX], bind[PATH_MAX];
         struct sandbox_options o = {.config = cfg, .argv = argv, .root = root};
         struct sandbox_tmpfs tmpfs;
-        struct sandbox_fds fds = {.seccomp = 5, .status_w = 6, .tmpfs = &tmpfs};
+        struct sandbox_etc etc = {0};
+        struct sandbox_fds fds = {.seccomp = 5, .status_w = 6, .tmpfs = &tmpfs, .etc = &etc};
         _cleanup_strv_free_ char **v = NULL;
         _cleanup_free_ char *err = NULL;
         char stage_tmp[PATH_MAX];
@@ -162,10 +163,8 @@ START_TEST(bwrap_command_line_holds_the_hardening)
         snprintf(root, sizeof(root), "%s/mnt", tmpdir);
         snprintf(bind, sizeof(bind), "%s/mnt/workspace", tmpdir);
         snprintf(stage_tmp, sizeof(stage_tmp), "%s/state/sandbox-tmpfs/tmp", tmpdir);
-        ck_assert_int_eq(sandbox_tmpfs_prepare(cfg, &tmpfs, &err), 0);
+        ck_assert_int_eq(sandbox_tmpfs_prepare(cfg, false, &tmpfs, &err), 0);
         ck_assert_int_eq(sandbox_bwrap_argv(&o, &fds, &v, &err), 0);
-        for (size_t i = 0; i < fds.n_etc; i++)
-                close(fds.etc[i]);
         static const char *const need[] = {"--unshare-user",   "--unshare-pid",     "--unshare-net",
                                            "--disable-userns", "--die-with-parent", "--new-session",
                                            "--seccomp",        "--remount-ro"};
@@ -182,6 +181,33 @@ START_TEST(bwrap_command_line_holds_the_hardening)
         ck_assert(!strv_has(v, "--tmpfs"));
         ck_assert_uint_eq(tmpfs.nr_inodes, 32768);
         ck_assert_str_eq(tmpfs.options, "size=536870912,nr_inodes=32768,mode=1777");
+        /* /etc is one read-only bind of the prepared tmpfs, not a mount per file. */
+        snprintf(stage_tmp, sizeof(stage_tmp), "%s/state/sandbox-tmpfs/etc", tmpdir);
+        ck_assert_str_eq(etc.dir, stage_tmp);
+        ck_assert(!strv_has(v, "--ro-bind-data"));
+        ck_assert(!strv_has(v, "/etc/ssl/certs"));
+        ck_assert(!strv_has(v, "/etc/passwd"));
+        for (size_t i = 0; v[i]; i++)
+                if (streq(v[i], "/etc"))
+                        ck_assert(i >= 2 && streq(v[i - 1], stage_tmp) &&
+                                  streq(v[i - 2], "--ro-bind"));
+        ck_assert(strv_has(v, "/etc"));
+        bool passwd = false, resolv = false;
+        for (size_t i = 0; i < etc.n_files; i++) {
+                ck_assert_uint_eq(etc.files[i].len, strlen(etc.files[i].data));
+                if (streq(etc.files[i].name, "passwd")) {
+                        passwd = true;
+                        ck_assert_ptr_nonnull(strstr(etc.files[i].data, ":x:1000:1000:"));
+                }
+                if (streq(etc.files[i].name, "resolv.conf")) {
+                        resolv = true; /* no host name servers without the host's network */
+                        ck_assert_ptr_null(strstr(etc.files[i].data, "nameserver"));
+                }
+        }
+        ck_assert(passwd && resolv);
+        snprintf(stage_tmp, sizeof(stage_tmp), "%s/state/sandbox-tmpfs/etc/ssl/certs", tmpdir);
+        ck_assert_str_eq(etc.host_dest[0], stage_tmp);
+        sandbox_etc_clear(&etc);
         sandbox_tmpfs_clear(&tmpfs);
 }
 END_TEST
@@ -195,19 +221,19 @@ START_TEST(bwrap_command_line_for_a_shell_with_host_network)
                                     .interactive = true,
                                     .host_network = true};
         struct sandbox_tmpfs tmpfs;
-        struct sandbox_fds fds = {.seccomp = 5, .status_w = 6, .tmpfs = &tmpfs};
+        struct sandbox_etc etc = {0};
+        struct sandbox_fds fds = {.seccomp = 5, .status_w = 6, .tmpfs = &tmpfs, .etc = &etc};
         _cleanup_strv_free_ char **v = NULL;
         _cleanup_free_ char *err = NULL;
 
         layout_make();
         snprintf(root, sizeof(root), "%s/mnt", tmpdir);
-        ck_assert_int_eq(sandbox_tmpfs_prepare(cfg, &tmpfs, &err), 0);
+        ck_assert_int_eq(sandbox_tmpfs_prepare(cfg, false, &tmpfs, &err), 0);
         ck_assert_int_eq(sandbox_bwrap_argv(&o, &fds, &v, &err), 0);
-        for (size_t i = 0; i < fds.n_etc; i++)
-                close(fds.etc[i]);
         ck_assert(!strv_has(v, "--unshare-net"));
         ck_assert(!strv_has(v, "--new-session"));
         ck_assert(strv_has(v, "--unshare-user"));
+        sandbox_etc_clear(&etc);
         sandbox_tmpfs_clear(&tmpfs);
 }
 END_TEST
@@ -216,18 +242,18 @@ START_TEST(missing_layout_is_refused_with_the_path)
 {
         char *argv[] = {"true", NULL}, root[PATH_MAX];
         struct sandbox_options o = {.config = cfg, .argv = argv, .root = root};
-        struct sandbox_tmpfs tmpfs = {.dirs = {"/x/tmp", "/x/shm"}};
-        struct sandbox_fds fds = {.seccomp = 5, .status_w = 6, .tmpfs = &tmpfs};
+        struct sandbox_tmpfs tmpfs = {.stage = "/x", .dirs = {"/x/tmp", "/x/shm"}};
+        struct sandbox_etc etc = {0};
+        struct sandbox_fds fds = {.seccomp = 5, .status_w = 6, .tmpfs = &tmpfs, .etc = &etc};
         char **v = NULL;
         _cleanup_free_ char *err = NULL;
 
         snprintf(root, sizeof(root), "%s/nothing", tmpdir);
         ck_assert_int_eq(sandbox_bwrap_argv(&o, &fds, &v, &err), -ENOENT);
-        for (size_t i = 0; i < fds.n_etc; i++)
-                close(fds.etc[i]);
         ck_assert_ptr_null(v);
         ck_assert_ptr_nonnull(err);
         ck_assert_ptr_nonnull(strstr(err, "/nothing/workspace"));
+        sandbox_etc_clear(&etc);
 }
 END_TEST
 
