@@ -98,6 +98,14 @@ int fs_workspace_serve(fs_workspace *w, int ready_fd, char **ret_error);
 #define FS_REPO_UPPER "fs/repo"
 
 /*
+ * Where a workspace path (relative, '/'-separated, no empty, "." or ".."
+ * component: -EINVAL) is stored in an upper tree: each component escaped
+ * as the daemon stores it (a name beginning with the reserved prefix gets
+ * one more; docs/fs-design.md). Fills out, or -ENAMETOOLONG.
+ */
+int fs_upper_path(const char *rel, char *out, size_t size);
+
+/*
  * Is a daemon serving this mountpoint? 1 yes (its pid in *ret_pid), 0 no
  * (stale mounts are detached and a stale pid file removed), < 0 error.
  */

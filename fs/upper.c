@@ -34,6 +34,7 @@
 #include <sodium.h>
 
 #include "fs-private.h"
+#include "lib/readall.h"
 #include "lib/util.h"
 
 /* jansson rejects invalid UTF-8 in json_string(); use that as the check. */
@@ -187,38 +188,13 @@ static json_t *meta_encode(json_t *m)
  */
 static char *meta_read(int fd, size_t *ret_len)
 {
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, cap;
+        char *buf = NULL;
         struct stat st;
 
-        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > UPPER_META_MAX)
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+            fd_read_whole(fd, (size_t)st.st_size, UPPER_META_MAX, &buf, ret_len) < 0)
                 return NULL;
-        cap = (size_t)st.st_size + 1; /* +1: see growth past the stat size */
-        buf = malloc(cap);
-        if (!buf)
-                return NULL;
-        for (;;) {
-                ssize_t n;
-                if (len == cap) {
-                        if (cap > UPPER_META_MAX)
-                                return NULL;
-                        char *nb = realloc(buf, MIN(2 * cap, (size_t)UPPER_META_MAX + 1));
-                        if (!nb)
-                                return NULL;
-                        buf = nb;
-                        cap = MIN(2 * cap, (size_t)UPPER_META_MAX + 1);
-                }
-                n = read(fd, buf + len, cap - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return NULL;
-                if (n == 0)
-                        break;
-                len += (size_t)n;
-        }
-        *ret_len = len;
-        return TAKE_PTR(buf);
+        return buf;
 }
 
 json_t *upper_meta_load_fd(int fd)
@@ -246,6 +222,40 @@ int upper_name_escape(const char *name, char buf[static 256])
         if (n > 255)
                 return -ENAMETOOLONG;
         memcpy(buf, name, n + 1);
+        return 0;
+}
+
+int fs_upper_path(const char *rel, char *out, size_t size)
+{
+        size_t o = 0;
+
+        for (const char *p = rel; *p;) {
+                const char *e = strchrnul(p, '/');
+                size_t n = (size_t)(e - p), l;
+                char name[256], en[256];
+                int r;
+
+                if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+                        return -EINVAL;
+                if (n >= sizeof(name))
+                        return -ENAMETOOLONG;
+                memcpy(name, p, n);
+                name[n] = '\0';
+                r = upper_name_escape(name, en);
+                if (r < 0)
+                        return r;
+                l = strlen(en);
+                if (o + l + (*e ? 1 : 0) + 1 > size) /* the '/' and the NUL */
+                        return -ENAMETOOLONG;
+                memcpy(out + o, en, l);
+                o += l;
+                if (*e)
+                        out[o++] = '/';
+                p = *e ? e + 1 : e;
+        }
+        if (size == 0)
+                return -ENAMETOOLONG;
+        out[o] = '\0';
         return 0;
 }
 

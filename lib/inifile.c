@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "inifile.h"
+#include "lib/readall.h"
 #include "lib/util.h"
 
 static int read_error(char **ret_error, int r, const char *path, const char *what)
@@ -27,11 +28,12 @@ int inifile_read(const char *path, size_t max, char **ret, size_t *ret_len, char
         _cleanup_free_ char *buf = NULL;
         _cleanup_free_ char *msg = NULL;
         struct stat sb;
-        size_t len = 0, cap;
+        size_t len = 0;
+        int r;
 
         fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0) {
-                int r = negative_errno();
+                r = negative_errno();
                 if (asprintf(&msg, "cannot open: %s", strerror(-r)) < 0)
                         return -ENOMEM;
                 return read_error(ret_error, r, path, msg);
@@ -47,42 +49,20 @@ int inifile_read(const char *path, size_t max, char **ret, size_t *ret_len, char
                 return read_error(ret_error, -EFBIG, path, msg);
         }
         /*
-         * Size the buffer to the file, not to max: every subcommand loads a
-         * config, and a fuzzer loads millions. Read to EOF, not st_size: the
-         * file may be a growing one, so the buffer grows too, to max + 1
-         * bytes at most (one more than allowed, to see that it is too large).
+         * Sized to the file, not to max: every subcommand loads a config,
+         * and a fuzzer loads millions. Read to EOF, not st_size: the file
+         * may be a growing one.
          */
-        cap = MIN((size_t)sb.st_size, max) + 1;
-        cap = MAX(cap, MIN((size_t)4096, max + 1));
-        buf = malloc(cap + 1);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t n;
-
-                if (len == cap) {
-                        size_t ncap = MIN(cap * 2, max + 1);
-                        char *nbuf = realloc(buf, ncap + 1);
-                        if (!nbuf)
-                                return -ENOMEM;
-                        buf = nbuf;
-                        cap = ncap;
-                }
-                n = read(fd, buf + len, cap - len);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return read_error(ret_error, negative_errno(), path, "cannot read");
-                }
-                if (n == 0)
-                        break;
-                len += (size_t)n;
-                if (len > max) {
-                        if (asprintf(&msg, "file too large (at most %zu bytes)", max) < 0)
-                                return -ENOMEM;
-                        return read_error(ret_error, -EFBIG, path, msg);
-                }
+        r = fd_read_whole(fd, (size_t)sb.st_size, max, &buf, &len);
+        if (r == -EFBIG) {
+                if (asprintf(&msg, "file too large (at most %zu bytes)", max) < 0)
+                        return -ENOMEM;
+                return read_error(ret_error, r, path, msg);
         }
+        if (r == -ENOMEM)
+                return r;
+        if (r < 0)
+                return read_error(ret_error, r, path, "cannot read");
         buf[len] = '\0';
         *ret = TAKE_PTR(buf);
         *ret_len = len;

@@ -25,6 +25,8 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 
+#include "fs.h"
+#include "lib/readall.h"
 #include "review-private.h"
 
 bool review_path_ok(const char *rel)
@@ -78,41 +80,17 @@ int review_view_parent(int rootfd, const char *rel, int *ret_fd, const char **re
 /* Read the open regular file fd (fstat'ed as st) whole, bounded by REVIEW_MAX_FILE_SIZE. */
 static int fd_read_all(int fd, const struct stat *st, void **ret, size_t *ret_len)
 {
-        _cleanup_free_ char *buf = NULL;
-        size_t len = 0, cap;
+        char *buf = NULL;
+        int r;
 
         if (!S_ISREG(st->st_mode))
                 return -EINVAL;
         if ((uint64_t)st->st_size > REVIEW_MAX_FILE_SIZE)
                 return -EFBIG;
-        cap = (size_t)st->st_size + 1; /* +1 to see growth past the stat size */
-        buf = malloc(cap);
-        if (!buf)
-                return -ENOMEM;
-        for (;;) {
-                ssize_t n;
-                if (len == cap) {
-                        if (cap > REVIEW_MAX_FILE_SIZE)
-                                return -EFBIG;
-                        size_t ncap = MIN(cap * 2, (size_t)REVIEW_MAX_FILE_SIZE + 1);
-                        char *nb = realloc(buf, ncap);
-                        if (!nb)
-                                return -ENOMEM;
-                        buf = nb;
-                        cap = ncap;
-                }
-                n = read(fd, buf + len, cap - len);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        return negative_errno();
-                if (n == 0)
-                        break;
-                len += (size_t)n;
-        }
-        *ret = TAKE_PTR(buf);
-        *ret_len = len;
-        return 0;
+        r = fd_read_whole(fd, (size_t)st->st_size, REVIEW_MAX_FILE_SIZE, &buf, ret_len);
+        if (r >= 0)
+                *ret = buf;
+        return r;
 }
 
 int review_view_read(int dirfd, const char *name, void **ret, size_t *ret_len)
@@ -152,40 +130,6 @@ int review_view_settle(review *r)
         return 0;
 }
 
-/* rel as the upper store names it: ".cloister~X" is kept as ".cloister~=.cloister~X". */
-static int upper_path(const char *rel, char out[static PATH_MAX])
-{
-        static const char reserved[] = ".cloister~";
-        const char *p = rel;
-        size_t o = 0;
-
-        while (*p) {
-                const char *e = strchrnul(p, '/');
-                size_t n = (size_t)(e - p);
-                /* The changes list never names these; resolving them in the store is no one's
-                 * intent. */
-                if (n == 0 || (n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
-                        return -EINVAL;
-                bool esc =
-                        n >= sizeof(reserved) - 1 && memcmp(p, reserved, sizeof(reserved) - 1) == 0;
-                size_t need = (esc ? sizeof(reserved) : 0) + n + 1;
-                if (o + need >= PATH_MAX || n + (esc ? sizeof(reserved) : 0) > NAME_MAX)
-                        return -ENAMETOOLONG;
-                if (esc) {
-                        memcpy(out + o, reserved, sizeof(reserved) - 1);
-                        o += sizeof(reserved) - 1;
-                        out[o++] = '=';
-                }
-                memcpy(out + o, p, n);
-                o += n;
-                if (*e)
-                        out[o++] = '/';
-                p = *e ? e + 1 : e;
-        }
-        out[o] = 0;
-        return 0;
-}
-
 static bool same_time(const struct timespec *a, const struct timespec *b)
 {
         return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
@@ -206,7 +150,7 @@ int review_upper_read(review *r, const char *rel, const struct stat *vst, void *
         size_t len = 0;
         long k;
 
-        if (r->upperfd < 0 || upper_path(rel, path) < 0)
+        if (r->upperfd < 0 || fs_upper_path(rel, path, sizeof(path)) < 0)
                 return -EAGAIN;
         k = syscall(SYS_openat2, r->upperfd, path, &how, sizeof(how));
         if (k < 0 && errno == EPERM) {

@@ -40,6 +40,7 @@
 #include "compose.h"
 #include "config.h"
 #include "sandbox-private.h"
+#include "lib/readall.h"
 #include "lib/util.h"
 
 /* Host entries; "/etc/ssl" is the one directory they need made. */
@@ -54,32 +55,26 @@ static const char *const host_etc[SANDBOX_ETC_HOST_N] = {
 /* Read a small host file (resolv.conf); a missing one reads as empty. */
 static int host_file_read(const char *path, char **ret)
 {
-        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        _cleanup_free_ char *buf = malloc(SANDBOX_ETC_FILE_MAX + 1);
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        char *buf = NULL;
         size_t len = 0;
+        struct stat st;
+        int r;
 
-        if (!buf)
-                return -ENOMEM;
         if (fd < 0) {
                 if (errno != ENOENT)
                         return negative_errno();
-        } else {
-                for (;;) {
-                        ssize_t n = read(fd, buf + len, SANDBOX_ETC_FILE_MAX - len);
-                        if (n < 0) {
-                                if (errno == EINTR)
-                                        continue;
-                                return negative_errno();
-                        }
-                        if (n == 0)
-                                break;
-                        len += (size_t)n;
-                        if (len == SANDBOX_ETC_FILE_MAX)
-                                return -EFBIG;
-                }
+                return (*ret = strdup("")) ? 0 : -ENOMEM;
         }
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!S_ISREG(st.st_mode))
+                return -EINVAL;
+        r = fd_read_whole(fd, (size_t)st.st_size, SANDBOX_ETC_FILE_MAX, &buf, &len);
+        if (r < 0)
+                return r;
         buf[len] = '\0';
-        *ret = TAKE_PTR(buf);
+        *ret = buf;
         return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,32 @@ START_TEST(escaped_name_over_name_max_is_refused)
         memcpy(name, ".cloister~", 10);
         name[250] = 0;
         ck_assert_int_eq(upper_name_escape(name, buf), -ENAMETOOLONG);
+}
+END_TEST
+
+START_TEST(upper_paths_escape_each_component)
+{
+        char out[PATH_MAX], small[8], name[300];
+
+        ck_assert_int_eq(fs_upper_path("a/.cloister~meta/b.cloister~", out, sizeof(out)), 0);
+        ck_assert_str_eq(out, "a/.cloister~=.cloister~meta/b.cloister~");
+        ck_assert_int_eq(fs_upper_path(".cloister~x", out, sizeof(out)), 0);
+        ck_assert_str_eq(out, ".cloister~=.cloister~x");
+        ck_assert_int_eq(fs_upper_path("plain", out, sizeof(out)), 0);
+        ck_assert_str_eq(out, "plain");
+        /* Never a way out of, or around in, the store. */
+        ck_assert_int_eq(fs_upper_path("a/../b", out, sizeof(out)), -EINVAL);
+        ck_assert_int_eq(fs_upper_path("./a", out, sizeof(out)), -EINVAL);
+        ck_assert_int_eq(fs_upper_path("a//b", out, sizeof(out)), -EINVAL);
+        ck_assert_int_eq(fs_upper_path("/a", out, sizeof(out)), -EINVAL);
+        /* The escape may push a name past NAME_MAX; the buffer is never overrun. */
+        memset(name, 'x', 250);
+        memcpy(name, ".cloister~", 10);
+        name[250] = 0;
+        ck_assert_int_eq(fs_upper_path(name, out, sizeof(out)), -ENAMETOOLONG);
+        ck_assert_int_eq(fs_upper_path("abcdefgh", small, sizeof(small)), -ENAMETOOLONG);
+        ck_assert_int_eq(fs_upper_path("abcdefg", small, sizeof(small)), 0);
+        ck_assert_str_eq(small, "abcdefg");
 }
 END_TEST
 
@@ -247,6 +274,7 @@ int main(void)
         tcase_add_test(tc, ordinary_names_are_stored_verbatim);
         tcase_add_test(tc, reserved_prefix_names_are_escaped_and_round_trip);
         tcase_add_test(tc, escaped_name_over_name_max_is_refused);
+        tcase_add_test(tc, upper_paths_escape_each_component);
         tcase_add_test(tc, invalid_names_are_rejected);
         tcase_add_test(tc, lower_inode_numbers_are_stable_and_tagged);
         tcase_add_test(tc, git_lower_reads_lazily_what_the_tree_holds);

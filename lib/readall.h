@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * readall.h: read a whole regular file from a descriptor, bounded.
+ */
+#pragma once
+
+#include <stddef.h>
+
+/*
+ * Read fd to its end into a malloc'd buffer (*ret, *ret_len bytes; one
+ * spare byte after them, so a caller may add a NUL). size is what fstat
+ * said (a first guess: the file may grow or shrink while it is read); more
+ * than max bytes is -EFBIG, as is a size over max. A read error is its
+ * negative errno; nothing is returned then.
+ */
+int fd_read_whole(int fd, size_t size, size_t max, char **ret, size_t *ret_len);
