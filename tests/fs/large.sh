@@ -34,6 +34,42 @@ check sparse_file_stays_sparse_in_the_upper bash -c "[ \$(stat -c %b '$S/fs/repo
 same sparse_hole_reads_as_zeros "$(dd if="$W/sparse" bs=4096 skip=100 count=1 status=none | tr -d '\0' | wc -c)" 0
 same sparse_data_reads_back "$(dd if="$W/sparse" bs=1 skip=$((40 * 1024 * 1024)) count=3 status=none)" end
 
+# The largest file the store takes is the largest the mount takes: found by
+# bisection here, on the state's own file system, and probed by the daemon.
+# A workspace of its own (its quota refuses the size with ENOSPC, after the
+# size check: what must not come is EFBIG).
+CX=$(make_config maxsize "$T/repo")
+WX=$(mnt_of "$CX")/workspace
+check mount_maxsize do_mount "$CX"
+host_max=$(python3 - "$(state_of "$CX")" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_TMPFILE | os.O_RDWR, 0o600)
+lo, hi = 0, 2**63 - 1
+try:
+    os.ftruncate(fd, hi)
+    lo = hi
+except OSError:
+    while lo + 1 < hi:
+        mid = (lo + hi) // 2
+        try:
+            os.ftruncate(fd, mid)
+            lo = mid
+        except OSError:
+            hi = mid
+print(lo)
+PY
+)
+if [ "$host_max" != 9223372036854775807 ]; then
+        out=$(truncate -s "$host_max" "$WX/huge" 2>&1)
+        same file_of_the_stores_largest_size_is_not_efbig "$(grep -c 'File too large' <<<"$out")" 0
+        same one_byte_more_is_efbig "$(truncate -s $((host_max + 1)) "$WX/huge" 2>&1 |
+                grep -c 'File too large')" 1
+else
+        ok 0 "file_of_the_stores_largest_size_is_not_efbig # SKIP the state's file system takes any off_t"
+        ok 0 "one_byte_more_is_efbig # SKIP the state's file system takes any off_t"
+fi
+check unmount_maxsize do_unmount "$CX"
+
 # 8 writers, each writing its own 1 MiB region of one file, at once.
 : >"$W/shared"
 for i in 0 1 2 3 4 5 6 7; do
