@@ -199,6 +199,23 @@ static int dir_open(int *ret_fd, char **ret_error)
         return r;
 }
 
+/*
+ * Is uid's reservation held by a live holder? Checked before the name
+ * service: a machine with many sandboxes would otherwise look up every
+ * held uid in passwd and group (two file scans each) on every mount.
+ */
+static bool held(int dir_fd, uid_t uid)
+{
+        _cleanup_close_ int fd = -1;
+        char name[16];
+
+        snprintf(name, sizeof(name), "%u", (unsigned)uid);
+        fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (fd < 0)
+                return false; /* no reservation (or none we can tell): try_take decides */
+        return flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+}
+
 /* 1: uid is ours now (fd locked, record written), 0: taken, < 0: error. */
 static int try_take(int dir_fd, uid_t uid, const char *owner, int *ret_fd)
 {
@@ -262,7 +279,7 @@ int hostid_acquire(uint32_t first, uint32_t last, const char *owner, hostid **re
         }
         r = 0;
         for (id = first; id <= last && tried < HOSTID_MAX_TRIES; id++, tried++) {
-                if (used_has(&used, id) || nss_has((uid_t)id))
+                if (used_has(&used, id) || held(dir_fd, (uid_t)id) || nss_has((uid_t)id))
                         continue;
                 r = try_take(dir_fd, (uid_t)id, owner, &fd);
                 if (r != 0)
