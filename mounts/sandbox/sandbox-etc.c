@@ -254,10 +254,9 @@ static int dir_make(const struct sandbox_etc *e, int dir, const char *name)
 }
 
 /*
- * A host file, copied in the kernel (sendfile, no buffer of ours), or an
- * empty file to bind it onto: returns 1 then. Copied only if it is small
- * and anyone may read it; a copy made by root must not hand the agent what
- * only root or a group could read, and a bind keeps owner and mode.
+ * Copied only if it is small and anyone may read it: a copy made by root
+ * must not hand the agent what only root or a group could read, and a bind
+ * keeps owner and mode.
  */
 static bool copyable(const struct stat *st)
 {
@@ -265,6 +264,10 @@ static bool copyable(const struct stat *st)
                st->st_size <= SANDBOX_ETC_COPY_MAX;
 }
 
+/*
+ * A host file, copied in the kernel (sendfile, no buffer of ours) if it is
+ * copyable, or else an empty file to bind it onto: returns 1 then.
+ */
 static int host_file_copy(int dir, const char *name, const char *src, const struct stat *st)
 {
         struct stat in_st;
