@@ -40,6 +40,8 @@
 #include "proxy/proxy.h"
 
 #define STATUS_MAX 4096 /* bwrap's status documents are a few dozen bytes each */
+/* How long a failing run waits for bwrap to name its child, to kill both. */
+#define SANDBOX_REPORT_WAIT_MS 2000
 
 struct status_reader {
         char buf[STATUS_MAX + 1];
@@ -250,6 +252,20 @@ static int filter_load(void **ret, size_t *ret_len)
         return 0;
 }
 
+/* On a failure: bwrap's report of its child, for at most timeout_ms. */
+static void status_wait_child(int status_r, struct status_reader *s, int timeout_ms)
+{
+        int64_t until = now_ms() + timeout_ms;
+
+        while (s->child_pid <= 0) {
+                struct pollfd p = {.fd = status_r, .events = POLLIN};
+                int64_t left = until - now_ms();
+
+                if (left <= 0 || poll(&p, 1, (int)left) <= 0 || status_read(status_r, s) <= 0)
+                        return;
+        }
+}
+
 /* Wait for bwrap's report of the sandbox's first process, or its end. */
 static int wait_child_pid(int status_r, int sfd, struct status_reader *s)
 {
@@ -394,27 +410,12 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                 r = sandbox_errorf(ret_error, negative_errno(), "pidfd_open: %m");
                 goto out;
         }
-        /*
-         * While bubblewrap sets the sandbox up, not before: what is needed
-         * only once it reports its child. The limiter's fork first, then
-         * the filter (bwrap reads it only after our write below) and the
-         * cgroups (only the move into them needs the pid).
-         */
+        /* While bubblewrap sets up, not before: the fork would delay it. */
         if (o->host_uid) {
                 r = sandbox_limiter_start(o->config, o->host_uid, o->host_gid, &limiter, ret_error);
                 if (r < 0)
                         goto out;
         }
-        r = filter_load(&filter, &filter_len);
-        if (r < 0) {
-                sandbox_errorf(ret_error, r, "cannot build the seccomp filter: %s", strerror(-r));
-                goto out;
-        }
-        sandbox_trace("seccomp filter built");
-        r = sandbox_cgroup_prepare(o->config, &cg, ret_error);
-        if (r < 0)
-                goto out;
-        sandbox_trace("cgroups made");
 
         r = wait_child_pid(status_r, sfd, st);
         sandbox_trace("bwrap reported its child");
@@ -427,6 +428,22 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                                        "message above)");
                 goto out;
         }
+        /*
+         * While bubblewrap's child builds the sandbox (most of the start-up),
+         * and only now that its pid is known: a failure from here on kills
+         * it with bwrap (out:). The filter is read only after our write
+         * below; only the move into the cgroups needs the pid.
+         */
+        r = filter_load(&filter, &filter_len);
+        if (r < 0) {
+                sandbox_errorf(ret_error, r, "cannot build the seccomp filter: %s", strerror(-r));
+                goto out;
+        }
+        sandbox_trace("seccomp filter built");
+        r = sandbox_cgroup_prepare(o->config, &cg, ret_error);
+        if (r < 0)
+                goto out;
+        sandbox_trace("cgroups made");
         r = sandbox_registry_add(o->config->workspace.state, st->child_pid, &record);
         if (r < 0) {
                 sandbox_errorf(ret_error, r, "cannot record the sandbox in %s/sandboxes: %s",
@@ -523,7 +540,16 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
         r = 0;
 out:
         if (bwrap > 0) {
-                /* Failed after the fork: nothing may run. */
+                /*
+                 * Failed after the spawn: nothing may run, and nothing may be
+                 * left. bwrap's child must die with bwrap: killed alone, bwrap
+                 * leaves it orphaned and blocked, in its setup, on a wake-up
+                 * from bwrap that never comes. So learn its pid first if bwrap
+                 * has not said it yet (it does right after the clone, or exits).
+                 */
+                seccomp_w = safe_close(seccomp_w); /* whatever happens, it reads no filter */
+                if (st && st->child_pid <= 0 && status_r >= 0)
+                        status_wait_child(status_r, st, SANDBOX_REPORT_WAIT_MS);
                 if (st && st->child_pid > 0)
                         (void)kill(st->child_pid, SIGKILL);
                 (void)kill(bwrap, SIGKILL);
