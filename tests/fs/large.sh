@@ -9,6 +9,8 @@
 mkdir -p "$T/repo"
 git_quiet -C "$T/repo" init
 head -c $((100 * 1024 * 1024)) /dev/urandom >"$T/repo/big.bin"
+# The byte the test overwrites with 'X' must not be one already (1 in 256).
+printf 'a' | dd of="$T/repo/big.bin" bs=1 seek=$((50 * 1024 * 1024)) conv=notrunc status=none
 echo small >"$T/repo/small"
 mkdir "$T/repo/many"
 (cd "$T/repo/many" && for f in $(seq -f 'f%04g' 1 3000); do echo "$f" >"$f"; done)
