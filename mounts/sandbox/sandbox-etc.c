@@ -197,27 +197,9 @@ void sandbox_etc_clear(struct sandbox_etc *e)
         *e = (struct sandbox_etc){0};
 }
 
-/* Between fork and exec: plain system calls and write(2) only. */
-static void say(const char *s)
-{
-        if (write(STDERR_FILENO, s, strlen(s)) < 0)
-                return;
-}
-
 static int fail(const char *what, const char *name, int err)
 {
-        const char *e = strerrorname_np(err);
-
-        say("cloister run: cannot set up the sandbox's /etc, so nothing runs: ");
-        say(what);
-        if (name) {
-                say(" /etc/");
-                say(name);
-        }
-        say(": ");
-        say(e ? e : "error");
-        say("\n");
-        return -err;
+        return sandbox_child_fail("/etc", what, name ? "/etc/" : NULL, name, err);
 }
 
 static int data_write(const struct sandbox_etc *e, int dir, const char *name, const char *data,

@@ -74,6 +74,13 @@ const char *sandbox_tmpfs_dest(size_t i);
  * then nothing may run.
  */
 int sandbox_tmpfs_enter(const struct sandbox_tmpfs *t);
+/*
+ * For the child's steps (write(2) only, no allocation): prints "cloister
+ * run: cannot set up the sandbox's SETUP, so nothing runs: WHAT[ DIR][NAME]:
+ * ERRNAME" on stderr and returns -err.
+ */
+int sandbox_child_fail(const char *setup, const char *what, const char *dir, const char *name,
+                       int err);
 
 /*
  * The sandbox's /etc (sandbox-etc.c says why one tmpfs): synthesized files

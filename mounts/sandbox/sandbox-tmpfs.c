@@ -122,21 +122,31 @@ static void say(const char *s)
                 return;
 }
 
-static int fail(const char *what, const char *path, int err)
+int sandbox_child_fail(const char *setup, const char *what, const char *dir, const char *name,
+                       int err)
 {
-        const char *name = strerrorname_np(err);
+        const char *e = strerrorname_np(err);
 
-        say("cloister run: cannot set up the sandbox's /tmp and /dev/shm with their inode limit "
-            "([limits] tmp_files), so nothing runs: ");
+        say("cloister run: cannot set up the sandbox's ");
+        say(setup);
+        say(", so nothing runs: ");
         say(what);
-        if (path) {
+        if (dir) {
                 say(" ");
-                say(path);
+                say(dir);
         }
+        if (name)
+                say(name);
         say(": ");
-        say(name ? name : "error");
+        say(e ? e : "error");
         say("\n");
         return -err;
+}
+
+static int fail(const char *what, const char *path, int err)
+{
+        return sandbox_child_fail("/tmp and /dev/shm with their inode limit ([limits] tmp_files)",
+                                  what, path, NULL, err);
 }
 
 static int file_put(const char *path, const char *s)

@@ -252,33 +252,27 @@ static int filter_load(void **ret, size_t *ret_len)
         return 0;
 }
 
-/* On a failure: bwrap's report of its child, for at most timeout_ms. */
-static void status_wait_child(int status_r, struct status_reader *s, int timeout_ms)
+/*
+ * Wait for bwrap's report of the sandbox's first process, or its end; sfd
+ * (the stop signals; -1: none) cuts it short, and so does timeout_ms (-1:
+ * none), with -ETIMEDOUT.
+ */
+static int wait_child_pid(int status_r, int sfd, struct status_reader *s, int timeout_ms)
 {
+        struct pollfd p[2] = {{.fd = status_r, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
         int64_t until = now_ms() + timeout_ms;
 
         while (s->child_pid <= 0) {
-                struct pollfd p = {.fd = status_r, .events = POLLIN};
-                int64_t left = until - now_ms();
+                int64_t left = timeout_ms < 0 ? -1 : MAX(until - now_ms(), (int64_t)0);
+                int r = poll(p, 2, (int)left);
 
-                if (left <= 0 || poll(&p, 1, (int)left) <= 0 || status_read(status_r, s) <= 0)
-                        return;
-        }
-}
-
-/* Wait for bwrap's report of the sandbox's first process, or its end. */
-static int wait_child_pid(int status_r, int sfd, struct status_reader *s)
-{
-        struct pollfd p[2] = {{.fd = status_r, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
-
-        while (s->child_pid <= 0) {
-                int r;
-
-                if (poll(p, 2, -1) < 0) {
+                if (r < 0) {
                         if (errno == EINTR)
                                 continue;
                         return negative_errno();
                 }
+                if (r == 0)
+                        return -ETIMEDOUT;
                 if (p[1].revents & POLLIN)
                         return -EINTR; /* asked to stop before anything ran */
                 if (p[0].revents) {
@@ -417,7 +411,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                         goto out;
         }
 
-        r = wait_child_pid(status_r, sfd, st);
+        r = wait_child_pid(status_r, sfd, st, -1);
         sandbox_trace("bwrap reported its child");
         if (r < 0) {
                 if (r == -EINTR)
@@ -549,7 +543,7 @@ out:
                  */
                 seccomp_w = safe_close(seccomp_w); /* whatever happens, it reads no filter */
                 if (st && st->child_pid <= 0 && status_r >= 0)
-                        status_wait_child(status_r, st, SANDBOX_REPORT_WAIT_MS);
+                        (void)wait_child_pid(status_r, -1, st, SANDBOX_REPORT_WAIT_MS);
                 if (st && st->child_pid > 0)
                         (void)kill(st->child_pid, SIGKILL);
                 (void)kill(bwrap, SIGKILL);
