@@ -111,9 +111,11 @@ static uint64_t probe_max_size(int dfd)
                 return INT64_MAX; /* no O_TMPFILE on the host: trust the host to refuse */
         if (ftruncate(fd, (off_t)hi) == 0)
                 return hi;
-        for (unsigned bits = 10; bits <= 16; bits++)
-                if (max_size_is(fd, ((UINT64_C(1) << 32) - 1) << bits))
-                        return ((UINT64_C(1) << 32) - 1) << bits;
+        for (unsigned bits = 10; bits <= 16; bits++) {
+                uint64_t ext4 = ((UINT64_C(1) << 32) - 1) << bits;
+                if (max_size_is(fd, ext4))
+                        return ext4;
+        }
         while (lo + 1 < hi) {
                 uint64_t mid = lo + (hi - lo) / 2;
                 if (ftruncate(fd, (off_t)mid) == 0)

@@ -85,8 +85,6 @@ static int fd_read_all(int fd, const struct stat *st, void **ret, size_t *ret_le
 
         if (!S_ISREG(st->st_mode))
                 return -EINVAL;
-        if ((uint64_t)st->st_size > REVIEW_MAX_FILE_SIZE)
-                return -EFBIG;
         r = fd_read_whole(fd, (size_t)st->st_size, REVIEW_MAX_FILE_SIZE, &buf, ret_len);
         if (r >= 0)
                 *ret = buf;
