@@ -8,7 +8,10 @@
  * concurrent clients without locks. A connection that sends faster than it
  * reads stops being read (backpressure), one that sends an oversized line
  * gets an error and its excess is discarded, and none of it can stop the
- * loop.
+ * loop. After a turn that served a connection the loop may poll for a
+ * moment before it sleeps (lib/busypoll.h), where that keeps catching the
+ * next request and a CPU is spare: a client asking token after token is
+ * then served without a wakeup.
  *
  * Socket activation: when systemd (or anything speaking its LISTEN_FDS
  * protocol) passes a listening socket, the workspace whose [broker] socket
@@ -36,6 +39,7 @@
 
 #include "jsonw.h"
 #include "server-private.h"
+#include "lib/busypoll.h"
 #include "lib/listen-fds.h"
 #include "lib/util.h"
 
@@ -72,6 +76,7 @@ struct broker {
         void (*log)(const char *line); /* the program's; the library does not print */
         int passed[LISTEN_FDS_MAX];    /* from the service manager; -1 once a workspace took it */
         int n_passed;                  /* -1 until LISTEN_FDS was read */
+        struct busypoll bp;
 };
 
 static void *wipe_malloc(size_t n)
@@ -111,6 +116,7 @@ int broker_new(broker **ret)
                 return -ENOMEM;
         b->sigfd = -1;
         b->n_passed = -1;
+        busypoll_init(&b->bp);
         *ret = b;
         return 0;
 }
@@ -168,6 +174,7 @@ void broker_free(broker *b)
         for (int i = 0; i < b->n_passed; i++)
                 safe_close(b->passed[i]);
         safe_close(b->sigfd);
+        busypoll_done(&b->bp);
         free(b);
 }
 
@@ -659,10 +666,41 @@ static int64_t mono_ms(void)
         return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/*
+ * Wait for events, at most timeout ms (-1: no limit). After a turn that
+ * served a connection, first poll without sleeping for a moment when that
+ * pays (lib/busypoll.h): a client that asks again at once, as a tool asking
+ * token after token does, is then read with no wakeup.
+ */
+static int wait_events(struct busypoll *bp, struct pollfd *pfd, size_t n, int timeout, bool served)
+{
+        uint64_t until;
+        int r;
+
+        if (!served || timeout == 0)
+                return poll(pfd, n, timeout);
+        r = poll(pfd, n, 0);
+        if (r != 0)
+                return r;
+        until = busypoll_until(bp);
+        if (until) {
+                while (busypoll_more(until)) {
+                        r = poll(pfd, n, 0);
+                        if (r != 0) {
+                                busypoll_caught(bp, r > 0);
+                                return r;
+                        }
+                }
+                busypoll_caught(bp, false);
+        }
+        return poll(pfd, n, timeout);
+}
+
 int broker_run(broker *b, char **ret_error)
 {
         _cleanup_free_ struct pollfd *pfd = NULL;
         int64_t head_due = -1; /* when the stale audit heads are written (mono_ms); -1: none */
+        bool served = false;   /* the last turn had a connection's events */
         sigset_t mask;
 
         *ret_error = NULL;
@@ -734,7 +772,7 @@ int broker_run(broker *b, char **ret_error)
                         int64_t left = head_due - mono_ms();
                         timeout = left > 0 ? (int)left : 0;
                 }
-                if (poll(pfd, n, timeout) < 0) {
+                if (wait_events(&b->bp, pfd, n, timeout, served) < 0) {
                         if (errno == EINTR)
                                 continue;
                         return errorf(ret_error, negative_errno(), "poll: %m");
@@ -752,8 +790,10 @@ int broker_run(broker *b, char **ret_error)
                 }
                 /* Connections first (their indices are stable until we compact). */
                 size_t keep = 0, nc = b->n_conns;
+                served = false;
                 for (size_t i = 0; i < nc; i++) {
                         struct conn *c = b->conns[i];
+                        served |= pfd[nl + i].revents != 0;
                         if (pfd[nl + i].revents && !conn_event(c, pfd[nl + i].revents)) {
                                 conn_free(c);
                                 continue;

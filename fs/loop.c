@@ -30,6 +30,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -40,6 +41,7 @@
 #include <time.h>
 
 #include "fs-private.h"
+#include "lib/busypoll.h"
 #include "lib/util.h"
 
 /* The kernel's request header (include/uapi/linux/fuse.h, a stable ABI):
@@ -94,7 +96,9 @@ struct loop {
         struct worker *workers; /* every worker started */
         unsigned n_workers, max_workers;
         int error;
-        sem_t finish; /* posted when a worker stops the loop */
+        sem_t finish;       /* posted when a worker stops the loop */
+        struct busypoll bp; /* used by the reading worker only */
+        int fd;             /* /dev/fuse made O_NONBLOCK, when polling is on; else -1 */
 };
 
 /* Quick requests: answered from the node table and the kernel-facing state,
@@ -159,6 +163,53 @@ static void loop_stop_locked(struct loop *l, int error)
 
 static void *worker_main(void *arg);
 
+/*
+ * Read the next request: one that is queued already, else by polling
+ * /dev/fuse for a moment when that pays (lib/busypoll.h: grep's next OPEN,
+ * just after its RELEASE, then finds a worker awake, not one to wake on
+ * another CPU), else by sleeping in poll(2). Only the reading worker is
+ * here, so the poll state needs no lock. The sleep is the only cancellation
+ * point, as the blocking read was before.
+ */
+static int loop_receive(struct loop *l, struct worker *w)
+{
+        uint64_t until;
+        int res;
+
+        if (l->fd < 0) { /* polling is off: sleep in read(2) */
+                pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+                res = fuse_session_receive_buf(l->se, &w->buf);
+                pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+                return res;
+        }
+        res = fuse_session_receive_buf(l->se, &w->buf);
+        if (res != -EAGAIN)
+                return res;
+        until = busypoll_until(&l->bp);
+        if (until) {
+                while (busypoll_more(until)) {
+                        res = fuse_session_receive_buf(l->se, &w->buf);
+                        if (res != -EAGAIN) {
+                                busypoll_caught(&l->bp, true);
+                                return res;
+                        }
+                }
+                busypoll_caught(&l->bp, false);
+        }
+        for (;;) {
+                struct pollfd pfd = {.fd = l->fd, .events = POLLIN};
+
+                pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+                res = poll(&pfd, 1, -1);
+                pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+                if (res < 0 && errno != EINTR)
+                        return negative_errno();
+                res = fuse_session_receive_buf(l->se, &w->buf);
+                if (res != -EAGAIN)
+                        return res;
+        }
+}
+
 static int worker_start_locked(struct loop *l)
 {
         struct worker *w = calloc(1, sizeof(*w));
@@ -212,9 +263,7 @@ static void *worker_main(void *arg)
                 l->reading = true;
                 pthread_mutex_unlock(&l->lock);
 
-                pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-                res = fuse_session_receive_buf(l->se, &w->buf);
-                pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+                res = loop_receive(l, w);
 
                 pthread_mutex_lock(&l->lock);
                 l->reading = false;
@@ -246,6 +295,13 @@ int fs_loop_run(struct fuse_session *se, unsigned max_workers)
         pthread_mutex_init(&l.lock, NULL);
         if (sem_init(&l.finish, 0, 0) < 0)
                 return negative_errno();
+        l.fd = -1;
+        busypoll_init(&l.bp);
+        if (l.bp.loadavg_fd >= 0) {
+                int fd = fuse_session_fd(se), fl = fcntl(fd, F_GETFL);
+                if (fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0)
+                        l.fd = fd;
+        }
         sigemptyset(&stop);
         sigaddset(&stop, SIGINT);
         sigaddset(&stop, SIGTERM);
@@ -286,6 +342,7 @@ out:
         if (r == 0)
                 r = l.error;
         fuse_session_reset(se);
+        busypoll_done(&l.bp);
         sem_destroy(&l.finish);
         pthread_mutex_destroy(&l.lock);
         return r;

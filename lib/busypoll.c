@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * busypoll.c: the decision to poll before sleeping (busypoll.h).
+ *
+ * A spare CPU: the kernel's count of runnable tasks, the fourth field of
+ * /proc/loadavg ("R/T"), counts the caller, which is running; at most ncpus
+ * runnable tasks means no other task waits for a CPU while the caller
+ * polls. One pread(2) of that file costs about 0.4 us, a hundredth of the
+ * wakeup it may save. The count is the whole machine's (or what a
+ * container's /proc shows): a cgroup's CPU limit is not seen, and polling
+ * counts against it; the window bounds what one wait can spend.
+ *
+ * Polls that pay: a score of the recent polls that caught a request, each
+ * poll moving it a quarter of the way to 256 (caught) or to 0 (missed). The
+ * caller polls while the score is at least half, so three misses in a row
+ * stop it; then one wait in PROBE_EVERY polls again, and a catch there
+ * starts polling again at once.
+ */
+#include <fcntl.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "busypoll.h"
+#include "util.h"
+
+#define SCORE_MAX   256u
+#define PROBE_EVERY BUSYPOLL_PROBE_EVERY
+
+void busypoll_init_from(struct busypoll *bp, int loadavg_fd, unsigned ncpus)
+{
+        *bp = (struct busypoll){.ncpus = ncpus, .score = SCORE_MAX};
+        bp->loadavg_fd = ncpus >= 2 ? loadavg_fd : safe_close(loadavg_fd);
+}
+
+void busypoll_init(struct busypoll *bp)
+{
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+        if (n < 2) {
+                busypoll_init_from(bp, -1, 1);
+                return;
+        }
+        busypoll_init_from(bp, open("/proc/loadavg", O_RDONLY | O_CLOEXEC), (unsigned)n);
+}
+
+void busypoll_done(struct busypoll *bp)
+{
+        bp->loadavg_fd = safe_close(bp->loadavg_fd);
+}
+
+static uint64_t now_ns(void)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+/* The runnable tasks of the machine, or 0 if /proc/loadavg does not say. */
+static unsigned running_tasks(int fd)
+{
+        char buf[128], *p, *end;
+        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+        unsigned long r;
+
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        /* "0.00 0.01 0.05 R/T LAST_PID": the fourth field */
+        p = buf;
+        for (int i = 0; i < 3 && p; i++) {
+                p = strchr(p, ' ');
+                if (p)
+                        p++;
+        }
+        if (!p)
+                return 0;
+        r = strtoul(p, &end, 10);
+        if (end == p || *end != '/')
+                return 0;
+        return r > 0xffff ? 0xffff : (unsigned)r;
+}
+
+uint64_t busypoll_until(struct busypoll *bp)
+{
+        unsigned running;
+
+        if (bp->loadavg_fd < 0)
+                return 0;
+        if (bp->score < SCORE_MAX / 2 && ++bp->idle < PROBE_EVERY)
+                return 0;
+        running = running_tasks(bp->loadavg_fd);
+        if (running == 0 || running > bp->ncpus)
+                return 0;
+        bp->idle = 0;
+        return now_ns() + BUSYPOLL_WINDOW_NS;
+}
+
+bool busypoll_more(uint64_t until)
+{
+        if (!until || now_ns() >= until)
+                return false;
+        /* A task that shares our CPU (the client, often) runs first: polling
+         * must not keep it from sending what we poll for. */
+        sched_yield();
+        return true;
+}
+
+void busypoll_caught(struct busypoll *bp, bool caught)
+{
+        if (caught) {
+                bp->score += (SCORE_MAX - bp->score) / 4;
+                /* A catch after a probe: poll again from the next wait. */
+                if (bp->score < SCORE_MAX / 2)
+                        bp->score = SCORE_MAX / 2;
+        } else {
+                bp->score -= bp->score / 4;
+        }
+}
