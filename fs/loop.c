@@ -24,9 +24,13 @@
  *
  * Lifetime: the calling thread only waits; workers have the stop signals
  * blocked, so SIGTERM (fs_unmount) or SIGINT lands in the waiting thread,
- * whose libfuse handler marks the session exited. Workers are then woken
- * (parked ones) or cancelled (the one blocked in read(2): cancellation is
- * enabled only around that read, as in libfuse's loop), and joined.
+ * whose libfuse handler marks the session exited. Workers are then woken:
+ * parked ones by their condition, the one waiting for a request in poll(2)
+ * by an eventfd it polls too, or, where the device is read blocking (no
+ * polling, one CPU), by cancelling that read (cancellation is enabled only
+ * around it, as in libfuse's loop). And joined. Not cancelling a poll(2)
+ * matters under ASan: a thread cancelled inside its poll interceptor leaves
+ * poisoned stack behind, and its exit then reports an underflow.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +42,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 
 #include "fs-private.h"
@@ -99,6 +104,7 @@ struct loop {
         sem_t finish;       /* posted when a worker stops the loop */
         struct busypoll bp; /* used by the reading worker only */
         int fd;             /* /dev/fuse made O_NONBLOCK, when polling is on; else -1 */
+        int stop_fd;        /* an eventfd, readable once the loop stops (with fd) */
 };
 
 /* Quick requests: answered from the node table and the kernel-facing state,
@@ -167,9 +173,9 @@ static void *worker_main(void *arg);
  * Read the next request: one that is queued already, else by polling
  * /dev/fuse for a moment when that pays (lib/busypoll.h: grep's next OPEN,
  * just after its RELEASE, then finds a worker awake, not one to wake on
- * another CPU), else by sleeping in poll(2). Only the reading worker is
- * here, so the poll state needs no lock. The sleep is the only cancellation
- * point, as the blocking read was before.
+ * another CPU), else by sleeping in poll(2), which the stop's eventfd also
+ * ends (returning 0, as an unmount does). Only the reading worker is here,
+ * so the poll state needs no lock.
  */
 static int loop_receive(struct loop *l, struct worker *w)
 {
@@ -197,13 +203,14 @@ static int loop_receive(struct loop *l, struct worker *w)
                 busypoll_caught(&l->bp, false);
         }
         for (;;) {
-                struct pollfd pfd = {.fd = l->fd, .events = POLLIN};
+                struct pollfd pfd[2] = {{.fd = l->fd, .events = POLLIN},
+                                        {.fd = l->stop_fd, .events = POLLIN}};
 
-                pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
-                res = poll(&pfd, 1, -1);
-                pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+                res = poll(pfd, 2, -1);
                 if (res < 0 && errno != EINTR)
                         return negative_errno();
+                if (res > 0 && pfd[1].revents)
+                        return 0;
                 res = fuse_session_receive_buf(l->se, &w->buf);
                 if (res != -EAGAIN)
                         return res;
@@ -295,9 +302,11 @@ int fs_loop_run(struct fuse_session *se, unsigned max_workers)
         pthread_mutex_init(&l.lock, NULL);
         if (sem_init(&l.finish, 0, 0) < 0)
                 return negative_errno();
-        l.fd = -1;
+        l.fd = l.stop_fd = -1;
         busypoll_init(&l.bp);
-        if (l.bp.loadavg_fd >= 0) {
+        if (l.bp.loadavg_fd >= 0)
+                l.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (l.stop_fd >= 0) {
                 int fd = fuse_session_fd(se), fl = fcntl(fd, F_GETFL);
                 if (fl >= 0 && fcntl(fd, F_SETFL, fl | O_NONBLOCK) == 0)
                         l.fd = fd;
@@ -326,8 +335,11 @@ int fs_loop_run(struct fuse_session *se, unsigned max_workers)
         }
         pthread_mutex_lock(&l.lock);
         loop_stop_locked(&l, 0);
-        for (struct worker *w = l.workers; w; w = w->next)
-                pthread_cancel(w->thread); /* effective only inside read(2) */
+        if (l.fd >= 0)
+                (void)eventfd_write(l.stop_fd, 1); /* stays readable: every poll ends */
+        else
+                for (struct worker *w = l.workers; w; w = w->next)
+                        pthread_cancel(w->thread); /* effective only inside read(2) */
         pthread_mutex_unlock(&l.lock);
         r = 0;
 out:
@@ -343,6 +355,7 @@ out:
                 r = l.error;
         fuse_session_reset(se);
         busypoll_done(&l.bp);
+        safe_close(l.stop_fd);
         sem_destroy(&l.finish);
         pthread_mutex_destroy(&l.lock);
         return r;

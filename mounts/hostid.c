@@ -200,6 +200,17 @@ static int dir_open(int *ret_fd, char **ret_error)
 }
 
 /*
+ * Whether a live holder has the reservation open as fd locked: 1 yes, 0 no,
+ * < 0 the error. The shared lock taken to tell goes with the fd.
+ */
+static int lock_held(int fd)
+{
+        if (flock(fd, LOCK_SH | LOCK_NB) == 0)
+                return 0;
+        return errno == EWOULDBLOCK ? 1 : negative_errno();
+}
+
+/*
  * Is uid's reservation held by a live holder? Checked before the name
  * service: a machine with many sandboxes would otherwise look up every
  * held uid in passwd and group (two file scans each) on every mount.
@@ -213,7 +224,7 @@ static bool held(int dir_fd, uid_t uid)
         fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         if (fd < 0)
                 return false; /* no reservation (or none we can tell): try_take decides */
-        return flock(fd, LOCK_SH | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+        return lock_held(fd) > 0;
 }
 
 /* 1: uid is ours now (fd locked, record written), 0: taken, < 0: error. */
@@ -343,16 +354,15 @@ int hostid_check(uid_t uid, pid_t pid)
         _cleanup_close_ int fd = -1;
         char path[64], buf[32];
         ssize_t n;
-        int holder;
+        int holder, r;
 
         snprintf(path, sizeof(path), "%s/%u", HOSTID_DIR, (unsigned)uid);
         fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return errno == ENOENT ? -ESRCH : negative_errno();
-        if (flock(fd, LOCK_SH | LOCK_NB) == 0)
-                return -ESRCH; /* nobody holds it; our shared lock goes with the fd */
-        if (errno != EWOULDBLOCK)
-                return negative_errno();
+        r = lock_held(fd);
+        if (r <= 0)
+                return r == 0 ? -ESRCH : r; /* 0: nobody holds it */
         n = pread(fd, buf, sizeof(buf) - 1, 0);
         if (n <= 0)
                 return -EPERM;

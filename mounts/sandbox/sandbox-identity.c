@@ -130,41 +130,58 @@ void sandbox_userns_free(struct sandbox_userns *u)
         free(u);
 }
 
+pid_t sandbox_helper_fork(int *to, int *from)
+{
+        int t[2], f[2], r;
+        pid_t pid;
+
+        if (pipe2(t, O_CLOEXEC) < 0)
+                return negative_errno();
+        if (pipe2(f, O_CLOEXEC) < 0) {
+                r = negative_errno();
+                goto close_t;
+        }
+        pid = fork();
+        if (pid < 0) {
+                r = negative_errno();
+                close(f[0]);
+                close(f[1]);
+                goto close_t;
+        }
+        /* Each side keeps its own ends only: a helper must see EOF when we go. */
+        close(pid == 0 ? t[1] : t[0]);
+        close(pid == 0 ? f[0] : f[1]);
+        *to = pid == 0 ? t[0] : t[1];
+        *from = pid == 0 ? f[1] : f[0];
+        return pid;
+close_t:
+        close(t[0]);
+        close(t[1]);
+        return r;
+}
+
 int sandbox_userns_start(uid_t host_uid, gid_t host_gid, struct sandbox_userns **ret,
                          char **ret_error)
 {
-        _cleanup_close_ int ready_w = -1, go_r = -1;
         struct sandbox_userns *u = calloc(1, sizeof(*u));
-        int p[2], r;
+        int go = -1, ready = -1;
+        pid_t pid;
 
         if (!u)
                 return sandbox_errorf(ret_error, -ENOMEM, "out of memory");
-        *u = (struct sandbox_userns){
-                .pid = -1, .uid = host_uid, .gid = host_gid, .ready_r = -1, .go_w = -1};
-        if (pipe2(p, O_CLOEXEC) < 0)
-                goto fail;
-        u->ready_r = p[0];
-        ready_w = p[1];
-        if (pipe2(p, O_CLOEXEC) < 0)
-                goto fail;
-        go_r = p[0];
-        u->go_w = p[1];
-        u->pid = fork();
-        if (u->pid < 0)
-                goto fail;
-        if (u->pid == 0) {
-                /* Only the parent's copy of go_w may keep the helper waiting. */
-                close(u->go_w);
-                close(u->ready_r);
-                userns_child(host_uid, host_gid, ready_w, go_r);
+        pid = sandbox_helper_fork(&go, &ready);
+        if (pid == 0)
+                userns_child(host_uid, host_gid, ready, go);
+        if (pid < 0) {
+                free(u);
+                return sandbox_errorf(ret_error, (int)pid,
+                                      "cannot start the user namespace helper: %s",
+                                      strerror((int)-pid));
         }
+        *u = (struct sandbox_userns){
+                .pid = pid, .uid = host_uid, .gid = host_gid, .ready_r = ready, .go_w = go};
         *ret = u;
         return 0;
-fail:
-        r = negative_errno();
-        sandbox_userns_free(u);
-        return sandbox_errorf(ret_error, r, "cannot start the user namespace helper: %s",
-                              strerror(-r));
 }
 
 int sandbox_userns_finish(struct sandbox_userns *u, int fd, char **ret_error)

@@ -395,38 +395,21 @@ static _noreturn_ void limiter_main(const struct config *c, uid_t uid, gid_t gid
 int sandbox_limiter_start(const struct config *c, uid_t uid, gid_t gid,
                           struct sandbox_limiter **ret, char **ret_error)
 {
-        struct sandbox_limiter *l;
-        int to[2], from[2];
+        struct sandbox_limiter *l = calloc(1, sizeof(*l));
+        int to = -1, from = -1;
+        pid_t pid;
 
-        l = calloc(1, sizeof(*l));
         if (!l)
                 return sandbox_errorf(ret_error, -ENOMEM, "out of memory");
-        if (pipe2(to, O_CLOEXEC) < 0) {
+        pid = sandbox_helper_fork(&to, &from);
+        if (pid == 0)
+                limiter_main(c, uid, gid, to, from);
+        if (pid < 0) {
                 free(l);
-                return sandbox_errorf(ret_error, negative_errno(), "pipe: %m");
+                return sandbox_errorf(ret_error, (int)pid, "cannot start the limits helper: %s",
+                                      strerror((int)-pid));
         }
-        if (pipe2(from, O_CLOEXEC) < 0) {
-                int r = negative_errno();
-                close(to[0]);
-                close(to[1]);
-                free(l);
-                return sandbox_errorf(ret_error, r, "pipe: %m");
-        }
-        l->pid = fork();
-        if (l->pid == 0) {
-                close(to[1]);
-                close(from[0]);
-                limiter_main(c, uid, gid, to[0], from[1]);
-        }
-        close(to[0]);
-        close(from[1]);
-        l->to_w = to[1];
-        l->from_r = from[0];
-        if (l->pid < 0) {
-                int r = negative_errno();
-                sandbox_limiter_free(l);
-                return sandbox_errorf(ret_error, r, "fork: %m");
-        }
+        *l = (struct sandbox_limiter){.pid = pid, .to_w = to, .from_r = from};
         *ret = l;
         return 0;
 }

@@ -178,6 +178,15 @@ void sandbox_registry_sweep(const char *state);
  * and lets the helper exit; free reaps it (not on the way to bwrap).
  */
 struct sandbox_userns;
+/*
+ * Fork a helper tied to us by two pipes, as the user namespace's and the
+ * limits' helpers are. In the parent *to is the write end of the pipe to
+ * the helper and *from the read end of the one from it; in the helper
+ * (return 0) *to is its read end and *from its write end, and the
+ * parent's ends are closed there. Returns the helper's pid; < 0 with
+ * nothing left open.
+ */
+pid_t sandbox_helper_fork(int *to, int *from);
 int sandbox_userns_start(uid_t host_uid, gid_t host_gid, struct sandbox_userns **ret,
                          char **ret_error);
 int sandbox_userns_finish(struct sandbox_userns *u, int fd, char **ret_error);
