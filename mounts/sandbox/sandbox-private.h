@@ -142,6 +142,8 @@ void sandbox_limiter_free(struct sandbox_limiter *l);
  * be made: then running as root is refused.
  */
 int sandbox_cgroup_prepare(const struct config *c, struct sandbox_cgroup **ret, char **ret_error);
+/* As root, early: pay the kernel's first-move wait off the path (sandbox-limits.c). */
+void sandbox_cgroup_prime(void);
 /*
  * The rlimits on pid, then pid into cg (if any). l: the root-run sandbox's
  * limiter; NULL: the pid is our own uid's, set here.

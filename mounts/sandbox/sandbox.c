@@ -351,6 +351,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                 r = sandbox_errorf(ret_error, negative_errno(), "signalfd: %m");
                 goto out;
         }
+        sandbox_cgroup_prime();
         /* The helper's fork and unshare run while we build bwrap's argv. */
         if (o->host_uid) {
                 r = sandbox_stage_dir_ensure(ret_error);

@@ -237,8 +237,32 @@ if [ "$(id -u)" = 0 ]; then
                 kill -0 "${r%%-*}" 2>/dev/null || echo "$d"
         done)
         is killed_runs_leave_no_cgroup_behind "$left" ""
+        # The run's start-up moves itself into the cgroups it is in already
+        # (sandbox_cgroup_prime: the kernel's first-move wait, paid early);
+        # it must stay there while its sandbox has one of its own.
+        "$CLOISTER" run "${RUN_OPTS[@]}" "$A_CFG" -- sleep 3 >"$T/bg-run.out" 2>&1 &
+        runpid=$! # cloister's own pid (crun, a function, would be a subshell's)
+        cg=""
+        for _ in $(seq 200); do
+                cg=$(ls -d /sys/fs/cgroup/pids/cloister-"$runpid"-* \
+                        /sys/fs/cgroup/cloister/cloister-"$runpid"-* 2>/dev/null | head -1)
+                # (cgroupfs files have no size: read them)
+                [ -n "$cg" ] && [ -n "$(cat "$cg/cgroup.procs" 2>/dev/null)" ] && break
+                sleep 0.05
+        done
+        run_cg=$(cat "/proc/$runpid/cgroup" 2>/dev/null)
+        is run_process_stays_in_its_own_cgroups "$run_cg" "$(cat /proc/self/cgroup)"
+        procs=$(cat "$cg/cgroup.procs" 2>/dev/null)
+        if [ -n "$cg" ] && [ -n "$procs" ] && ! grep -qx "$runpid" <<<"$procs"; then
+                ok sandbox_has_a_cgroup_without_the_run_process
+        else
+                not_ok sandbox_has_a_cgroup_without_the_run_process "cgroup '$cg': $(head -c 300 "$T/bg-run.out")"
+        fi
+        wait "$runpid"
 else
         skip_test killed_runs_leave_no_cgroup_behind "cgroups are used only as root"
+        skip_test run_process_stays_in_its_own_cgroups "cgroups are used only as root"
+        skip_test sandbox_has_a_cgroup_without_the_run_process "cgroups are used only as root"
 fi
 
 # --- shell ------------------------------------------------------------------
