@@ -672,28 +672,27 @@ static int64_t mono_ms(void)
  * pays (lib/busypoll.h): a client that asks again at once, as a tool asking
  * token after token does, is then read with no wakeup.
  */
+struct poll_set {
+        struct pollfd *pfd;
+        size_t n;
+};
+
+static int poll_now(void *arg)
+{
+        struct poll_set *ps = arg;
+
+        return poll(ps->pfd, ps->n, 0); /* 0: none ready yet */
+}
+
 static int wait_events(struct busypoll *bp, struct pollfd *pfd, size_t n, int timeout, bool served)
 {
-        uint64_t until;
+        struct poll_set ps = {pfd, n};
         int r;
 
         if (!served || timeout == 0)
                 return poll(pfd, n, timeout);
-        r = poll(pfd, n, 0);
-        if (r != 0)
-                return r;
-        until = busypoll_until(bp);
-        if (until) {
-                while (busypoll_more(until)) {
-                        r = poll(pfd, n, 0);
-                        if (r != 0) {
-                                busypoll_caught(bp, r > 0);
-                                return r;
-                        }
-                }
-                busypoll_caught(bp, false);
-        }
-        return poll(pfd, n, timeout);
+        r = busypoll_run(bp, poll_now, &ps, 0);
+        return r != 0 ? r : poll(pfd, n, timeout);
 }
 
 int broker_run(broker *b, char **ret_error)

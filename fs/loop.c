@@ -177,9 +177,15 @@ static void *worker_main(void *arg);
  * ends (returning 0, as an unmount does). Only the reading worker is here,
  * so the poll state needs no lock.
  */
+static int receive_once(void *arg)
+{
+        struct worker *w = arg;
+
+        return fuse_session_receive_buf(w->loop->se, &w->buf); /* -EAGAIN: none yet */
+}
+
 static int loop_receive(struct loop *l, struct worker *w)
 {
-        uint64_t until;
         int res;
 
         if (l->fd < 0) { /* polling is off: sleep in read(2) */
@@ -188,20 +194,9 @@ static int loop_receive(struct loop *l, struct worker *w)
                 pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
                 return res;
         }
-        res = fuse_session_receive_buf(l->se, &w->buf);
+        res = busypoll_run(&l->bp, receive_once, w, -EAGAIN);
         if (res != -EAGAIN)
                 return res;
-        until = busypoll_until(&l->bp);
-        if (until) {
-                while (busypoll_more(until)) {
-                        res = fuse_session_receive_buf(l->se, &w->buf);
-                        if (res != -EAGAIN) {
-                                busypoll_caught(&l->bp, true);
-                                return res;
-                        }
-                }
-                busypoll_caught(&l->bp, false);
-        }
         for (;;) {
                 struct pollfd pfd[2] = {{.fd = l->fd, .events = POLLIN},
                                         {.fd = l->stop_fd, .events = POLLIN}};

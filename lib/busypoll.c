@@ -120,3 +120,24 @@ void busypoll_caught(struct busypoll *bp, bool caught)
                 bp->score -= bp->score / 4;
         }
 }
+
+int busypoll_run(struct busypoll *bp, int (*try_once)(void *arg), void *arg, int none)
+{
+        int r = try_once(arg);
+        uint64_t until;
+
+        if (r != none)
+                return r; /* queued already: no poll, nothing to score */
+        until = busypoll_until(bp);
+        if (!until)
+                return none;
+        while (busypoll_more(until)) {
+                r = try_once(arg);
+                if (r != none) {
+                        busypoll_caught(bp, true);
+                        return r;
+                }
+        }
+        busypoll_caught(bp, false);
+        return none;
+}

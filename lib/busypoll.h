@@ -63,3 +63,12 @@ bool busypoll_more(uint64_t until);
 /* How the poll busypoll_until() allowed ended: a request came (true) or the
  * window passed (false). */
 void busypoll_caught(struct busypoll *bp, bool caught);
+
+/*
+ * One wait's polling, what the FUSE loop and the broker both do: try_once()
+ * (never blocking) once; if it returns none (nothing there yet), again and
+ * again for as long as busypoll_until() allows, reporting how that ended.
+ * Returns try_once()'s first result other than none, or none: then the
+ * caller sleeps until something comes.
+ */
+int busypoll_run(struct busypoll *bp, int (*try_once)(void *arg), void *arg, int none);

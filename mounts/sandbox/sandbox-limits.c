@@ -184,6 +184,10 @@ static void memory_limit(struct sandbox_cgroup *cg, uint64_t memory)
                 (void)file_write(cg->memory_path, "memory.memsw.limit_in_bytes", value);
 }
 
+/* Where a cgroup v2 hierarchy is mounted: at the top, or at unified/ on
+ * hybrid hosts (v1 controllers, v2 beside them). */
+static const char *const v2_roots[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
+
 /*
  * A fresh pids cgroup for the sandbox, still empty, or -EOPNOTSUPP if none
  * can be made.
@@ -194,7 +198,6 @@ static void memory_limit(struct sandbox_cgroup *cg, uint64_t memory)
  */
 static int cgroup_make(uint64_t max, uint64_t memory, struct sandbox_cgroup **ret)
 {
-        static const char *const v2_roots[] = {"/sys/fs/cgroup", "/sys/fs/cgroup/unified"};
         _cleanup_free_ char *path = NULL;
         struct sandbox_cgroup *cg;
         int r = -EOPNOTSUPP;
@@ -286,28 +289,27 @@ static void *cgroup_prime_main(void *arg)
         return NULL;
 }
 
-/* Our own cgroup's directory: v2 (at the top or, on hybrid hosts, at
- * unified/), else in the v1 pids hierarchy; NULL if none is writable. */
+/* root + our own cgroup of controller ("": v2), if its cgroup.procs is writable. */
+static char *own_cgroup_at(const char *root, const char *controller)
+{
+        _cleanup_free_ char *own = NULL, *dir = NULL, *procs = NULL;
+
+        if (own_cgroup(controller, &own) < 0 || asprintf(&dir, "%s%s", root, own) < 0 ||
+            asprintf(&procs, "%s/cgroup.procs", dir) < 0 || access(procs, W_OK) < 0)
+                return NULL;
+        return TAKE_PTR(dir);
+}
+
+/* Our own cgroup's directory: in a v2 hierarchy (v2_roots), else in the v1
+ * pids hierarchy; NULL if none is writable. */
 static char *own_cgroup_dir(void)
 {
-        static const struct {
-                const char *root, *controller;
-        } where[] = {{"/sys/fs/cgroup", ""},
-                     {"/sys/fs/cgroup/unified", ""},
-                     {"/sys/fs/cgroup/pids", "pids"}};
+        char *dir;
 
-        for (size_t i = 0; i < ELEMENTSOF(where); i++) {
-                _cleanup_free_ char *own = NULL, *procs = NULL;
-                char *dir = NULL;
-
-                if (own_cgroup(where[i].controller, &own) < 0 ||
-                    asprintf(&dir, "%s%s", where[i].root, own) < 0)
-                        continue;
-                if (asprintf(&procs, "%s/cgroup.procs", dir) >= 0 && access(procs, W_OK) == 0)
+        for (size_t i = 0; i < ELEMENTSOF(v2_roots); i++)
+                if ((dir = own_cgroup_at(v2_roots[i], "")))
                         return dir;
-                free(dir);
-        }
-        return NULL;
+        return own_cgroup_at("/sys/fs/cgroup/pids", "pids");
 }
 
 void sandbox_cgroup_prime(void)

@@ -153,6 +153,53 @@ START_TEST(a_miss_now_and_then_does_not_stop_polling)
 }
 END_TEST
 
+/* A source that has nothing for `empty` tries, then 42. */
+struct source {
+        unsigned empty, tries;
+};
+
+static int try_source(void *arg)
+{
+        struct source *src = arg;
+
+        return src->tries++ < src->empty ? -1 : 42;
+}
+
+START_TEST(run_returns_what_comes_and_scores_the_poll)
+{
+        struct busypoll bp;
+        struct source queued = {0, 0}, soon = {3, 0}, never = {~0u, 0};
+
+        idle_machine(&bp);
+        /* Queued already: one try, no poll. */
+        ck_assert_int_eq(busypoll_run(&bp, try_source, &queued, -1), 42);
+        ck_assert_uint_eq(queued.tries, 1);
+        /* Comes while polling: caught. */
+        ck_assert_int_eq(busypoll_run(&bp, try_source, &soon, -1), 42);
+        ck_assert_uint_eq(soon.tries, 4);
+        /* Never comes: three missed windows, and then a wait tries only once. */
+        for (int i = 0; i < 3; i++)
+                ck_assert_int_eq(busypoll_run(&bp, try_source, &never, -1), -1);
+        ck_assert_uint_gt(never.tries, 3);
+        never.tries = 0;
+        ck_assert_int_eq(busypoll_run(&bp, try_source, &never, -1), -1);
+        ck_assert_uint_eq(never.tries, 1);
+        busypoll_done(&bp);
+}
+END_TEST
+
+START_TEST(run_tries_once_when_off)
+{
+        struct busypoll bp;
+        struct source never = {~0u, 0};
+
+        busypoll_init_from(&bp, -1, 2);
+        ck_assert_int_eq(busypoll_run(&bp, try_source, &never, -1), -1);
+        ck_assert_uint_eq(never.tries, 1);
+        busypoll_done(&bp);
+}
+END_TEST
+
 START_TEST(a_poll_ends_with_its_window)
 {
         uint64_t start = now_ns(), until = until_for("0.00 0.00 0.00 1/90 7\n", 2);
@@ -198,6 +245,8 @@ int main(void)
         tcase_add_test(tc, sleeps_when_the_count_cannot_be_read);
         tcase_add_test(tc, stops_polling_after_misses_and_probes_now_and_then);
         tcase_add_test(tc, a_miss_now_and_then_does_not_stop_polling);
+        tcase_add_test(tc, run_returns_what_comes_and_scores_the_poll);
+        tcase_add_test(tc, run_tries_once_when_off);
         tcase_add_test(tc, a_poll_ends_with_its_window);
         tcase_add_test(tc, reads_this_machines_count);
         suite_add_tcase(s, tc);
