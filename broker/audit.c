@@ -174,8 +174,17 @@ static int head_check(int head_fd, const struct scan *s, unsigned *ret_line, cha
         n = pread(head_fd, buf, HEAD_SIZE, 0);
         if (n < 0)
                 return negative_errno();
-        if (n == 0)
-                return 0; /* never written: a new log */
+        /* A head is written when its log is made, before any line: an empty
+         * one beside lines means the head was emptied, and the end with it. */
+        if (n == 0 && s->lines == 0)
+                return 0;
+        if (n == 0) {
+                *ret_line = s->lines + 1;
+                return reason_set(reason,
+                                  "the head file is empty but the log has %u line(s): its end "
+                                  "can't be checked (lines may have been deleted at the end)",
+                                  s->lines);
+        }
         buf[n] = '\0';
         if (sscanf(buf, "%llu %64s", &seq, hash) != 2)
                 return reason_set(reason, "the head file is malformed (edited)");
@@ -224,6 +233,17 @@ int broker_audit_verify(const char *path, unsigned *ret_lines, unsigned *ret_lin
                 return -ENOMEM;
         }
         head_fd = open(head, O_RDONLY | O_CLOEXEC);
+        if (head_fd < 0 && errno != ENOENT)
+                return negative_errno();
+        if (head_fd < 0 && s.lines > 0) {
+                /* The head is made with the log: without it, deleting lines
+                 * at the end would go unseen. */
+                *ret_line = s.lines + 1;
+                return reason_set(ret_reason,
+                                  "the head file %s is missing but the log has %u line(s): its "
+                                  "end can't be checked (lines may have been deleted at the end)",
+                                  head, s.lines);
+        }
         if (head_fd >= 0) {
                 r = head_check(head_fd, &s, &line, ret_reason);
                 if (r < 0) {
@@ -261,7 +281,20 @@ int broker_audit_open_file(int dirfd, const char *dir, const char *file, const c
                         *ret_error = NULL;
                 return r;
         }
-        head_fd = openat(dirfd, head_file, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        /* The head is made only with an empty log; a log with lines and no
+         * head has lost its end's check, and scan below refuses it. */
+        head_fd = openat(dirfd, head_file, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+        if (head_fd < 0 && errno == ENOENT && lseek(fd, 0, SEEK_END) == 0)
+                head_fd = openat(dirfd, head_file, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        else if (head_fd < 0 && errno == ENOENT) {
+                if (asprintf(ret_error,
+                             "%s/%s: the log has lines but its head %s is missing: its end "
+                             "can't be checked (lines may have been deleted at the end); "
+                             "refusing to continue a tampered log (move it aside after review)",
+                             dir, file, head_file) < 0)
+                        *ret_error = NULL;
+                return -EBADMSG;
+        }
         if (head_fd < 0) {
                 r = negative_errno();
                 if (asprintf(ret_error, "%s/%s: cannot open: %s", dir, head_file, strerror(-r)) < 0)
@@ -296,6 +329,24 @@ int broker_audit_open_file(int dirfd, const char *dir, const char *file, const c
         a->head_fd = TAKE_FD(head_fd);
         a->seq = s.seq;
         memcpy(a->prev, s.prev, sizeof(a->prev));
+        /* A new log: its head ("0 000...") before its first line, so that
+         * a head found empty or missing later means tampering, not a crash. */
+        struct stat hst;
+        if (fstat(a->head_fd, &hst) == 0 && hst.st_size == 0) {
+                a->head_dirty = true;
+                r = broker_audit_sync_head(a);
+                if (r == 0 && fdatasync(a->head_fd) < 0)
+                        r = negative_errno();
+                if (r < 0) {
+                        if (asprintf(ret_error, "%s/%s: cannot write: %s", dir, head_file,
+                                     strerror(-r)) < 0)
+                                *ret_error = NULL;
+                        safe_close(a->fd);
+                        safe_close(a->head_fd);
+                        free(a);
+                        return r;
+                }
+        }
         *ret = a;
         return 0;
 }

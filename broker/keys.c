@@ -505,6 +505,11 @@ int broker_keyring_load_public(const char *path, broker_keyring **ret, char **re
         return 0;
 }
 
+const struct broker_key *broker_keyring_at(const broker_keyring *kr, size_t i)
+{
+        return i < kr->n ? &kr->keys[i] : NULL;
+}
+
 const struct broker_key *broker_keyring_current(const broker_keyring *kr)
 {
         /* The newest key that is not retired; public-only rings: the last. */

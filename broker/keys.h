@@ -62,6 +62,8 @@ int broker_keyring_public_text(const broker_keyring *kr, char **ret);
 const struct broker_key *broker_keyring_current(const broker_keyring *kr);
 const struct broker_key *broker_keyring_find(const broker_keyring *kr, const char *kid);
 size_t broker_keyring_count(const broker_keyring *kr);
+/* The i-th key (i < broker_keyring_count()), in the file's order: oldest first. */
+const struct broker_key *broker_keyring_at(const broker_keyring *kr, size_t i);
 
 /* "k4.public.…" and its id. */
 int broker_key_paserk_public(const unsigned char pk[32], char **ret);

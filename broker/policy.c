@@ -123,6 +123,23 @@ static int ttl_parse(struct state *st, const char *name, const char *value, int6
         return 1;
 }
 
+/* A duration of 1 s to max s. */
+static int timeout_value(struct state *st, const char *name, const char *value, uint64_t *dst,
+                         uint64_t max)
+{
+        uint64_t v;
+
+        if (*dst)
+                return KEYERR("duplicate key");
+        if (value_parse_duration(value, &v) < 0)
+                return KEYERR("'%s' is not a duration (e.g. 30, 30s, 5m)", value);
+        if (v < 1 || v > max)
+                return KEYERR("%llu s is out of range (1 s to %llu s)", (unsigned long long)v,
+                              (unsigned long long)max);
+        *dst = v;
+        return 1;
+}
+
 static int list_value(struct state *st, const char *name, char ***dst, const char *value,
                       bool names)
 {
@@ -313,7 +330,12 @@ static int handler(void *user, const char *section, const char *name, const char
                 return limit_value(st, name, value, &st->p->issue_rate, 100000);
         if (streq(name, "issue_total"))
                 return limit_value(st, name, value, &st->p->issue_total, 1000000);
-        return KEYERR("unknown key (expected connections, rate, issue_rate or issue_total)");
+        if (streq(name, "idle_timeout"))
+                return timeout_value(st, name, value, &st->p->idle_timeout, 3600);
+        if (streq(name, "request_timeout"))
+                return timeout_value(st, name, value, &st->p->request_timeout, 600);
+        return KEYERR("unknown key (expected connections, rate, issue_rate, issue_total, "
+                      "idle_timeout or request_timeout)");
 }
 
 /* Whole-file checks and defaults, once every key is known. */
@@ -336,6 +358,8 @@ static void policy_finish(struct state *st)
         p->rate = p->rate ?: 20;
         p->issue_rate = p->issue_rate ?: 60;
         p->issue_total = p->issue_total ?: 1000;
+        p->idle_timeout = p->idle_timeout ?: BROKER_IDLE_TIMEOUT_DEFAULT;
+        p->request_timeout = p->request_timeout ?: BROKER_REQUEST_TIMEOUT_DEFAULT;
         if (p->n_scopes == 0)
                 perror_at(st, 0, "no [scope \"NAME\"] section: the policy grants nothing");
         for (size_t i = 0; i < p->n_scopes && !st->error; i++) {
@@ -385,6 +409,9 @@ int broker_policy_load(const char *path, struct broker_policy **ret, char **ret_
                 r = ini_parse_stream(inifile_reader_gets, &st.rd, handler, &st);
                 if (st.rd.too_long)
                         perror_at(&st, st.rd.line, "line longer than %d bytes", INI_MAX_LINE - 1);
+                if (st.rd.malformed)
+                        perror_at(&st, st.rd.malformed,
+                                  "malformed line: expected 'key = value' or '[section]'");
                 if (r > 0)
                         perror_at(&st, (unsigned)r,
                                   "malformed line: expected 'key = value' or '[section]'");

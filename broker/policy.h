@@ -33,6 +33,10 @@ struct broker_scope {
         unsigned line_max_ttl, line_workspaces, line_hosts, line_secret;
 };
 
+/* [limits] idle_timeout and request_timeout, in seconds (docs/broker-policy.md). */
+#define BROKER_IDLE_TIMEOUT_DEFAULT    30
+#define BROKER_REQUEST_TIMEOUT_DEFAULT 10
+
 struct broker_policy {
         char *file;
         char *issuer;     /* iss claim; default "cloister" */
@@ -42,6 +46,10 @@ struct broker_policy {
         uint64_t rate;        /* requests per second per workspace (burst: 2x) */
         uint64_t issue_rate;  /* tokens per minute per workspace */
         uint64_t issue_total; /* tokens per workspace over the audit log's life */
+        /* Seconds an agent connection may sit idle between requests, and
+         * one request (or its response) may take to cross the socket. */
+        uint64_t idle_timeout;
+        uint64_t request_timeout;
         struct broker_scope *scopes;
         size_t n_scopes;
 };

@@ -66,6 +66,49 @@ struct peer {
         gid_t gid;
 };
 
+/* server.c: free what jansson allocated, wiped first (it may hold a token). */
+void broker_wipe_free(void *p);
+
+/* conn.c: one client connection of the loop. */
+struct conn {
+        int fd;
+        struct ws *ws;
+        struct peer peer;
+        /*
+         * One sodium_malloc'd block per connection, made at accept: the request
+         * buffer (BROKER_REQUEST_MAX + 1) and then OUT_INLINE bytes for
+         * responses. Requests and responses carry tokens; allocating guarded
+         * memory per response would cost more than signing the token.
+         */
+        char *in;
+        char *out_inline;
+        size_t in_len;
+        bool discarding; /* dropping the rest of an oversized line */
+        bool eof;
+        char *out; /* pending response: out_inline or a larger sodium_malloc'd block; or NULL */
+        size_t out_len, out_off;
+        int64_t active_ms;   /* accepted, or last answered in full (CLOCK_MONOTONIC) */
+        uint64_t active_seq; /* the same as an order: the smallest was active longest ago */
+        int64_t since_ms;    /* the request under way began; -1: none */
+};
+
+int broker_conn_new(struct ws *ws, int fd, const struct peer *peer, int64_t now_ms,
+                    struct conn **ret);
+void broker_conn_free(struct conn *c);
+/* Its poll events: POLLOUT while a response is pending, POLLIN, or 0 while
+ * whole requests wait in its buffer (broker_conn_serve_next serves them). */
+short broker_conn_events(const struct conn *c);
+/* Handle poll's revents; false when the connection is to be closed. */
+bool broker_conn_event(struct conn *c, short revents, int64_t now_ms);
+/* Whole requests wait in the buffer, and nothing is pending to write. */
+bool broker_conn_more(const struct conn *c);
+/* Serve the next of them (one a turn); false when the connection is to be closed. */
+bool broker_conn_serve_next(struct conn *c, int64_t now_ms);
+/* No request under way and nothing to write: the first to evict. */
+bool broker_conn_idle(const struct conn *c);
+/* When it is closed if nothing happens ([limits] idle_timeout, request_timeout). */
+int64_t broker_conn_deadline(const struct conn *c);
+
 /* tokens.c */
 struct token_rec *broker_tokens_find(struct ws *ws, const char *jti);
 int broker_tokens_add(struct ws *ws, const char *jti, const char *scope, int64_t exp,

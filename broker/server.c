@@ -5,10 +5,11 @@
  * Why one thread: every request is a few microseconds of crypto and a line
  * appended to the audit log, and the token table and audit chain need a
  * strict order anyway. poll() over non-blocking sockets serves hundreds of
- * concurrent clients without locks. A connection that sends faster than it
- * reads stops being read (backpressure), one that sends an oversized line
- * gets an error and its excess is discarded, and none of it can stop the
- * loop. After a turn that served a connection the loop may poll for a
+ * concurrent clients without locks. Each connection is conn.c's: served one
+ * request a turn, and closed when it sits idle or takes too long (its
+ * deadlines bound the poll's wait); at the workspace's connection bound the
+ * connection idle the longest makes room for a new one. None of it can
+ * stop the loop. After a turn that served a connection the loop may poll for a
  * moment before it sleeps (lib/busypoll.h), where that keeps catching the
  * next request and a CPU is spare: a client asking token after token is
  * then served without a wakeup.
@@ -41,30 +42,10 @@
 #include "server-private.h"
 #include "lib/busypoll.h"
 #include "lib/listen-fds.h"
+#include "lib/mkdir.h"
 #include "lib/util.h"
 
-#define WS_MAX       64
-#define OUT_INLINE   (8 * 1024)    /* responses up to this size need no allocation */
-#define RESPONSE_MAX (1024 * 1024) /* a text response (issue's) is never longer */
-
-struct conn {
-        int fd;
-        struct ws *ws;
-        struct peer peer;
-        /*
-         * One sodium_malloc'd block per connection, made at accept: the request
-         * buffer (BROKER_REQUEST_MAX + 1) and then OUT_INLINE bytes for
-         * responses. Requests and responses carry tokens; allocating guarded
-         * memory per response would cost more than signing the token.
-         */
-        char *in;
-        char *out_inline;
-        size_t in_len;
-        bool discarding; /* dropping the rest of an oversized line */
-        bool eof;
-        char *out; /* pending response: out_inline or a larger sodium_malloc'd block; or NULL */
-        size_t out_len, out_off;
-};
+#define WS_MAX 64
 
 struct broker {
         struct ws *ws[WS_MAX];
@@ -84,7 +65,7 @@ static void *wipe_malloc(size_t n)
         return malloc(n);
 }
 
-static void wipe_free(void *p)
+void broker_wipe_free(void *p)
 {
         if (p) {
                 sodium_memzero(p, malloc_usable_size(p));
@@ -94,7 +75,7 @@ static void wipe_free(void *p)
 
 void broker_json_wipe_on_free(void)
 {
-        json_set_alloc_funcs(wipe_malloc, wipe_free);
+        json_set_alloc_funcs(wipe_malloc, broker_wipe_free);
 }
 
 int broker_harden_process(void)
@@ -119,19 +100,6 @@ int broker_new(broker **ret)
         busypoll_init(&b->bp);
         *ret = b;
         return 0;
-}
-
-static void conn_free(struct conn *c)
-{
-        if (!c)
-                return;
-        safe_close(c->fd);
-        if (c->out && c->out != c->out_inline)
-                sodium_free(c->out);
-        sodium_free(c->in); /* wipes the inline response buffer too */
-        if (c->ws && !c->peer.admin)
-                c->ws->n_agent_conns--;
-        free(c);
 }
 
 static void ws_free(struct ws *ws)
@@ -167,7 +135,7 @@ void broker_free(broker *b)
         if (!b)
                 return;
         for (size_t i = 0; i < b->n_conns; i++)
-                conn_free(b->conns[i]);
+                broker_conn_free(b->conns[i]);
         free(b->conns);
         for (size_t i = 0; i < b->n_ws; i++)
                 ws_free(b->ws[i]);
@@ -283,28 +251,12 @@ static int socket_passed(broker *b, const char *path, int *ret_fd, char **ret_er
         return 0;
 }
 
-/* mkdir -p with mode 0700 for what we create (the workspace state may not exist yet). */
-static int mkdir_parents(const char *path)
-{
-        _cleanup_free_ char *p = strdup(path);
-
-        if (!p)
-                return -ENOMEM;
-        for (char *s = strchr(p + 1, '/'); s; s = strchr(s + 1, '/')) {
-                *s = '\0';
-                if (mkdir(p, 0700) < 0 && errno != EEXIST)
-                        return negative_errno();
-                *s = '/';
-        }
-        return 0;
-}
-
 /* dir exists, is ours, and has exactly mode. */
 static int mkdir_private(const char *dir, mode_t mode, char **ret_error)
 {
         struct stat sb;
 
-        if (mkdir_parents(dir) < 0 || (mkdir(dir, 0700) < 0 && errno != EEXIST))
+        if (mkdir_p(dir, 0700, 0700) < 0)
                 return errorf(ret_error, negative_errno(), "%s: cannot create: %m", dir);
         if (lstat(dir, &sb) < 0 || !S_ISDIR(sb.st_mode))
                 return errorf(ret_error, -ENOTDIR, "%s: not a directory", dir);
@@ -394,7 +346,7 @@ int broker_add_workspace(broker *b, const struct broker_workspace_options *o, ch
                 ws->admin_path = NULL; /* not ours: never unlink it */
                 goto fail;
         }
-        if (mkdir_parents(ws->agent_path) < 0) {
+        if (mkdir_parents(ws->agent_path, 0700) < 0) {
                 r = errorf(ret_error, negative_errno(), "%s: cannot create its directory: %m",
                            ws->agent_path);
                 goto fail;
@@ -422,13 +374,46 @@ fail:
         return r;
 }
 
+static int64_t mono_ms(void)
+{
+        struct timespec ts;
+
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Make room for a new agent connection of ws at its [limits] connections:
+ * close the one idle the longest (no request under way, nothing to write),
+ * so that connections left open and unused can't keep new clients out.
+ * false: every connection is busy with a request (which request_timeout
+ * bounds), and the newcomer is refused.
+ */
+static bool evict_idle(broker *b, struct ws *ws)
+{
+        size_t victim = SIZE_MAX;
+
+        for (size_t i = 0; i < b->n_conns; i++) {
+                struct conn *c = b->conns[i];
+                if (c->ws != ws || c->peer.admin || !broker_conn_idle(c))
+                        continue;
+                if (victim == SIZE_MAX || c->active_seq < b->conns[victim]->active_seq)
+                        victim = i;
+        }
+        if (victim == SIZE_MAX)
+                return false;
+        broker_conn_free(b->conns[victim]);
+        b->conns[victim] = b->conns[--b->n_conns];
+        return true;
+}
+
 /* 1: took one connection (or refused it), 0: none pending, < 0: error. */
 static int conn_accept(broker *b, struct ws *ws, bool admin)
 {
         struct ucred cred;
         socklen_t len = sizeof(cred);
         struct conn *c, **nc;
-        int fd;
+        int fd, r;
 
         fd = accept4(admin ? ws->admin_fd : ws->agent_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
         if (fd < 0)
@@ -445,6 +430,8 @@ static int conn_accept(broker *b, struct ws *ws, bool admin)
                 safe_close(fd);
                 return 1;
         }
+        if (!admin && ws->n_agent_conns >= ws->policy->connections)
+                (void)evict_idle(b, ws);
         if (b->n_conns >= b->conns_max ||
             (!admin && ws->n_agent_conns >= ws->policy->connections)) {
                 static const char busy[] = "{\"ok\":false,\"error\":\"busy\",\"message\":"
@@ -453,158 +440,26 @@ static int conn_accept(broker *b, struct ws *ws, bool admin)
                 safe_close(fd);
                 return 1;
         }
-        c = calloc(1, sizeof(*c));
-        nc = c ? realloc(b->conns, (b->n_conns + 1) * sizeof(*nc)) : NULL;
-        if (nc)
-                b->conns = nc;
-        if (!c || !nc || !(c->in = sodium_malloc(BROKER_REQUEST_MAX + 1 + OUT_INLINE))) {
-                free(c);
+        nc = realloc(b->conns, (b->n_conns + 1) * sizeof(*nc));
+        if (!nc) {
                 safe_close(fd);
                 return -ENOMEM;
         }
-        c->out_inline = c->in + BROKER_REQUEST_MAX + 1;
-        c->fd = fd;
-        c->ws = ws;
-        c->peer = (struct peer){.admin = admin,
-                                .pid = cred.pid,
-                                .uid = cred.uid,
-                                .gid = cred.gid,
-                                .owner = admin && (cred.uid == geteuid() || cred.uid == 0)};
-        if (!admin)
-                ws->n_agent_conns++;
+        b->conns = nc;
+        r = broker_conn_new(
+                ws, fd,
+                &(struct peer){.admin = admin,
+                               .pid = cred.pid,
+                               .uid = cred.uid,
+                               .gid = cred.gid,
+                               .owner = admin && (cred.uid == geteuid() || cred.uid == 0)},
+                mono_ms(), &c);
+        if (r < 0) {
+                safe_close(fd);
+                return r;
+        }
         b->conns[b->n_conns++] = c;
         return 1;
-}
-
-/* A response: the object resp, or (resp NULL) the text the handler wrote into raw. */
-static void conn_respond(struct conn *c, json_t *resp, struct broker_jw *raw)
-{
-        static const char oom[] = "{\"ok\":false,\"error\":\"internal\",\"message\":"
-                                  "\"out of memory\"}";
-        char *s = NULL;
-        size_t n;
-
-        if (!resp && raw && raw->len > 0) {
-                broker_jw_raw(raw, "\n", 1);
-                if (!raw->error) {
-                        c->out = raw->buf; /* out_inline, or a sodium_malloc'd block */
-                        c->out_len = raw->len;
-                        c->out_off = 0;
-                        return;
-                }
-                sodium_memzero(raw->buf, raw->len);
-                broker_jw_done(raw);
-        }
-        s = resp ? json_dumps(resp, JSON_COMPACT) : NULL;
-        json_decref(resp);
-        if (!s) {
-                s = strdup(oom);
-                if (!s)
-                        return;
-        }
-        n = strlen(s);
-        c->out = n + 1 <= OUT_INLINE ? c->out_inline : sodium_malloc(n + 1);
-        if (c->out) {
-                memcpy(c->out, s, n);
-                c->out[n] = '\n';
-                c->out_len = n + 1;
-                c->out_off = 0;
-        }
-        wipe_free(s);
-}
-
-/* Write what is pending; false when the connection is dead. */
-static bool conn_flush(struct conn *c)
-{
-        while (c->out && c->out_off < c->out_len) {
-                ssize_t n = send(c->fd, c->out + c->out_off, c->out_len - c->out_off,
-                                 MSG_NOSIGNAL | MSG_DONTWAIT);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0 && errno == EAGAIN)
-                        return true;
-                if (n <= 0)
-                        return false;
-                c->out_off += (size_t)n;
-        }
-        if (c->out != c->out_inline)
-                sodium_free(c->out);
-        else
-                sodium_memzero(c->out, c->out_len);
-        c->out = NULL;
-        return true;
-}
-
-/* Handle complete lines while nothing is pending to write. */
-static void conn_process(struct conn *c)
-{
-        while (!c->out) {
-                char *nl = memchr(c->in, '\n', c->in_len);
-                size_t used;
-
-                if (c->discarding) {
-                        if (!nl) {
-                                sodium_memzero(c->in, c->in_len);
-                                c->in_len = 0;
-                                return;
-                        }
-                        c->discarding = false;
-                        used = (size_t)(nl - c->in) + 1;
-                } else if (nl || (c->eof && c->in_len > 0)) {
-                        size_t len = nl ? (size_t)(nl - c->in) : c->in_len;
-                        used = nl ? len + 1 : len;
-                        if (len > 0 && c->in[len - 1] == '\r')
-                                len--;
-                        if (len > 0) {
-                                struct broker_jw raw;
-                                json_t *resp;
-
-                                broker_jw_init(&raw, c->out_inline, OUT_INLINE, RESPONSE_MAX, true);
-                                resp = broker_request_handle(c->ws, &c->peer, c->in, len,
-                                                             time(NULL), &raw);
-                                conn_respond(c, resp, &raw);
-                        }
-                } else if (c->in_len >= BROKER_REQUEST_MAX) {
-                        conn_respond(c,
-                                     broker_response_error(
-                                             "too_large", "request longer than %d bytes; discarded",
-                                             BROKER_REQUEST_MAX),
-                                     NULL);
-                        c->discarding = true;
-                        used = c->in_len;
-                } else {
-                        return;
-                }
-                memmove(c->in, c->in + used, c->in_len - used);
-                c->in_len -= used;
-                sodium_memzero(c->in + c->in_len, used); /* no stale copy of a request */
-                if (!conn_flush(c))
-                        return;
-        }
-}
-
-/* Returns false when the connection should be closed. */
-static bool conn_event(struct conn *c, short revents)
-{
-        if (revents & POLLOUT) {
-                if (!conn_flush(c))
-                        return false;
-                conn_process(c);
-        }
-        if ((revents & (POLLIN | POLLHUP | POLLERR)) && !c->out && !c->eof) {
-                ssize_t n = recv(c->fd, c->in + c->in_len, BROKER_REQUEST_MAX - c->in_len,
-                                 MSG_DONTWAIT);
-                if (n < 0 && (errno == EAGAIN || errno == EINTR))
-                        return true;
-                if (n <= 0)
-                        c->eof = true;
-                else
-                        c->in_len += (size_t)n;
-                conn_process(c);
-                if (!conn_flush(c))
-                        return false;
-        }
-        return !(c->eof && !c->out && c->in_len == 0) && !(c->eof && !c->out && c->discarding);
 }
 
 static void shutdown_workspaces(broker *b)
@@ -656,14 +511,6 @@ static void policies_reload(broker *b)
 void broker_set_log(broker *b, void (*log)(const char *line))
 {
         b->log = log;
-}
-
-static int64_t mono_ms(void)
-{
-        struct timespec ts;
-
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /*
@@ -762,15 +609,23 @@ int broker_run(broker *b, char **ret_error)
                         pfd[n++] = (struct pollfd){.fd = b->ws[i]->agent_fd, .events = lev};
                         pfd[n++] = (struct pollfd){.fd = b->ws[i]->admin_fd, .events = lev};
                 }
-                for (size_t i = 0; i < b->n_conns; i++)
-                        pfd[n++] = (struct pollfd){.fd = b->conns[i]->fd,
-                                                   .events = b->conns[i]->out ? POLLOUT : POLLIN};
-                /* Wake up to write stale audit heads, else only for events. */
-                int timeout = -1;
-                if (head_due >= 0) {
-                        int64_t left = head_due - mono_ms();
-                        timeout = left > 0 ? (int)left : 0;
+                /*
+                 * Wake up for the first connection deadline, to write stale
+                 * audit heads, or at once while a connection has whole
+                 * requests waiting (served one per turn); else for events.
+                 */
+                int64_t now = mono_ms(), due = head_due >= 0 ? head_due : INT64_MAX;
+                bool pending = false;
+                for (size_t i = 0; i < b->n_conns; i++) {
+                        struct conn *c = b->conns[i];
+                        pfd[n++] = (struct pollfd){.fd = c->fd, .events = broker_conn_events(c)};
+                        pending |= broker_conn_more(c);
+                        due = MIN(due, broker_conn_deadline(c));
                 }
+                int timeout = pending            ? 0
+                              : due == INT64_MAX ? -1
+                              : due <= now       ? 0
+                                                 : (int)MIN(due - now, (int64_t)INT32_MAX);
                 if (wait_events(&b->bp, pfd, n, timeout, served) < 0) {
                         if (errno == EINTR)
                                 continue;
@@ -787,14 +642,26 @@ int broker_run(broker *b, char **ret_error)
                                 }
                         }
                 }
-                /* Connections first (their indices are stable until we compact). */
+                /*
+                 * Connections first (their indices are stable until we
+                 * compact): each one's events, or its next waiting request,
+                 * one request each per turn; then its deadline.
+                 */
                 size_t keep = 0, nc = b->n_conns;
                 served = false;
+                now = mono_ms();
                 for (size_t i = 0; i < nc; i++) {
                         struct conn *c = b->conns[i];
-                        served |= pfd[nl + i].revents != 0;
-                        if (pfd[nl + i].revents && !conn_event(c, pfd[nl + i].revents)) {
-                                conn_free(c);
+                        short rev = pfd[nl + i].revents;
+                        bool alive = true;
+
+                        served |= rev != 0;
+                        if (rev)
+                                alive = broker_conn_event(c, rev, now);
+                        else if (broker_conn_more(c))
+                                alive = broker_conn_serve_next(c, now);
+                        if (!alive || now >= broker_conn_deadline(c)) {
+                                broker_conn_free(c);
                                 continue;
                         }
                         b->conns[keep++] = c;

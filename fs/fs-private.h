@@ -23,6 +23,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "fs.h"
@@ -364,6 +365,19 @@ void quota_refund_bytes(struct fs_workspace *ws, uint64_t n);
 void quota_add(struct fs_workspace *ws, uint64_t files, uint64_t bytes);
 /* A removed file nobody has open: give its bytes back (again after a reopen). */
 void quota_reclaim(struct fs_workspace *ws, struct node *n);
+/*
+ * Extended attributes count in [limits] bytes: each user.* attribute costs
+ * its name (with its NUL) and its value. One file or directory may hold at
+ * most FS_XATTR_FILE_MAX of them (ENOSPC past that, as ext4 when its block
+ * is full), so the count per inode stays small however many names there are.
+ */
+#define FS_XATTR_FILE_MAX (64 * 1024)
+static inline uint64_t quota_xattr_cost(const char *name, size_t size)
+{
+        return strlen(name) + 1 + size;
+}
+/* What fd's user.* attributes cost together (0 if it has none or can't say). */
+uint64_t quota_xattrs_of(int fd);
 
 /* gitindex.c: the workspace .git's index, built while the mount serves */
 /* At setup: whether the index is still to be built (keeps fds for it). */

@@ -299,7 +299,7 @@ int fs_loop_run(struct fuse_session *se, unsigned max_workers)
                 return negative_errno();
         l.fd = l.stop_fd = -1;
         busypoll_init(&l.bp);
-        if (l.bp.loadavg_fd >= 0)
+        if (l.bp.on)
                 l.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (l.stop_fd >= 0) {
                 int fd = fuse_session_fd(se), fl = fcntl(fd, F_GETFL);

@@ -399,11 +399,15 @@ static int remove_entry(struct fs_workspace *ws, struct node *p, const char *nam
                 /* Open files keep reaching the inode through the node's pinned fd. */
                 if (!dir)
                         (void)upper_node_pin(c);
+                /* A directory's attributes go with it now (a file's when it
+                 * is reclaimed, once nobody has it open). */
+                uint64_t xattrs = dir ? quota_xattrs_of(c->ufd) : 0;
                 if (dir)
                         (void)upper_dir_clear_markers(c->ufd);
                 if (unlinkat(p->ufd, en, dir ? AT_REMOVEDIR : 0) < 0)
                         return negative_errno();
                 quota_refund_files(ws, 1);
+                quota_refund_bytes(ws, xattrs);
                 /* Another hard link keeps the node alive (reached through its pinned fd). */
                 last = dir || st.st_nlink <= 1;
         }
@@ -600,6 +604,7 @@ static int do_rename(struct fs_workspace *ws, fuse_req_t req, struct node *p, co
                         goto out;
                 }
                 bool dst_last = true;
+                uint64_t dst_xattrs = 0; /* a replaced directory's, refunded with it */
                 if (dst && dst->upper) {
                         struct stat st;
                         if (!S_ISDIR(dst->type))
@@ -609,8 +614,10 @@ static int do_rename(struct fs_workspace *ws, fuse_req_t req, struct node *p, co
                                 /* Another hard link keeps the replaced file alive. */
                                 dst_last = S_ISDIR(st.st_mode) || st.st_nlink <= 1;
                         }
-                        if (S_ISDIR(dst->type))
+                        if (S_ISDIR(dst->type)) {
+                                dst_xattrs = quota_xattrs_of(dst->ufd);
                                 (void)upper_dir_clear_markers(dst->ufd);
+                        }
                 }
                 r = upper_meta_set_rec(np, newname, srec);
                 if (r == 0)
@@ -625,6 +632,7 @@ static int do_rename(struct fs_workspace *ws, fuse_req_t req, struct node *p, co
                 (void)upper_meta_set_rec(p, name, NULL);
                 if (had_lower)
                         (void)upper_meta_set_whiteout(p, name, true);
+                quota_refund_bytes(ws, dst_xattrs);
                 r = node_set_parent(ws, src, np, newname);
                 if (dst && dst_last) {
                         dst->unlinked = true;

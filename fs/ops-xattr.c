@@ -4,6 +4,8 @@
  * the agent: security.*, trusted.* and system.* read as absent and cannot be
  * set (a capability or ACL must never reach the host's upper files). A
  * lower file has none; setting one makes a metacopy, not a data copy.
+ * Their names and values count in [limits] bytes, at most FS_XATTR_FILE_MAX
+ * per file (fs-private.h).
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -131,6 +133,43 @@ void ops_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
                 fuse_reply_buf(req, buf, len);
 }
 
+/*
+ * Set or remove one attribute, its cost charged to [limits] bytes first
+ * (quota.c): the difference from the value it replaces, refunded if the
+ * kernel refuses. ENOSPC past FS_XATTR_FILE_MAX on one inode, or past the
+ * quota. ns_lock is held for writing, so nothing else changes fd's
+ * attributes meanwhile.
+ */
+static int xattr_change_charged(struct fs_workspace *ws, int fd, const char *name,
+                                const char *value, size_t size, int flags, bool remove)
+{
+        ssize_t had = fgetxattr(fd, name, NULL, 0);
+        uint64_t old_cost = had >= 0 ? quota_xattr_cost(name, (size_t)had) : 0;
+        uint64_t new_cost = remove ? 0 : quota_xattr_cost(name, size), charged = 0;
+        int r;
+
+        if (had < 0 && errno != ENODATA)
+                return negative_errno();
+        if (had < 0 && remove)
+                return -ENODATA;
+        if (!remove && new_cost > old_cost) {
+                if (quota_xattrs_of(fd) - old_cost + new_cost > FS_XATTR_FILE_MAX)
+                        return -ENOSPC;
+                r = quota_charge_bytes(ws, new_cost - old_cost);
+                if (r < 0)
+                        return r;
+                charged = new_cost - old_cost;
+        }
+        if ((remove ? fremovexattr(fd, name) : fsetxattr(fd, name, value, size, flags)) < 0) {
+                r = negative_errno();
+                quota_refund_bytes(ws, charged);
+                return r;
+        }
+        if (old_cost > new_cost)
+                quota_refund_bytes(ws, old_cost - new_cost);
+        return 0;
+}
+
 static void change_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
                          size_t size, int flags, bool remove)
 {
@@ -160,9 +199,8 @@ static void change_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, const
                 _cleanup_close_ int fd = xattr_fd(n);
                 if (fd < 0)
                         r = negative_errno();
-                else if ((remove ? fremovexattr(fd, name)
-                                 : fsetxattr(fd, name, value, size, flags)) < 0)
-                        r = negative_errno();
+                else
+                        r = xattr_change_charged(ws, fd, name, value, size, flags, remove);
         }
         if (r == 0)
                 r = ops_journal(ws, req, remove ? JOURNAL_REMOVEXATTR : JOURNAL_SETXATTR, n, NULL,

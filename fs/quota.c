@@ -10,17 +10,105 @@
  * reservations are compare-and-swap against the cap, so concurrent writers
  * never overshoot it. A write that extends a file reserves the extension
  * under that file's lock (ops-data.c), so the count is exact.
+ *
+ * The agent's user.* extended attributes count in bytes too (names and
+ * values; ops-xattr.c charges them as they change), or a workspace whose
+ * files are empty could fill the disk through them. A file's attributes
+ * go back with its data when it is removed (quota_reclaim; a directory's
+ * at rmdir). A file with several hard links in the upper trees is counted
+ * once at mount, as a disk counts it.
  */
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "fs-private.h"
 #include "lib/util.h"
 
-static int walk(int dfd, uint64_t *files, uint64_t *bytes, unsigned depth)
+uint64_t quota_xattrs_of(int fd)
+{
+        char names[FS_XATTR_FILE_MAX + 1024];
+        ssize_t len = flistxattr(fd, names, sizeof(names));
+        uint64_t cost = 0;
+
+        for (ssize_t i = 0; i < len;) {
+                const char *name = names + i;
+                size_t l = strnlen(name, (size_t)(len - i));
+                if (startswith(name, "user.")) {
+                        ssize_t v = fgetxattr(fd, name, NULL, 0);
+                        if (v >= 0)
+                                cost += quota_xattr_cost(name, (size_t)v);
+                }
+                i += (ssize_t)l + 1;
+        }
+        return cost;
+}
+
+/*
+ * The files with more than one link: their bytes are added once per inode
+ * after the walk (sorted, so that an agent's many links cost n log n).
+ */
+struct linked {
+        struct link_entry {
+                dev_t dev;
+                ino_t ino;
+                uint64_t bytes;
+        } * v;
+        size_t n, cap;
+};
+
+static int linked_add(struct linked *l, const struct stat *st, uint64_t bytes)
+{
+        if (l->n == l->cap) {
+                size_t cap = l->cap ? l->cap * 2 : 64;
+                void *v = realloc(l->v, cap * sizeof(*l->v));
+                if (!v)
+                        return -ENOMEM;
+                l->v = v;
+                l->cap = cap;
+        }
+        l->v[l->n++] = (struct link_entry){st->st_dev, st->st_ino, bytes};
+        return 0;
+}
+
+static int link_cmp(const void *a, const void *b)
+{
+        const struct link_entry *x = a, *y = b;
+
+        if (x->dev != y->dev)
+                return x->dev < y->dev ? -1 : 1;
+        return x->ino < y->ino ? -1 : x->ino > y->ino;
+}
+
+static uint64_t linked_bytes(struct linked *l)
+{
+        uint64_t bytes = 0;
+
+        if (l->n)
+                qsort(l->v, l->n, sizeof(*l->v), link_cmp);
+        for (size_t i = 0; i < l->n; i++)
+                if (i == 0 || link_cmp(&l->v[i - 1], &l->v[i]) != 0)
+                        bytes += l->v[i].bytes;
+        return bytes;
+}
+
+/* An entry's bytes: a regular file's size and its attributes, a directory's attributes. */
+static uint64_t entry_bytes(int dfd, const char *name, const struct stat *st)
+{
+        _cleanup_close_ int fd = -1;
+        uint64_t bytes = S_ISREG(st->st_mode) ? (uint64_t)st->st_size : 0;
+
+        /* Only regular files and directories can hold user.* attributes. */
+        if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
+                return bytes;
+        fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
+        return fd < 0 ? bytes : bytes + quota_xattrs_of(fd);
+}
+
+static int walk(int dfd, uint64_t *files, uint64_t *bytes, unsigned depth, struct linked *links)
 {
         _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
@@ -44,16 +132,21 @@ static int walk(int dfd, uint64_t *files, uint64_t *bytes, unsigned depth)
                 if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
                         continue;
                 (*files)++;
-                if (S_ISREG(st.st_mode))
-                        *bytes += (uint64_t)st.st_size;
-                else if (S_ISDIR(st.st_mode)) {
+                if (!S_ISDIR(st.st_mode) && st.st_nlink > 1) {
+                        int r = linked_add(links, &st, entry_bytes(dirfd(d), de->d_name, &st));
+                        if (r < 0)
+                                return r;
+                } else {
+                        *bytes += entry_bytes(dirfd(d), de->d_name, &st);
+                }
+                if (S_ISDIR(st.st_mode)) {
                         _cleanup_close_ int sub =
                                 openat(dirfd(d), de->d_name,
                                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                         int r;
                         if (sub < 0)
                                 continue;
-                        r = walk(sub, files, bytes, depth + 1);
+                        r = walk(sub, files, bytes, depth + 1, links);
                         if (r < 0)
                                 return r;
                 }
@@ -64,14 +157,14 @@ static int walk(int dfd, uint64_t *files, uint64_t *bytes, unsigned depth)
 int quota_init(struct fs_workspace *ws)
 {
         uint64_t files = 0, bytes = 0;
-        int r = walk(ws->repo.upper_fd, &files, &bytes, 0);
+        struct linked links = {0};
+        int r = walk(ws->repo.upper_fd, &files, &bytes, 0, &links);
+        if (r == 0 && ws->has_home)
+                r = walk(ws->home.upper_fd, &files, &bytes, 0, &links);
+        bytes += linked_bytes(&links);
+        free(links.v);
         if (r < 0)
                 return r;
-        if (ws->has_home) {
-                r = walk(ws->home.upper_fd, &files, &bytes, 0);
-                if (r < 0)
-                        return r;
-        }
         atomic_store(&ws->used_files, files);
         atomic_store(&ws->used_bytes, bytes);
         return 0;
@@ -157,6 +250,12 @@ void quota_reclaim(struct fs_workspace *ws, struct node *n)
         if (fstatat(n->hfd, "", &st, AT_EMPTY_PATH) < 0 || st.st_nlink > 0)
                 return;
         size = (uint64_t)st.st_size;
+        {
+                /* Its attributes go with it (O_PATH can't read them: reopen). */
+                _cleanup_close_ int fd = -1;
+                if (upper_open(n, O_RDONLY | O_NONBLOCK, &fd) == 0)
+                        size += quota_xattrs_of(fd);
+        }
         if (!n->reclaimed)
                 quota_refund_bytes(ws, size);
         else if (size > n->reclaimed_at)

@@ -29,54 +29,28 @@
 #define SCORE_MAX   256u
 #define PROBE_EVERY BUSYPOLL_PROBE_EVERY
 
-void busypoll_init_from(struct busypoll *bp, int loadavg_fd, unsigned ncpus)
-{
-        *bp = (struct busypoll){.ncpus = ncpus, .score = SCORE_MAX};
-        bp->loadavg_fd = ncpus >= 2 ? loadavg_fd : safe_close(loadavg_fd);
-}
-
-void busypoll_init(struct busypoll *bp)
-{
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-
-        if (n < 2) {
-                busypoll_init_from(bp, -1, 1);
-                return;
-        }
-        busypoll_init_from(bp, open("/proc/loadavg", O_RDONLY | O_CLOEXEC), (unsigned)n);
-}
-
-void busypoll_done(struct busypoll *bp)
-{
-        bp->loadavg_fd = safe_close(bp->loadavg_fd);
-}
-
-static uint64_t now_ns(void)
+static uint64_t real_now_ns(void *arg)
 {
         struct timespec t;
 
+        (void)arg;
         clock_gettime(CLOCK_MONOTONIC, &t);
         return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-/* The runnable tasks of the machine, or 0 if /proc/loadavg does not say. */
-static unsigned running_tasks(int fd)
+unsigned busypoll_parse_loadavg(const char *text)
 {
-        char buf[128], *p, *end;
-        ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+        const char *p = text;
+        char *end;
         unsigned long r;
 
-        if (n <= 0)
-                return 0;
-        buf[n] = '\0';
         /* "0.00 0.01 0.05 R/T LAST_PID": the fourth field */
-        p = buf;
         for (int i = 0; i < 3 && p; i++) {
                 p = strchr(p, ' ');
                 if (p)
                         p++;
         }
-        if (!p)
+        if (!p || *p < '0' || *p > '9')
                 return 0;
         r = strtoul(p, &end, 10);
         if (end == p || *end != '/')
@@ -84,28 +58,83 @@ static unsigned running_tasks(int fd)
         return r > 0xffff ? 0xffff : (unsigned)r;
 }
 
+static unsigned real_running(void *arg)
+{
+        struct busypoll *bp = arg;
+        char buf[128];
+        ssize_t n = pread(bp->loadavg_fd, buf, sizeof(buf) - 1, 0);
+
+        if (n <= 0)
+                return 0;
+        buf[n] = '\0';
+        return busypoll_parse_loadavg(buf);
+}
+
+static void real_yield(void *arg)
+{
+        (void)arg;
+        sched_yield();
+}
+
+void busypoll_init_with(struct busypoll *bp, const struct busypoll_world *world, unsigned ncpus)
+{
+        *bp = (struct busypoll){.loadavg_fd = -1, .ncpus = ncpus, .score = SCORE_MAX};
+        if (world)
+                bp->world = *world;
+        bp->on = world && ncpus >= 2;
+}
+
+void busypoll_init(struct busypoll *bp)
+{
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        int fd;
+
+        if (n < 2) {
+                busypoll_init_with(bp, NULL, 1);
+                return;
+        }
+        fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+        if (fd < 0) {
+                busypoll_init_with(bp, NULL, (unsigned)n);
+                return;
+        }
+        busypoll_init_with(bp,
+                           &(struct busypoll_world){.now_ns = real_now_ns,
+                                                    .running = real_running,
+                                                    .yield = real_yield},
+                           (unsigned)n);
+        bp->loadavg_fd = fd;
+        bp->world.arg = bp;
+}
+
+void busypoll_done(struct busypoll *bp)
+{
+        bp->loadavg_fd = safe_close(bp->loadavg_fd);
+        bp->on = false;
+}
+
 uint64_t busypoll_until(struct busypoll *bp)
 {
         unsigned running;
 
-        if (bp->loadavg_fd < 0)
+        if (!bp->on)
                 return 0;
         if (bp->score < SCORE_MAX / 2 && ++bp->idle < PROBE_EVERY)
                 return 0;
-        running = running_tasks(bp->loadavg_fd);
+        running = bp->world.running(bp->world.arg);
         if (running == 0 || running > bp->ncpus)
                 return 0;
         bp->idle = 0;
-        return now_ns() + BUSYPOLL_WINDOW_NS;
+        return bp->world.now_ns(bp->world.arg) + BUSYPOLL_WINDOW_NS;
 }
 
-bool busypoll_more(uint64_t until)
+bool busypoll_more(struct busypoll *bp, uint64_t until)
 {
-        if (!until || now_ns() >= until)
+        if (!until || bp->world.now_ns(bp->world.arg) >= until)
                 return false;
         /* A task that shares our CPU (the client, often) runs first: polling
          * must not keep it from sending what we poll for. */
-        sched_yield();
+        bp->world.yield(bp->world.arg);
         return true;
 }
 
@@ -131,7 +160,7 @@ int busypoll_run(struct busypoll *bp, int (*try_once)(void *arg), void *arg, int
         until = busypoll_until(bp);
         if (!until)
                 return none;
-        while (busypoll_more(until)) {
+        while (busypoll_more(bp, until)) {
                 r = try_once(arg);
                 if (r != none) {
                         busypoll_caught(bp, true);

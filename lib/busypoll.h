@@ -33,8 +33,24 @@
 /* Once polls stopped paying, one wait in this many polls again. */
 #define BUSYPOLL_PROBE_EVERY 32
 
+/*
+ * What the decision reads of the world: the clock, the machine's runnable
+ * tasks, and the yield to a waiting task. busypoll_init() takes the real
+ * ones; a test gives its own, so that no test depends on the clock or the
+ * scheduler (a window that passes while a loaded machine runs something
+ * else would otherwise decide the outcome).
+ */
+struct busypoll_world {
+        uint64_t (*now_ns)(void *arg);  /* CLOCK_MONOTONIC, ns */
+        unsigned (*running)(void *arg); /* runnable tasks, the caller included; 0: unknown */
+        void (*yield)(void *arg);       /* let a task waiting for this CPU run */
+        void *arg;
+};
+
 struct busypoll {
-        int loadavg_fd; /* /proc/loadavg (its running-task count), or -1: never poll */
+        struct busypoll_world world;
+        int loadavg_fd; /* /proc/loadavg, read by the real world's running(); -1: none */
+        bool on;        /* false: never poll (one CPU, or no count to read) */
         unsigned ncpus; /* online CPUs */
         unsigned score; /* recent polls that caught a request, out of 256 (decaying) */
         unsigned idle;  /* waits without a poll since the last one */
@@ -43,14 +59,18 @@ struct busypoll {
 /* Never fails: without /proc or with one CPU (where polling would only keep
  * the client from running) it is off, and busypoll_until() says so. */
 void busypoll_init(struct busypoll *bp);
-/* The same from a file in /proc/loadavg's format (taken: closed by
- * busypoll_done) and a CPU count: what the tests use. */
-void busypoll_init_from(struct busypoll *bp, int loadavg_fd, unsigned ncpus);
+/* The same with a given world and CPU count: what the tests use. A NULL
+ * world turns polling off. */
+void busypoll_init_with(struct busypoll *bp, const struct busypoll_world *world, unsigned ncpus);
 void busypoll_done(struct busypoll *bp);
 
+/* The runnable-task count of a text in /proc/loadavg's format ("0.00 0.01
+ * 0.05 R/T LAST_PID": R), or 0 if it has none. */
+unsigned busypoll_parse_loadavg(const char *text);
+
 /*
- * Whether to poll before this wait, and until when (CLOCK_MONOTONIC, ns); 0:
- * sleep at once. Call it once per wait, on the thread that will poll (its
+ * Whether to poll before this wait, and until when (the world's clock, ns);
+ * 0: sleep at once. Call it once per wait, on the thread that will poll (its
  * own running state counts), and report how a poll ended with
  * busypoll_caught(). Not thread-safe: one poller at a time.
  */
@@ -58,7 +78,7 @@ uint64_t busypoll_until(struct busypoll *bp);
 
 /* Whether a poll that started with busypoll_until() may go on; it yields the
  * CPU to a waiting task first. */
-bool busypoll_more(uint64_t until);
+bool busypoll_more(struct busypoll *bp, uint64_t until);
 
 /* How the poll busypoll_until() allowed ended: a request came (true) or the
  * window passed (false). */

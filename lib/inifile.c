@@ -81,6 +81,28 @@ unsigned inifile_nul_line(const char *buf, size_t len)
         return line;
 }
 
+/*
+ * Whether inih accepts a line, by its own rules (ini.c): blank, a comment
+ * (';' or '#' first), a "[section]" with its ']', "key = value" or
+ * "key: value", or, indented, the continuation of the last key's value.
+ * start is the line past its leading blanks.
+ */
+static bool line_is_wellformed(struct inifile_reader *r, const char *start, bool indented)
+{
+        if (*start == '\0' || *start == '\n' || *start == '\r' || *start == ';' || *start == '#')
+                return true;
+        if (*start == '[') {
+                r->in_key = false;
+                return strchr(start, ']') != NULL;
+        }
+        if (indented && r->in_key)
+                return true;
+        if (!strpbrk(start, "=:"))
+                return false;
+        r->in_key = true;
+        return true;
+}
+
 char *inifile_reader_gets(char *str, int num, void *stream)
 {
         struct inifile_reader *r = stream;
@@ -106,12 +128,17 @@ char *inifile_reader_gets(char *str, int num, void *stream)
         str[n] = '\0';
         for (c = str; *c == ' ' || *c == '\t'; c++)
                 ;
-        if (*c == '[' ||
-            (r->line == 1 && (unsigned char)c[0] == 0xEF && (unsigned char)c[1] == 0xBB &&
-             (unsigned char)c[2] == 0xBF && c[3] == '['))
+        if (r->line == 1 && (unsigned char)c[0] == 0xEF && (unsigned char)c[1] == 0xBB &&
+            (unsigned char)c[2] == 0xBF)
+                c += 3; /* a UTF-8 BOM, which inih skips */
+        if (*c == '[')
                 r->section_line = r->line;
         if (r->on_line && !r->on_line(r->user, str))
                 return NULL;
+        if (!line_is_wellformed(r, c, c > str)) {
+                r->malformed = r->line;
+                return NULL;
+        }
         return str;
 }
 

@@ -19,6 +19,12 @@ struct inifile_reader {
         unsigned line;         /* of the line last handed to inih */
         unsigned section_line; /* of the last "[header]" line */
         bool too_long;         /* stopped at a line longer than inih's buffer */
+        /* The first line inih would reject (neither a comment, a section
+         * header, 'key = value' nor a continuation), where reading stopped:
+         * inih itself goes on past it and reports it only at the end, after
+         * any error a later line makes, so the line named would be wrong. */
+        unsigned malformed;
+        bool in_key; /* a key line came since the last section header */
         /* Called with every line before inih sees it; returns false to stop. */
         bool (*on_line)(void *user, const char *line);
         void *user;

@@ -33,6 +33,8 @@ enum {
         KEY_LINE_REPO_PATH = 5,
         KEY_LINE_HOME_PATH = 6,
         KEY_LINE_MIRROR_FIRST = 9,
+        KEY_LINE_BROKER_SOCKET = 12,
+        KEY_LINE_BROKER_DIR = 14,
 };
 
 struct parse_state {

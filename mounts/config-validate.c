@@ -6,8 +6,11 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <sys/un.h>
 
+#include "broker.h"
 #include "config-private.h"
+#include "proxy.h"
 #include "lib/util.h"
 
 /* Paths inside the sandbox that cloister run provides itself. */
@@ -40,6 +43,49 @@ static int dup_default(struct parse_state *st, char **field, const char *a, cons
                 return config_error(st, 0, "out of memory");
         }
         return 1;
+}
+
+/*
+ * A unix socket's path must fit sun_path (107 bytes and its NUL): the
+ * kernel takes no longer one, and cutting it would bind another path. Each
+ * socket a workspace uses is checked here, so that a long state path is
+ * reported at its line rather than when a daemon first binds.
+ */
+static bool socket_fits(struct parse_state *st, unsigned line, const char *key, const char *dir,
+                        const char *name)
+{
+        size_t max = sizeof(((struct sockaddr_un *)0)->sun_path) - 1;
+        size_t len = strlen(dir) + (name ? 1 + strlen(name) : 0);
+
+        if (len <= max)
+                return true;
+        config_error(st, line,
+                     "%s: the socket '%s%s%s' is %zu bytes long; a unix socket's path may have "
+                     "at most %zu",
+                     key, dir, name ? "/" : "", name ? name : "", len, max);
+        return false;
+}
+
+static bool sockets_fit(struct parse_state *st)
+{
+        const struct config *c = st->cfg;
+        unsigned state_line = st->lines[KEY_LINE_STATE];
+        unsigned sock_line = st->lines[KEY_LINE_BROKER_SOCKET];
+        unsigned dir_line = st->lines[KEY_LINE_BROKER_DIR];
+
+        if (c->broker.policy &&
+            (!socket_fits(st, sock_line ?: state_line,
+                          sock_line ? "key 'socket' in [broker]" : "key 'state' in [workspace]",
+                          c->broker.socket, NULL) ||
+             !socket_fits(st, dir_line ?: state_line,
+                          dir_line ? "key 'dir' in [broker]" : "key 'state' in [workspace]",
+                          c->broker.dir, BROKER_ADMIN_SOCKET)))
+                return false;
+        if (c->network.mode == CONFIG_NETWORK_PROXY &&
+            !socket_fits(st, state_line, "key 'state' in [workspace]", c->workspace.state,
+                         PROXY_CONTROL_FILE))
+                return false;
+        return true;
 }
 
 struct part {
@@ -113,7 +159,7 @@ void config_finish(struct parse_state *st)
                 c->run.host_uids =
                         (struct config_id_range){CONFIG_HOST_UID_MIN, CONFIG_HOST_UID_MAX};
         config_network_finish(st);
-        if (st->error)
+        if (st->error || !sockets_fit(st))
                 return;
 
         /* The parts inside the workspace: none may nest in, or equal, another. */

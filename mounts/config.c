@@ -311,6 +311,9 @@ int config_load(const char *path, struct config **ret, char **ret_error)
         free(st.config_dir);
         if (rd.too_long && !st.error)
                 config_error(&st, rd.line, "line longer than %d bytes", INI_MAX_LINE - 1);
+        if (rd.malformed && !st.error)
+                config_error(&st, rd.malformed,
+                             "malformed line: expected 'key = value' or '[section]'");
         if (r > 0 && !st.error)
                 config_error(&st, (unsigned)r,
                              "malformed line: expected 'key = value' or '[section]'");

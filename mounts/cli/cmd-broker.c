@@ -20,6 +20,7 @@
 #include "config.h"
 #include "keys.h"
 #include "policy.h"
+#include "lib/mkdir.h"
 #include "lib/util.h"
 
 static int rotate_key(int argc, char **argv)
@@ -80,6 +81,94 @@ static int rotate_key(int argc, char **argv)
         return 0;
 }
 
+/*
+ * `cloister broker public-key CONFIG [--json]`: the public keys that verify
+ * this workspace's tokens, as PASERK (k4.public.…), one per line, the
+ * current signing key last, as in <dir>/public.paserk; what a verifier on
+ * another host configures to check tokens offline. Before the broker's
+ * first start there is no key yet: this makes it, as the broker would.
+ */
+static int public_key(int argc, char **argv)
+{
+        _cleanup_config_ struct config *c = NULL;
+        _cleanup_free_ char *error = NULL, *text = NULL, *public = NULL;
+        struct broker_policy *p = NULL;
+        _cleanup_close_ int dirfd = -1;
+        broker_keyring *kr = NULL;
+        const char *cfg = NULL;
+        bool json = false;
+        int64_t keep;
+        int r;
+
+        for (int i = 1; i < argc; i++) {
+                if (streq(argv[i], "--json"))
+                        json = true;
+                else if (argv[i][0] == '-' || cfg)
+                        return command_fail(&command_broker, EXIT_USAGE,
+                                            "usage: cloister broker public-key CONFIG [--json]");
+                else
+                        cfg = argv[i];
+        }
+        if (!cfg)
+                return command_fail(&command_broker, EXIT_USAGE,
+                                    "usage: cloister broker public-key CONFIG [--json]");
+        if (config_load(cfg, &c, &error) < 0)
+                return command_fail(&command_broker, EXIT_USAGE, "%s", error);
+        if (!c->broker.policy)
+                return command_fail(&command_broker, EXIT_USAGE, "%s: no [broker] policy", cfg);
+        if (broker_policy_load(c->broker.policy, &p, &error) < 0)
+                return command_fail(&command_broker, EXIT_USAGE, "%s", error);
+        keep = broker_policy_max_ttl(p) + 60;
+        broker_policy_free(p);
+        r = mkdir_p(c->broker.dir, 0700, 0700);
+        if (r < 0)
+                return command_fail(&command_broker, 1, "%s: cannot create: %s", c->broker.dir,
+                                    strerror(-r));
+        dirfd = open(c->broker.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dirfd < 0)
+                return command_fail(&command_broker, 1, "%s: cannot open: %m", c->broker.dir);
+        r = broker_keyring_load(dirfd, c->broker.dir, true, &kr, &error);
+        if (r < 0)
+                return command_fail(&command_broker, 1, "%s", error ? error : strerror(-r));
+        /* A key made just now is published as the broker would; an existing
+         * public file is the broker's and stays as it is. */
+        if (faccessat(dirfd, BROKER_PUBLIC_FILE, F_OK, 0) < 0)
+                (void)broker_keyring_publish(kr, dirfd, time(NULL), keep);
+        broker_keyring_free(kr);
+        kr = NULL;
+        free(error);
+        error = NULL;
+        if (asprintf(&public, "%s/%s", c->broker.dir, BROKER_PUBLIC_FILE) < 0)
+                return command_fail(&command_broker, 1, "out of memory");
+        r = broker_keyring_load_public(public, &kr, &error);
+        if (r < 0)
+                return command_fail(&command_broker, 1, "%s", error ? error : strerror(-r));
+        if (json) {
+                json_t *keys = json_array(), *o;
+                for (size_t i = 0; i < broker_keyring_count(kr); i++) {
+                        const struct broker_key *k = broker_keyring_at(kr, i);
+                        _cleanup_free_ char *paserk = NULL;
+                        if (broker_key_paserk_public(k->pk, &paserk) < 0)
+                                continue;
+                        json_array_append_new(
+                                keys, json_pack("{s:s,s:s}", "paserk", paserk, "kid", k->kid));
+                }
+                o = json_pack("{s:s,s:s,s:o}", "workspace", c->workspace.name, "public_file",
+                              public, "keys", keys);
+                r = o ? json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER) : -1;
+                json_decref(o);
+                putchar('\n');
+        } else {
+                r = broker_keyring_public_text(kr, &text);
+                if (r == 0)
+                        fputs(text, stdout);
+        }
+        broker_keyring_free(kr);
+        if (r < 0 || fflush(stdout) != 0)
+                return command_fail(&command_broker, 1, "cannot print the keys");
+        return 0;
+}
+
 static void log_line(const char *line)
 {
         fprintf(stderr, "cloister broker: %s\n", line);
@@ -90,19 +179,28 @@ static int broker_cmd_run(int argc, char **argv)
         struct config **cfgs = NULL;
         _cleanup_free_ char *error = NULL;
         broker *b = NULL;
+        bool quiet = false; /* no start and stop notes: `cloister run` starts us so */
         int r, ret = 1, n = 0;
 
         if (sodium_init() < 0)
                 return command_fail(&command_broker, 1, "libsodium failed to initialize");
         if (argc >= 2 && streq(argv[1], "rotate-key"))
                 return rotate_key(argc - 1, argv + 1);
+        if (argc >= 2 && streq(argv[1], "public-key"))
+                return public_key(argc - 1, argv + 1);
+        if (argc >= 2 && (streq(argv[1], "--quiet") || streq(argv[1], "-q"))) {
+                quiet = true;
+                argc--, argv++;
+        }
         if (argc < 2 || argv[1][0] == '-') {
                 if (argc >= 2 && (streq(argv[1], "--help") || streq(argv[1], "-h"))) {
                         command_usage(&command_broker);
                         return 0;
                 }
-                return command_fail(&command_broker, EXIT_USAGE,
-                                    "usage: cloister broker CONFIG... | rotate-key CONFIG");
+                return command_fail(
+                        &command_broker, EXIT_USAGE,
+                        "usage: cloister broker [--quiet] CONFIG... | rotate-key CONFIG | "
+                        "public-key CONFIG [--json]");
         }
         /* Fail closed: a broker that could dump its keys to disk does not start. */
         r = broker_harden_process();
@@ -129,9 +227,11 @@ static int broker_cmd_run(int argc, char **argv)
                                            error ? error : strerror(-r));
                         goto out;
                 }
-                fprintf(stderr, "cloister broker: serving workspace '%s' on %s (admin: %s/%s)\n",
-                        cfgs[n - 1]->workspace.name, cfgs[n - 1]->broker.socket,
-                        cfgs[n - 1]->broker.dir, BROKER_ADMIN_SOCKET);
+                if (!quiet)
+                        fprintf(stderr,
+                                "cloister broker: serving workspace '%s' on %s (admin: %s/%s)\n",
+                                cfgs[n - 1]->workspace.name, cfgs[n - 1]->broker.socket,
+                                cfgs[n - 1]->broker.dir, BROKER_ADMIN_SOCKET);
         }
         broker_set_log(b, log_line);
         r = broker_run(b, &error);
@@ -139,7 +239,9 @@ static int broker_cmd_run(int argc, char **argv)
                 ret = command_fail(&command_broker, 1, "%s", error ? error : strerror(-r));
                 goto out;
         }
-        fprintf(stderr, "cloister broker: stopped; every token of its workspaces is revoked\n");
+        if (!quiet)
+                fprintf(stderr,
+                        "cloister broker: stopped; every token of its workspaces is revoked\n");
         ret = 0;
         goto out;
 oom:

@@ -39,6 +39,19 @@ static bool confirm(const char *what)
         return buf[0] == 'y' || buf[0] == 'Y';
 }
 
+/* An earlier export the ref pointed at stays in its reflog: say where. */
+static void replaced_note(const struct config *c, const review *r)
+{
+        char hex[GIT_OID_HEXSZ + 1];
+        const git_oid *old = review_ref_replaced(r);
+
+        if (old)
+                fprintf(stderr,
+                        "cloister export: refs/cloister/%s was at %s (an earlier export); it "
+                        "stays in the ref's reflog as refs/cloister/%s@{1}\n",
+                        c->workspace.name, git_oid_tostr(hex, sizeof(hex), old), c->workspace.name);
+}
+
 static int export_run(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -171,6 +184,7 @@ static int export_run(int argc, char **argv)
                 if (k >= 0)
                         printf("refs/cloister/%s %s\n", c->workspace.name,
                                git_oid_tostr(hex, sizeof(hex), &id));
+                replaced_note(c, r);
                 break;
         case MODE_COMMITS:
                 k = review_agent_commits(r, &ids, &n);
@@ -179,6 +193,7 @@ static int export_run(int argc, char **argv)
                 if (k >= 0)
                         printf("refs/cloister/%s %s (%zu commit%s)\n", c->workspace.name,
                                git_oid_tostr(hex, sizeof(hex), &ids[n - 1]), n, n == 1 ? "" : "s");
+                replaced_note(c, r);
                 break;
         case MODE_MBOX:
                 if (series) {

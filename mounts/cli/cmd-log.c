@@ -150,6 +150,33 @@ static void record_print_json(const struct journal_record *rec)
         puts(ascii ? ascii : rec->line);
 }
 
+/*
+ * What a reviewer reads by default: the agent's changes to its files. Left
+ * out unless --all: the journal's marks of daemon sessions (a clean open
+ * and close per mount: every `cloister diff` of an unmounted workspace
+ * makes one) and git's bookkeeping in the workspace's own .git (its index,
+ * lock files, objects), which no patch carries. Kept always: a session
+ * that ended unclean, a close that counts lost or refused operations, and
+ * the bound's cut, which say the journal is short.
+ */
+static bool record_is_noise(const struct journal_record *rec, const char *gitdir)
+{
+        size_t n = strlen(gitdir);
+
+        if (rec->mark) {
+                json_t *o = (json_t *)rec->json;
+                if (streq(rec->op, JOURNAL_MARK_PREFIX "open"))
+                        return !rec->after_unclean_stop;
+                if (streq(rec->op, JOURNAL_MARK_PREFIX "close"))
+                        return !json_integer_value(json_object_get(o, "dropped")) &&
+                               !json_integer_value(json_object_get(o, "refused"));
+                return false;
+        }
+        return strncmp(rec->path, gitdir, n) == 0 && (rec->path[n] == '/' || !rec->path[n]) &&
+               (!rec->path2 ||
+                (strncmp(rec->path2, gitdir, n) == 0 && (rec->path2[n] == '/' || !rec->path2[n])));
+}
+
 static bool record_matches(const struct journal_record *rec, const char *glob)
 {
         if (!glob)
@@ -161,18 +188,22 @@ static bool record_matches(const struct journal_record *rec, const char *glob)
 static int log_run(int argc, char **argv)
 {
         static const struct option opts[] = {
-                {"json", no_argument, NULL, 'j'},       {"since", required_argument, NULL, 's'},
-                {"path", required_argument, NULL, 'p'}, {"net", no_argument, NULL, 'n'},
-                {"help", no_argument, NULL, 'h'},       {},
+                {"json", no_argument, NULL, 'j'},
+                {"since", required_argument, NULL, 's'},
+                {"path", required_argument, NULL, 'p'},
+                {"net", no_argument, NULL, 'n'},
+                {"all", no_argument, NULL, 'a'},
+                {"help", no_argument, NULL, 'h'},
+                {},
         };
         _cleanup_config_ struct config *c = NULL;
-        _cleanup_free_ char *err = NULL;
+        _cleanup_free_ char *err = NULL, *gitdir = NULL;
         _cleanup_close_ int dfd = -1;
         journal_reader *rd = NULL;
         struct journal_record rec;
         const char *glob = NULL;
         double since = 0;
-        bool json = false, have_since = false, last_closed = true, net = false;
+        bool json = false, have_since = false, last_closed = true, net = false, all = false;
         int opt, r;
 
         while ((opt = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
@@ -195,6 +226,9 @@ static int log_run(int argc, char **argv)
                 case 'n':
                         net = true;
                         break;
+                case 'a':
+                        all = true;
+                        break;
                 case 'h':
                         command_usage(&command_log);
                         return 0;
@@ -211,8 +245,13 @@ static int log_run(int argc, char **argv)
         if (net && glob)
                 return command_fail(&command_log, EXIT_USAGE,
                                     "--path is for the journal, not --net");
+        if (net && all)
+                return command_fail(&command_log, EXIT_USAGE,
+                                    "--all is for the journal, not --net");
         if (net)
                 return log_net_print(c, json, have_since, since);
+        if (asprintf(&gitdir, "%s/.git", streq(c->repo.path, "/") ? "" : c->repo.path) < 0)
+                return command_fail(&command_log, 1, "out of memory");
         dfd = open(c->workspace.state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return command_fail(&command_log, 1, "state directory '%s': %m",
@@ -227,6 +266,8 @@ static int log_run(int argc, char **argv)
                 if (rec.mark && !streq(rec.op, JOURNAL_MARK_PREFIX "truncated"))
                         last_closed = streq(rec.op, JOURNAL_MARK_PREFIX "close");
                 if (have_since && rec.time < since)
+                        continue;
+                if (!all && record_is_noise(&rec, gitdir))
                         continue;
                 /* Marks belong to no path; they are shown whatever --path says. */
                 if (!rec.mark && !record_matches(&rec, glob))

@@ -28,21 +28,26 @@ static int proxy_cmd_run(int argc, char **argv)
 {
         static const struct option opts[] = {
                 {"listen", required_argument, NULL, 'l'},
+                {"quiet", no_argument, NULL, 'q'},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
         _cleanup_config_ struct config *c = NULL;
         _cleanup_free_ char *error = NULL, *control = NULL, *bound = NULL, *pidfile = NULL;
         const char *listen = NULL;
+        bool quiet = false; /* no start note: `cloister run` starts us so */
         struct proxy_options o;
         proxy *px = NULL;
         int opt, r;
 
         optind = 1;
-        while ((opt = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
+        while ((opt = getopt_long(argc, argv, "hq", opts, NULL)) >= 0) {
                 switch (opt) {
                 case 'l':
                         listen = optarg;
+                        break;
+                case 'q':
+                        quiet = true;
                         break;
                 case 'h':
                         fputs(command_proxy.usage, stdout);
@@ -101,8 +106,10 @@ static int proxy_cmd_run(int argc, char **argv)
                 if (pf)
                         fprintf(pf, "%d\n", (int)getpid());
         }
-        fprintf(stderr, "cloister proxy: serving workspace '%s' (control: %s%s%s)\n",
-                c->workspace.name, control, bound ? ", listening on " : "", bound ? bound : "");
+        if (!quiet)
+                fprintf(stderr, "cloister proxy: serving workspace '%s' (control: %s%s%s)\n",
+                        c->workspace.name, control, bound ? ", listening on " : "",
+                        bound ? bound : "");
         free(error);
         error = NULL;
         r = proxy_run(px, &error);
@@ -117,7 +124,7 @@ static int proxy_cmd_run(int argc, char **argv)
 const struct command command_proxy = {
         .name = "proxy",
         .summary = "run the egress proxy of a workspace",
-        .usage = "usage: cloister proxy [--listen ADDR:PORT] CONFIG\n"
+        .usage = "usage: cloister proxy [--listen ADDR:PORT] [--quiet] CONFIG\n"
                  "\n"
                  "Serves the workspace's [network] allow list and [inject] rules until\n"
                  "SIGTERM or SIGINT. `cloister run` starts it (mode = proxy) and hands it\n"
@@ -125,6 +132,7 @@ const struct command command_proxy = {
                  "tunnel is a line in <[broker] dir>/net.jsonl (cloister log --net).\n"
                  "\n"
                  "  --listen ADDR:PORT  also listen on the host, on a loopback address\n"
-                 "                      (port 0: any free port; the address is printed)\n",
+                 "                      (port 0: any free port; the address is printed)\n"
+                 "  --quiet             no note on stderr when it starts\n",
         .run = proxy_cmd_run,
 };

@@ -28,6 +28,7 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
         static const struct option opts[] = {
                 {"allow-host-network", no_argument, NULL, 'N'},
                 {"no-mount", no_argument, NULL, 'M'},
+                {"verbose", no_argument, NULL, 'v'},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
@@ -35,13 +36,16 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
         _cleanup_free_ char *error = NULL;
         struct sandbox_result res = {0};
         char *shell_argv[] = {(char *)"/bin/bash", (char *)"-l", NULL};
-        bool allow_host_network = false, no_mount = false;
+        bool allow_host_network = false, no_mount = false, verbose = false;
         int opt, r;
 
         optind = 1;
         opterr = 0;
-        while ((opt = getopt_long(argc, argv, "+h", opts, NULL)) >= 0) {
+        while ((opt = getopt_long(argc, argv, "+hv", opts, NULL)) >= 0) {
                 switch (opt) {
+                case 'v':
+                        verbose = true;
+                        break;
                 case 'N':
                         allow_host_network = true;
                         break;
@@ -88,6 +92,7 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
                 .interactive = interactive,
                 .allow_host_network = allow_host_network,
                 .no_mount = no_mount,
+                .verbose = verbose,
                 .warn = run_warn,
         };
         r = sandbox_session_run(&so, &res, &error);

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "policy.h"
 #include "secrets.h"
+#include "lib/mkdir.h"
 #include "lib/util.h"
 
 #define FAIL(code, ...) command_fail(&command_secret, code, __VA_ARGS__)
@@ -25,20 +26,14 @@ static int dir_open(const char *cfgfile, int *ret_fd)
 {
         _cleanup_config_ struct config *c = NULL;
         _cleanup_free_ char *error = NULL;
-        int fd;
+        int fd, r;
 
         if (config_load(cfgfile, &c, &error) < 0)
                 return FAIL(EXIT_USAGE, "%s", error);
         /* mkdir -p, private: the broker may not have run yet. */
-        for (char *p = strchr(c->broker.dir + 1, '/');; p = strchr(p + 1, '/')) {
-                if (p)
-                        *p = '\0';
-                if (mkdir(c->broker.dir, 0700) < 0 && errno != EEXIST)
-                        return FAIL(1, "%s: cannot create: %m", c->broker.dir);
-                if (!p)
-                        break;
-                *p = '/';
-        }
+        r = mkdir_p(c->broker.dir, 0700, 0700);
+        if (r < 0)
+                return FAIL(1, "%s: cannot create: %s", c->broker.dir, strerror(-r));
         fd = open(c->broker.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return FAIL(1, "%s: cannot open: %m", c->broker.dir);

@@ -150,6 +150,25 @@ static int scratch_create(review *r)
         if (gitfd < 0)
                 return review_fail(r, errno == ENOENT ? -ENOENT : negative_errno(),
                                    "the workspace has no .git directory: %m");
+        /* HEAD names the agent's branch; only a regular file is read (a
+         * link in the agent's .git is never followed), so say so plainly. */
+        struct stat hst;
+        if (fstatat(gitfd, "HEAD", &hst, AT_SYMLINK_NOFOLLOW) < 0)
+                return review_fail(r, errno == ENOENT ? -ENOENT : negative_errno(),
+                                   "the workspace's .git/HEAD is missing (%m): the agent's "
+                                   "commits can't be found; `export --commit` takes the files "
+                                   "instead");
+        if (S_ISLNK(hst.st_mode))
+                return review_fail(r, -EINVAL,
+                                   "the workspace's .git/HEAD is a symlink, and cloister never "
+                                   "follows the agent's links: make it a regular file again "
+                                   "(`git symbolic-ref HEAD refs/heads/BRANCH` in the "
+                                   "workspace), or export the files with --commit");
+        if (!S_ISREG(hst.st_mode))
+                return review_fail(r, -EINVAL,
+                                   "the workspace's .git/HEAD is not a regular file: make it "
+                                   "one again (`git symbolic-ref HEAD refs/heads/BRANCH` in the "
+                                   "workspace), or export the files with --commit");
         if (asprintf(&dir, "%s/cloister-review-XXXXXX", tmp && *tmp == '/' ? tmp : "/tmp") < 0)
                 return review_fail(r, -ENOMEM, "out of memory");
         if (!mkdtemp(dir))

@@ -120,11 +120,28 @@ int review_ref_set(review *r, const char *name, const git_oid *id)
                 return review_fail(r, -EINVAL, "'%s' is not a valid ref name", refname);
         /* The objects may have just arrived in a new pack: let the odb see them. */
         git_odb_refresh(r->odb);
+        /*
+         * Every export is kept in the ref's reflog, so that a later one
+         * (each --commit is a new commit on the base, never a fast-forward
+         * of the last) loses nothing: `git reflog refs/cloister/NAME`. git
+         * logs refs outside refs/heads only once their log exists.
+         */
+        g = git_reference_ensure_log(r->repo, refname);
+        if (g < 0)
+                return review_git_fail(r, g, "creating the reflog of %s", refname);
+        bool had = git_reference_name_to_id(&r->replaced, r->repo, refname) == 0 &&
+                   !git_oid_equal(&r->replaced, id);
         g = git_reference_create(&ref, r->repo, refname, id, 1, "cloister export");
         git_reference_free(ref);
         if (g < 0)
                 return review_git_fail(r, g, "setting %s", refname);
+        r->has_replaced = had;
         return 0;
+}
+
+const git_oid *review_ref_replaced(const review *r)
+{
+        return r->has_replaced ? &r->replaced : NULL;
 }
 
 /* The repository that holds these commits: the agent's scratch copy if any. */

@@ -41,6 +41,9 @@ struct review {
         char *scratch; /* private copy of the agent's .git, removed on free */
         git_repository *scratch_repo;
 
+        git_oid replaced; /* where review_ref_set() found the ref, if has_replaced */
+        bool has_replaced;
+
         char err[1024];
         char warning[1200]; /* something the user should know; "" if none */
 };

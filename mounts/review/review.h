@@ -132,8 +132,14 @@ struct review_commit_options {
 
 /* Record the workspace as a commit whose parent is the base. Not under a ref. */
 int review_commit(review *r, const struct review_commit_options *o, git_oid *ret);
-/* Point refs/cloister/NAME at `id` (forced); no other ref, HEAD or index is touched. */
+/*
+ * Point refs/cloister/NAME at `id`; no other ref, HEAD or index is touched.
+ * Every update is logged in the ref's reflog (made if missing), so an
+ * earlier export stays reachable as refs/cloister/NAME@{1}, ....
+ */
 int review_ref_set(review *r, const char *name, const git_oid *id);
+/* What review_ref_set() moved the ref away from, or NULL (new, or unchanged). */
+const git_oid *review_ref_replaced(const review *r);
 
 /*
  * The agent's own commits in the workspace's .git (view/.git): copied into a

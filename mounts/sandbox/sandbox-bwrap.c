@@ -180,7 +180,8 @@ static int layout_bind(const struct sandbox_options *o, struct sandbox_fds *fds,
         return 0;
 }
 
-bool sandbox_commands_module(char path[static PATH_MAX])
+/* name beside this binary (the build tree, the sandbox's client dir), else installed. */
+static bool find_beside(const char *name, const char *installed, char path[static PATH_MAX])
 {
         char exe[PATH_MAX];
         ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
@@ -190,14 +191,24 @@ bool sandbox_commands_module(char path[static PATH_MAX])
                 exe[n] = '\0';
                 slash = strrchr(exe, '/');
                 if (slash &&
-                    snprintf(path, PATH_MAX, "%.*s/%s", (int)(slash - exe), exe,
-                             SANDBOX_COMMANDS_MODULE) < PATH_MAX &&
+                    snprintf(path, PATH_MAX, "%.*s/%s", (int)(slash - exe), exe, name) < PATH_MAX &&
                     access(path, F_OK) == 0)
                         return true;
         }
-        _Static_assert(sizeof(CLOISTER_COMMANDS_MODULE) <= PATH_MAX, "module path too long");
-        memcpy(path, CLOISTER_COMMANDS_MODULE, sizeof(CLOISTER_COMMANDS_MODULE));
+        if (strlen(installed) >= PATH_MAX)
+                return false;
+        strcpy(path, installed);
         return access(path, F_OK) == 0;
+}
+
+bool sandbox_commands_module(char path[static PATH_MAX])
+{
+        return find_beside(SANDBOX_COMMANDS_MODULE, CLOISTER_COMMANDS_MODULE, path);
+}
+
+bool sandbox_exec_helper(char path[static PATH_MAX])
+{
+        return find_beside(SANDBOX_EXEC_HELPER, CLOISTER_EXEC_HELPER, path);
 }
 
 /*
@@ -335,6 +346,17 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
         sandbox_strv_add(&b, "--ro-bind-try");
         sandbox_strv_add(&b, "/proc/sysrq-trigger");
         sandbox_strv_add(&b, "/proc/sysrq-trigger");
+        /*
+         * /proc itself read-only: a process may open another's
+         * /proc/PID/mem for writing when ptrace would be allowed (same uid,
+         * dumpable), and seccomp can't tell that open from others. On a
+         * read-only mount the kernel refuses the write open (EROFS) before
+         * that check. What it costs: no process writes its own /proc files
+         * either (oom_score_adj, comm, ...); /proc/self/fd/N still reopens
+         * the file it links to, wherever that is.
+         */
+        sandbox_strv_add(&b, "--remount-ro");
+        sandbox_strv_add(&b, "/proc");
         sandbox_strv_add(&b, "--dev");
         sandbox_strv_add(&b, "/dev");
         /*
@@ -396,6 +418,21 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
                 sandbox_strv_add(&b, SANDBOX_BROKER_SOCKET);
                 clients_bind(o, fds, &b);
         }
+        /* The command through cloister-exec, for sh's 127 and 126; without
+         * it (an incomplete install), bubblewrap executes it itself. */
+        char helper[PATH_MAX];
+        const char *exec_helper = NULL;
+        if (sandbox_exec_helper(helper)) {
+                if (strncmp(helper, "/usr/", 5) == 0) {
+                        exec_helper = helper; /* installed: /usr is in the sandbox as it is */
+                } else if (bind_source(o, fds, helper, false, &from) == 0) {
+                        sandbox_strv_add(&b, "--ro-bind");
+                        sandbox_strv_add(&b, from);
+                        sandbox_strv_add(&b, SANDBOX_EXEC);
+                        free(TAKE_PTR(from));
+                        exec_helper = SANDBOX_EXEC;
+                }
+        }
         /* Everything is in place: freeze the root itself. */
         sandbox_strv_add(&b, "--remount-ro");
         sandbox_strv_add(&b, "/");
@@ -406,6 +443,8 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
         sandbox_strv_add(&b, "--json-status-fd");
         sandbox_strv_addf(&b, "%d", fds->status_w);
         sandbox_strv_add(&b, "--");
+        if (exec_helper)
+                sandbox_strv_add(&b, exec_helper);
         for (char *const *a = o->argv; *a; a++)
                 sandbox_strv_add(&b, *a);
 

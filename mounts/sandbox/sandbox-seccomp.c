@@ -11,10 +11,13 @@
  * to clone(), whose flags we can inspect), which keeps tools that probe for
  * features working.
  *
- * ptrace is denied outright. The PID namespace already hides every process
- * outside the sandbox, so "ptrace only inside" would be safe too; but the
- * agent has no need to debug, and ptrace is how a compromised process would
- * tamper with a sibling (e.g. a credential helper) inside the sandbox.
+ * ptrace is denied outright, with the other ways into a sibling process:
+ * process_vm_writev and pidfd_getfd here, and writes to /proc/PID/mem by
+ * /proc being mounted read-only (sandbox-bwrap.c). The PID namespace
+ * already hides every process outside the sandbox, so "ptrace only
+ * inside" would be safe too; but the agent has no need to debug, and these
+ * are how a compromised process would tamper with a sibling (e.g. a
+ * credential helper) inside the sandbox.
  *
  * Alternate ABIs: the filter is built for the native architecture only and
  * any other audit arch (i386 via int 0x80, x32 via the 0x40000000 syscall
@@ -76,10 +79,13 @@ static const char *const denied[] = {
         "keyctl",
         "add_key",
         "request_key",
-        /* debugging other processes */
+        /* debugging other processes, and taking a sibling's descriptors (the
+         * other way into a process, besides /proc/PID/mem, which is read-only:
+         * sandbox-bwrap.c remounts /proc so) */
         "ptrace",
         "process_vm_readv",
         "process_vm_writev",
+        "pidfd_getfd",
         /* file handles bypass path-based confinement (the "shocker" escape) */
         "open_by_handle_at",
         "name_to_handle_at",

@@ -33,6 +33,7 @@
 #include "cloister-config.h"
 #include "config.h"
 #include "sandbox-private.h"
+#include "lib/mkdir.h"
 #include "lib/util.h"
 #include "broker/keys.h"
 #include "proxy/proxy.h"
@@ -91,7 +92,9 @@ static void warnf(const struct sandbox_session_options *o, const char *fmt, ...)
 }
 
 /* Start `/proc/self/exe VERB CONFIG` with default signals; own process group if asked. */
-static pid_t self_spawn(const char *verb, const char *config_path, bool own_group)
+/* `cloister VERB [--quiet] CONFIG`; quiet: a daemon keeps its start and stop
+ * notes to itself (a run prints them with -v only). */
+static pid_t self_spawn(const char *verb, const char *config_path, bool own_group, bool quiet)
 {
         sigset_t all;
         pid_t pid = fork();
@@ -105,14 +108,17 @@ static pid_t self_spawn(const char *verb, const char *config_path, bool own_grou
                 /* If this run dies, the daemon it started must not outlive it. */
                 (void)prctl(PR_SET_PDEATHSIG, SIGTERM);
         }
-        execl("/proc/self/exe", "cloister", verb, config_path, (char *)NULL);
+        if (quiet)
+                execl("/proc/self/exe", "cloister", verb, "--quiet", config_path, (char *)NULL);
+        else
+                execl("/proc/self/exe", "cloister", verb, config_path, (char *)NULL);
         _exit(127);
 }
 
 static int self_run(const char *verb, const char *config_path)
 {
         int status;
-        pid_t pid = self_spawn(verb, config_path, false);
+        pid_t pid = self_spawn(verb, config_path, false, false);
 
         if (pid < 0)
                 return negative_errno();
@@ -128,25 +134,6 @@ static bool is_fuse_mounted(const char *path)
 
         /* ENOTCONN: a dead daemon's mount; `cloister mount` cleans it up. */
         return statfs(path, &sf) == 0 && sf.f_type == FUSE_SUPER_MAGIC;
-}
-
-static int mkdir_p(const char *path, mode_t mode)
-{
-        _cleanup_free_ char *p = strdup(path);
-
-        if (!p)
-                return -ENOMEM;
-        for (char *s = p + 1; *s; s++) {
-                if (*s != '/')
-                        continue;
-                *s = '\0';
-                if (mkdir(p, 0755) < 0 && errno != EEXIST)
-                        return negative_errno();
-                *s = '/';
-        }
-        if (mkdir(p, mode) < 0 && errno != EEXIST)
-                return negative_errno();
-        return 0;
 }
 
 static int state_file(const struct config *c, const char *name, char **ret)
@@ -177,7 +164,7 @@ static int mount_begin(const struct sandbox_session_options *o, pid_t *ret_pid, 
         if (access("/dev/fuse", F_OK) < 0)
                 return sandbox_errorf(ret_error, -ENODEV,
                                       "FUSE is not available (/dev/fuse is missing)");
-        *ret_pid = self_spawn("mount", o->config_path, false);
+        *ret_pid = self_spawn("mount", o->config_path, false, false);
         if (*ret_pid < 0)
                 return sandbox_errorf(ret_error, negative_errno(),
                                       "cannot start 'cloister mount': %m");
@@ -323,7 +310,7 @@ static int daemon_spawn(const struct sandbox_session_options *o, struct daemon *
         if (socket_live(d->socket))
                 return 0; /* one already serves this workspace */
         d->watch = socket_watch(d->socket);
-        d->pid = self_spawn(d->verb, o->config_path, true);
+        d->pid = self_spawn(d->verb, o->config_path, true, !o->verbose);
         if (d->pid < 0)
                 return sandbox_errorf(ret_error, negative_errno(), "cannot start the %s: %m",
                                       d->what);
@@ -346,12 +333,10 @@ static int daemon_ready(struct daemon *d, char **ret_error)
                 if (w == d->pid) {
                         d->pid = -1;
                         daemon_close(d);
-                        return sandbox_errorf(ret_error, -EIO,
-                                              "the %s failed to start ('cloister %s' exited %d); "
-                                              "nothing was run",
-                                              d->what, d->verb,
-                                              WIFEXITED(status) ? WEXITSTATUS(status)
-                                                                : 128 + WTERMSIG(status));
+                        return sandbox_errorf(
+                                ret_error, -EIO, "the %s failed to start ('cloister %s' exited %d)",
+                                d->what, d->verb,
+                                WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
                 }
                 fd_drain(d->watch);
                 if (socket_live(d->socket)) {
@@ -445,7 +430,7 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
                 sigaddset(&mask, SIGINT);
         sigprocmask(SIG_BLOCK, &mask, &old);
 
-        r = mkdir_p(c->workspace.state, 0700);
+        r = mkdir_p(c->workspace.state, 0755, 0700);
         if (r < 0) {
                 sandbox_errorf(ret_error, r, "cannot create %s: %s", c->workspace.state,
                                strerror(-r));

@@ -531,6 +531,11 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                                    WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1);
                 goto out;
         }
+        /* Stopped because we were told to stop (Ctrl-C: SIGINT): the status a
+         * shell gives a command that signal ended, 130 for Ctrl-C, however
+         * the sandbox's processes ended on the SIGTERM and SIGKILL we sent. */
+        if (res.signal)
+                res.status = 128 + res.signal;
         *ret = res;
         r = 0;
 out:

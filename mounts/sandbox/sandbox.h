@@ -38,6 +38,14 @@ struct config;
  */
 #define SANDBOX_COMMANDS_MODULE "cloister-commands.so"
 bool sandbox_commands_module(char path[static PATH_MAX]);
+/*
+ * The sandbox's first program (cloister-exec.c), found the same way: it
+ * executes the command and exits 127 or 126 if it can't, as sh does. It
+ * appears inside at SANDBOX_EXEC, read-only.
+ */
+#define SANDBOX_EXEC_HELPER "cloister-exec"
+#define SANDBOX_EXEC        "/run/cloister/exec"
+bool sandbox_exec_helper(char path[static PATH_MAX]);
 /* Seconds between SIGTERM and SIGKILL when the sandbox is stopped. */
 #define SANDBOX_GRACE_SECONDS 5
 /* The egress proxy, as the agent sees it ([network] mode = proxy). */
@@ -111,6 +119,7 @@ struct sandbox_session_options {
         bool interactive;
         bool allow_host_network;
         bool no_mount; /* use the mountpoint as it is (a prepared layout); for tests */
+        bool verbose;  /* the broker and the proxy say when they start and stop */
         void (*warn)(const char *msg);
 };
 /* Seconds to wait for the broker's (or the proxy's) socket and for it to exit. */

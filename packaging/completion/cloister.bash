@@ -92,7 +92,8 @@ _cloister()
                         <<<"$synopsis" | sort -u)
                 if [[ -n $verbs ]]; then
                         COMPREPLY=($(compgen -W "$verbs" -- "$cur"))
-                        if awk -v c="$cmd" '$1 == "cloister" && $2 == c && $3 ~ /^CONFIG/ { f = 1 } END { exit !f }' \
+                        # (options in brackets before CONFIG, as in [--quiet] CONFIG..., do not count)
+                        if awk -v c="$cmd" '{ gsub(/\[[^]]*\]/, "") } $1 == "cloister" && $2 == c && $3 ~ /^CONFIG/ { f = 1 } END { exit !f }' \
                                 <<<"$synopsis"; then
                                 local verb_reply=("${COMPREPLY[@]}")
                                 _filedir ini

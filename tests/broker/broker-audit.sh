@@ -57,6 +57,23 @@ sed -i '2s/$/ /' "$log"
 check_rc "trailing_garbage_on_a_line_is_detected" 1 "$CLOISTER" audit verify "$T/ws1.ini"
 restore
 
+# The head is the only check of the log's end: without it a cut tail would
+# verify. A head missing (or emptied) beside a log with lines is a failure,
+# for verify and for the broker, which would otherwise make a new one.
+sed -i '$d' "$log"
+rm "$T/ws1/state/broker/audit.head"
+check_rc "a_cut_tail_with_its_head_deleted_is_detected" 1 "$CLOISTER" audit verify "$T/ws1.ini"
+check "a_missing_head_is_named" grep -q "audit.head is missing but the log has 6 line(s)" "$T/err"
+check_rc "the_broker_refuses_a_log_whose_head_is_missing" 1 "$CLOISTER" broker "$T/ws1.ini"
+check "the_broker_leaves_the_missing_head_missing" test ! -e "$T/ws1/state/broker/audit.head"
+: >"$T/ws1/state/broker/audit.head"
+check_rc "an_emptied_head_is_detected" 1 "$CLOISTER" audit verify "$T/ws1.ini"
+check_rc "the_broker_refuses_a_log_whose_head_is_empty" 1 "$CLOISTER" broker "$T/ws1.ini"
+restore
+rm "$T/ws1/state/broker/audit.head"
+check_rc "a_whole_log_without_its_head_is_detected_too" 1 "$CLOISTER" audit verify --file "$log"
+restore
+
 # The broker refuses to continue a tampered log.
 sed -i '2s/"ttl":300/"ttl":299/' "$log"
 check_rc "broker_refuses_to_start_on_a_tampered_log" 1 "$CLOISTER" broker "$T/ws1.ini"
@@ -79,4 +96,15 @@ check "broker_survives_a_full_audit_log" kill -0 "$BROKER_PID"
 stop_broker
 check_rc "failed_appends_leave_the_chain_intact" 0 "$CLOISTER" audit verify "$T/ws1.ini"
 check "every_token_handed_out_is_in_the_log" test "$(grep -c '"event":"issue"' "$log")" = $((5 + n_ok))
+
+# A new log gets its head at once, before its first line: a broker killed
+# right after its first token leaves a log that verifies.
+make_workspace ws2
+start_broker "$T/ws2.ini" || { echo "Bail out! broker did not start"; exit 1; }
+check "a_new_log_has_its_head_before_any_line" \
+        grep -q "^0 0\{64\} *$" "$T/ws2/state/broker/audit.head"
+"$CLOISTER" token issue git --socket "$(sock ws2)" >/dev/null
+kill -KILL "$BROKER_PID"
+wait "$BROKER_PID" 2>/dev/null
+check_rc "a_log_whose_broker_was_killed_verifies" 0 "$CLOISTER" audit verify "$T/ws2.ini"
 done_testing

@@ -100,15 +100,31 @@ audience = https://git.example.com
 workspaces = lim"
 start_broker "$T/lim.ini" || { echo "Bail out! broker did not start"; exit 1; }
 export CLOISTER_BROKER=$(sock lim)
+# At the bound, a connection that sits idle makes room for a new client
+# (the one idle the longest is closed); when every connection is in the
+# middle of a request, the newcomer is refused with busy.
 python3 - "$(sock lim)" >"$T/conn.out" <<'EOP'
 import socket, sys
-socks = [socket.socket(socket.AF_UNIX) for _ in range(4)]
-for s in socks:
-    s.settimeout(10); s.connect(sys.argv[1])
-socks[0].sendall(b'{"op":"pubkey"}\n'); socks[0].recv(65536)  # the broker has seen 1..3
-print(socks[3].recv(65536).decode().strip())
+def conn():
+    s = socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1]); return s
+socks = [conn() for _ in range(3)]
+for i in (1, 0, 2):  # each answered in turn: 1 is now the one idle the longest
+    socks[i].sendall(b'{"op":"pubkey"}\n'); socks[i].recv(65536)
+new = conn()
+new.sendall(b'{"op":"pubkey"}\n')
+print("newcomer:", "served" if b'"ok":true' in new.recv(65536) else "refused")
+print("idlest:", "closed" if socks[1].recv(65536) == b"" else "open")
+socks[0].sendall(b'{"op":"pubkey"}\n'); print("others:", "served" if b'"ok":true' in socks[0].recv(65536) else "refused")
+# Now every connection is mid-request: nobody can be evicted.
+for s in (socks[0], socks[2], new):
+    s.sendall(b'{"op":')
+late = conn()
+print("late:", late.recv(65536).decode().strip())
 EOP
-check "connection_over_the_limit_is_refused_with_busy" grep -q '"error":"busy"' "$T/conn.out"
+check "an_idle_connection_makes_room_for_a_new_client" grep -q '^newcomer: served$' "$T/conn.out"
+check "the_connection_idle_the_longest_is_the_one_closed" grep -q '^idlest: closed$' "$T/conn.out"
+check "the_other_connections_keep_working" grep -q '^others: served$' "$T/conn.out"
+check "connection_over_the_limit_is_refused_with_busy_when_all_are_in_use" grep -q '^late: .*"error":"busy"' "$T/conn.out"
 n=0
 for _ in 1 2 3 4 5 6; do "$CLOISTER" token issue git >/dev/null 2>>"$T/rate.err" && n=$((n + 1)); done
 check "issue_rate_caps_tokens_per_minute" test "$n" = 5
@@ -127,4 +143,41 @@ for _ in 1 2 3 4 5; do "$CLOISTER" token issue git --socket "$(sock cap)" >/dev/
 check "issue_total_caps_tokens_per_run" test "$n" = 3
 check "quota_refusal_says_why" grep -q "quota_exceeded" "$T/cap.err"
 check "other_requests_still_work_after_the_quota" test "$(raw "$(sock cap)" '{"op":"pubkey"}' | json_get ok)" = true
+# Deadlines ([limits] idle_timeout, request_timeout): an idle connection
+# and one whose request never ends (a byte, then nothing) are closed, each
+# within its bound; waited for here up to a minute, so a slow machine only
+# makes the test slower. The broker serves new clients afterwards.
+make_workspace dl "[limits]
+connections = 4
+idle_timeout = 1
+request_timeout = 1
+
+[scope \"git\"]
+audience = https://git.example.com
+workspaces = dl"
+start_broker "$T/dl.ini" || { echo "Bail out! broker did not start"; exit 1; }
+python3 - "$(sock dl)" >"$T/dl.out" <<'EOP'
+import socket, sys
+def conn():
+    s = socket.socket(socket.AF_UNIX); s.settimeout(60); s.connect(sys.argv[1]); return s
+idle, slow = conn(), conn()
+slow.sendall(b'{"op":')
+print("idle:", "closed" if idle.recv(65536) == b"" else "open")
+print("slow:", "closed" if slow.recv(65536) == b"" else "open")
+late = conn()
+late.sendall(b'{"op":"pubkey"}\n')
+print("late:", "served" if b'"ok":true' in late.recv(65536) else "refused")
+EOP
+check "an_idle_connection_is_closed_after_idle_timeout" grep -q '^idle: closed$' "$T/dl.out"
+check "a_request_that_never_ends_is_closed_after_request_timeout" grep -q '^slow: closed$' "$T/dl.out"
+check "the_broker_serves_new_clients_after_closing_them" grep -q '^late: served$' "$T/dl.out"
+stop_broker
+make_workspace dlbad "[limits]
+idle_timeout = 2h
+
+[scope \"git\"]
+audience = https://git.example.com
+workspaces = dlbad"
+check_rc "a_timeout_out_of_range_is_a_policy_error" 2 "$CLOISTER" check "$T/dlbad.ini"
+check "the_error_names_the_key_and_its_range" grep -q "key 'idle_timeout' in \[limits\]: 7200 s is out of range (1 s to 3600 s)" "$T/err"
 done_testing

@@ -88,7 +88,7 @@ has "cloister token " issue verify revoke introspect && lacks "cloister token " 
 ok $? "token_verbs_complete_from_the_synopsis"
 has "cloister secret " add list rm
 ok $? "secret_verbs_complete"
-has "cloister broker " rotate-key ws.ini other.ini
+has "cloister broker " rotate-key public-key ws.ini other.ini
 ok $? "broker_offers_its_verb_and_configs"
 
 has "cloister check --" --strict --quiet --help

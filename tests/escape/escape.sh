@@ -112,6 +112,8 @@ probes=(
 "clone3_is_unavailable|ENOSYS|sys clone3"
 "setns_is_denied|EPERM|sys setns"
 "ptrace_is_denied|EPERM|ptrace"
+"writing_a_siblings_memory_through_proc_is_refused|EROFS|sibling-mem"
+"pidfd_getfd_of_a_sibling_is_denied|EPERM|pidfd-getfd"
 "bpf_is_denied|EPERM|sys bpf"
 "perf_event_open_is_denied|EPERM|sys perf_event_open"
 "userfaultfd_is_denied|EPERM|sys userfaultfd"
@@ -458,7 +460,7 @@ is token_with_rewritten_audience_fails_offline "$?" 5
 is forged_signature_fails_offline "$?" 5
 "$CLOISTER" token verify "$tok" --config "$B_CFG" --now 2099-01-01T00:00:00Z >/dev/null 2>&1
 is expired_token_replay_is_refused "$?" 7
-pgrep -f "cloister broker $B_CFG" >/dev/null && not_ok run_stops_the_broker_it_started "still running" ||
+pgrep -f "cloister broker( --quiet)? $B_CFG" >/dev/null && not_ok run_stops_the_broker_it_started "still running" ||
         ok run_stops_the_broker_it_started
 
 done_testing

@@ -238,6 +238,61 @@ static long do_ptrace(char **a)
         return r;
 }
 
+/* A child that waits to be tampered with; the caller kills it. */
+static pid_t sibling(void)
+{
+        pid_t child = fork();
+
+        if (child == 0) {
+                pause();
+                _exit(0);
+        }
+        return child;
+}
+
+static long sibling_done(pid_t child, long r)
+{
+        int e = errno;
+
+        kill(child, SIGKILL);
+        waitpid(child, NULL, 0);
+        errno = e;
+        return r;
+}
+
+/* Write access to a sibling's memory through /proc: the other ptrace. */
+static long do_sibling_mem(char **a)
+{
+        pid_t child = sibling();
+        char path[64];
+        (void)a;
+
+        snprintf(path, sizeof(path), "/proc/%d/mem", (int)child);
+        int fd = open(path, O_RDWR | O_CLOEXEC);
+        if (fd >= 0)
+                close(fd);
+        return sibling_done(child, fd < 0 ? -1 : 0);
+}
+
+/* Take a sibling's descriptor 0 with pidfd_getfd. */
+static long do_pidfd_getfd(char **a)
+{
+        pid_t child = sibling();
+        long pidfd, r = -1;
+        (void)a;
+
+        pidfd = syscall(SYS_pidfd_open, child, 0);
+        if (pidfd >= 0) {
+                r = syscall(SYS_pidfd_getfd, (int)pidfd, 0, 0);
+                int e = errno;
+                if (r >= 0)
+                        close((int)r);
+                close((int)pidfd);
+                errno = e;
+        }
+        return sibling_done(child, r < 0 ? -1 : 0);
+}
+
 static long do_fork_bomb(char **a)
 {
         long n = 0, max = atol(a[0]);
@@ -802,6 +857,10 @@ int main(int argc, char **argv)
                 return in_child(do_fork_bomb, argv + 2);
         if (!strcmp(a, "ptrace"))
                 return in_child(do_ptrace, argv + 2);
+        if (!strcmp(a, "sibling-mem"))
+                return in_child(do_sibling_mem, argv + 2);
+        if (!strcmp(a, "pidfd-getfd"))
+                return in_child(do_pidfd_getfd, argv + 2);
         if (!strcmp(a, "x32"))
                 return in_child(do_x32, argv + 2);
         if (!strcmp(a, "i386"))

@@ -82,7 +82,7 @@ if [ $rc -ne 0 ]; then
         echo "Bail out! cloister mount failed: $mount_out"
         exit 1
 fi
-echo "1..20"
+echo "1..23"
 W=$t/mnt/workspace
 
 # Checksums of every file in the source's .git, HEAD, refs, status.
@@ -188,9 +188,10 @@ rm -f "$t/mnt/home/agent/$(printf 'a\033]0;owned\007\nfile    1  forged')"
 
 "$CLOISTER" export "$t/ws.ini" --commit --message "Agent work" --author "A U Thor <a@u.th>" >"$t/commit.out"
 check "export_commit_prints_the_ref" '[ $st -eq 0 ] && grep -q "^refs/cloister/rt [0-9a-f]\{40\}$" "$t/commit.out"'
+first_export=$(cut -d" " -f2 "$t/commit.out")
 snapshot after-export
 check "export_commit_changes_nothing_in_the_source_but_the_ref_and_objects" \
-        'cmp -s "$t/before.state" "$t/after-export.state" && (cd "$t/src" && sha256sum -c --quiet "$t/before.files") && ! cut -c67- "$t/after-export.files" | grep -v -x -F -f <(cut -c67- "$t/before.files") | grep -v -e "^.git/objects/pack/" -e "^.git/refs/cloister/rt$" | grep -q .'
+        'cmp -s "$t/before.state" "$t/after-export.state" && (cd "$t/src" && sha256sum -c --quiet "$t/before.files") && ! cut -c67- "$t/after-export.files" | grep -v -x -F -f <(cut -c67- "$t/before.files") | grep -v -e "^.git/objects/pack/" -e "^.git/refs/cloister/rt$" -e "^.git/logs/refs/cloister/rt$" | grep -q .'
 fresh_clone
 check "exported_commit_is_the_mounted_tree_on_top_of_the_base" \
         '(cd "$t/fresh" && git fetch -q "$t/src" refs/cloister/rt && git checkout -q FETCH_HEAD && [ "$(git rev-parse HEAD^)" = "$(git -C "$t/src" rev-parse HEAD)" ] && [ "$(git log -1 --format="%an|%s")" = "A U Thor|Agent work" ]) && same_tree "$W" "$t/fresh"'
@@ -207,6 +208,10 @@ if [ -d "$W/.git" ] && git -C "$W" rev-parse HEAD >/dev/null 2>&1; then
                 printf 'more\n' >>a.txt && git add -A &&
                 GIT_AUTHOR_NAME="Agent Two" GIT_AUTHOR_EMAIL=two@agent git commit -qm "Agent commit two") >/dev/null 2>&1
         "$CLOISTER" export "$t/ws.ini" --commits >"$t/commits.out" 2>&1
+        check "a_second_export_keeps_the_first_in_the_reflog" \
+                '[ "$(git -C "$t/src" rev-parse "refs/cloister/rt@{1}")" = "$first_export" ] && [ "$(git -C "$t/src" reflog show --format=%gs refs/cloister/rt | head -n 2 | tr "\n" ,)" = "cloister export,cloister export," ]'
+        check "a_second_export_says_what_it_replaced" \
+                'grep -q "refs/cloister/rt was at $first_export (an earlier export); it stays in the ref.s reflog as refs/cloister/rt@{1}" "$t/commits.out"'
         check "export_commits_keeps_the_agents_series" \
                 '[ "$(git -C "$t/src" log --format="%an|%s" -2 refs/cloister/rt | tr "\n" ,)" = "Agent Two|Agent commit two,Agent One|Agent commit one," ] && git -C "$t/src" fsck --no-dangling >/dev/null 2>&1'
         "$CLOISTER" export "$t/ws.ini" --mbox --commits -o "$t/series.mbox" 2>"$t/series.err"
@@ -214,9 +219,17 @@ if [ -d "$W/.git" ] && git -C "$W" rev-parse HEAD >/dev/null 2>&1; then
         (cd "$t/fresh" && git am -q "$t/series.mbox") 2>>"$t/series.err"
         check "mbox_of_the_agents_series_applies_with_git_am" \
                 '[ $st -eq 0 ] && [ "$(git -C "$t/fresh" log --format="%an|%s" -2 | tr "\n" ,)" = "Agent Two|Agent commit two,Agent One|Agent commit one," ] && [ "$(git -C "$t/fresh" rev-parse HEAD^{tree})" = "$(git -C "$W" rev-parse HEAD^{tree})" ]'
+        mv "$W/.git/HEAD" "$W/.git/HEAD.real" && ln -s HEAD.real "$W/.git/HEAD"
+        "$CLOISTER" export "$t/ws.ini" --commits >"$t/symhead.out" 2>&1
+        check "export_commits_with_a_symlinked_head_says_so_in_one_line" \
+                '[ $st -eq 1 ] && [ "$(wc -l <"$t/symhead.out")" -eq 1 ] && grep -q "^cloister export: the workspace.s .git/HEAD is a symlink, and cloister never follows the agent.s links" "$t/symhead.out"'
+        rm "$W/.git/HEAD" && mv "$W/.git/HEAD.real" "$W/.git/HEAD"
 else
+        skip_one "a_second_export_keeps_the_first_in_the_reflog" "the workspace has no .git in this build"
+        skip_one "a_second_export_says_what_it_replaced" "the workspace has no .git in this build"
         skip_one "export_commits_keeps_the_agents_series" "the workspace has no .git in this build"
         skip_one "mbox_of_the_agents_series_applies_with_git_am" "the workspace has no .git in this build"
+        skip_one "export_commits_with_a_symlinked_head_says_so_in_one_line" "the workspace has no .git in this build"
 fi
 
 # --- the journal after SIGKILL of the daemon mid-write ------------------------

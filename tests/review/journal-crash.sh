@@ -197,6 +197,6 @@ check "log_counts_every_unclean_stop_but_not_the_live_daemon" \
 check "log_marks_each_unclean_stop_inline_before_the_next_session" \
         '[ "$(grep -c "^-- the daemon before this one stopped without closing the journal" "$t/log2.out")" -eq 3 ]'
 "$CLOISTER" unmount "$t/ws.ini" >/dev/null 2>&1
-"$CLOISTER" log "$t/ws.ini" >"$t/log3.out" 2>"$t/log3.err"
+"$CLOISTER" log --all "$t/ws.ini" >"$t/log3.out" 2>"$t/log3.err"
 check "a_clean_unmount_writes_the_close_mark" \
         'tail -1 "$t/log3.out" | grep -q "journal_close clean" && grep -q "may be short: 3 time(s)" "$t/log3.err"'

@@ -21,7 +21,7 @@ ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
 # st: the exit status of the command just before the check.
 check() { st=$?; if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
-echo "1..11"
+echo "1..15"
 
 out=$("$CLOISTER" log "$t/ws.ini" 2>&1)
 check "missing_journal_prints_nothing_and_succeeds" '[ $st -eq 0 ] && [ -z "$out" ]'
@@ -75,3 +75,30 @@ printf '{"time":"2026-01-01T10:00:00.000000Z","op":"create","path":"/workspace/\
 out=$("$CLOISTER" log "$t/ws.ini" --json)
 check "json_writes_c1_and_bidi_controls_as_escapes" \
         '! LC_ALL=C grep -q "$(printf "\302\233")" <<<"$out" && ! LC_ALL=C grep -q "$(printf "\342\200\256")" <<<"$out" && grep -qF "\"path\":\"/workspace/\\u009B31m\\u202Eevil\"" <<<"$out"'
+
+# The default is what a reviewer reads: the agent's changes, not the
+# journal's marks of clean daemon sessions nor git's own files in the
+# workspace .git; --all shows those too. A mark that says the journal is
+# short is shown always.
+cat >"$t/state/journal.jsonl" <<'J'
+{"time":"2026-01-01T10:00:00.000000Z","op":"journal_open","pid":41,"start":5,"max_bytes":268435456}
+{"time":"2026-01-01T10:00:01.000000Z","op":"create","path":"/workspace/.git/index.lock","mode":33188,"result":0,"pid":7,"uid":1000,"gid":1000,"comm":"git"}
+{"time":"2026-01-01T10:00:02.000000Z","op":"rename","path":"/workspace/.git/index.lock","path2":"/workspace/.git/index","result":0,"pid":7,"uid":1000,"gid":1000,"comm":"git"}
+{"time":"2026-01-01T10:00:03.000000Z","op":"write","path":"/workspace/main.c","offset":0,"length":10,"result":0,"pid":8,"uid":1000,"gid":1000,"comm":"sed"}
+{"time":"2026-01-01T10:00:04.000000Z","op":"rename","path":"/workspace/.git/hooks/x","path2":"/workspace/hook","result":0,"pid":8,"uid":1000,"gid":1000,"comm":"mv"}
+{"time":"2026-01-01T10:00:05.000000Z","op":"create","path":"/workspace/.gitignore","mode":33188,"result":0,"pid":8,"uid":1000,"gid":1000,"comm":"sh"}
+{"time":"2026-01-01T10:00:06.000000Z","op":"journal_close","clean":true,"dropped":0,"refused":0}
+{"time":"2026-01-01T10:00:07.000000Z","op":"journal_open","pid":42,"start":6,"max_bytes":268435456}
+{"time":"2026-01-01T10:00:08.000000Z","op":"journal_truncated","max_bytes":268435456}
+{"time":"2026-01-01T10:00:09.000000Z","op":"journal_close","clean":true,"dropped":0,"refused":3}
+J
+out=$("$CLOISTER" log "$t/ws.ini")
+check "default_shows_the_agents_changes_but_not_clean_sessions_or_git_internals" \
+        '[ $(wc -l <<<"$out") -eq 5 ] && grep -q "write .*/workspace/main.c" <<<"$out" && grep -q "rename .*/workspace/.git/hooks/x -> /workspace/hook" <<<"$out" && grep -q "create .*/workspace/.gitignore" <<<"$out" && ! grep -q "index.lock" <<<"$out" && ! grep -q "journal_open" <<<"$out"'
+check "default_keeps_the_marks_that_say_the_journal_is_short" \
+        'grep -q "journal_truncated" <<<"$out" && grep -q "journal_close clean (0 entries lost after the cut, 3 operation(s) refused" <<<"$out"'
+out=$("$CLOISTER" log "$t/ws.ini" --all)
+check "all_shows_every_entry" '[ $(wc -l <<<"$out") -eq 10 ]'
+out=$("$CLOISTER" log "$t/ws.ini" --json)
+check "json_has_the_same_default_as_text" \
+        '[ $(wc -l <<<"$out") -eq 5 ] && ! grep -q index.lock <<<"$out" && [ $("$CLOISTER" log "$t/ws.ini" --json --all | wc -l) -eq 10 ]'

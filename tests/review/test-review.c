@@ -400,11 +400,11 @@ START_TEST(export_commit_changes_nothing_but_refs_cloister)
         ck_assert_int_eq(fx_sh("cmp before.state after.state && cd src && "
                                "sha256sum -c --quiet ../before.files"),
                          0);
-        /* What was added: the ref and objects only. */
+        /* What was added: the ref, its reflog and objects only. */
         ck_assert_int_eq(fx_sh("cut -c67- before.files > before.names && cut -c67- after.files "
                                "| grep -v -x -F -f before.names | grep -v -e '^.git/objects/' "
-                               "-e '^.git/refs/cloister/ws1$' > added.other; test ! -s "
-                               "added.other"),
+                               "-e '^.git/refs/cloister/ws1$' -e '^.git/logs/refs/cloister/ws1$' "
+                               "> added.other; test ! -s added.other"),
                          0);
         ck_assert_int_eq(
                 fx_sh("cd src && test \"$(git rev-parse refs/cloister/ws1)\" = %s && "

@@ -113,12 +113,25 @@ policy = $T/policy.ini"
 err=$(crun "$CFG" -- touch /workspace/ran 2>&1)
 is broken_broker_refuses_to_run "$?" 125
 contains broken_broker_refusal_says_why "$err" "broker"
+is broken_broker_refusal_says_nothing_was_run_once "$(grep -o "nothing was run" <<<"$err" | wc -l)" 1
 [ ! -e "$MNT/workspace/ran" ] && ok broken_broker_runs_nothing || not_ok broken_broker_runs_nothing ran
 
-# --- a command that can't start ---------------------------------------------
+# --- a command that can't start: sh's and env's statuses ---------------------
 err=$(crun "$A_CFG" -- no-such-command-here 2>&1)
-is missing_command_is_refused "$?" 125
-contains missing_command_refusal_names_it "$err" "no-such-command-here"
+is missing_command_exits_127_as_sh_does "$?" 127
+is missing_command_is_one_line_naming_it "$err" "cloister: no-such-command-here: command not found"
+err=$(crun "$A_CFG" -- /no/such/path 2>&1)
+is missing_path_exits_127 "$?" 127
+contains missing_path_says_no_such_file "$err" "/no/such/path: No such file or directory"
+err=$(crun "$A_CFG" -- /etc/hostname 2>&1)
+is unexecutable_file_exits_126_as_sh_does "$?" 126
+contains unexecutable_file_says_permission_denied "$err" "/etc/hostname: Permission denied"
+err=$(crun "$A_CFG" -- /workspace 2>&1)
+is a_directory_as_command_exits_126 "$?" 126
+err=$(crun "$A_CFG" -- sh -c 'exit 127' 2>&1)
+is a_command_exit_127_passes_through_silently "$?:$err" "127:"
+out=$(crun "$A_CFG" -- sh -c 'echo "$$ $(cat /proc/$$/comm)"' 2>&1)
+is the_command_keeps_the_pid_of_the_sandbox_first_program "$out" "2 sh"
 
 # --- a mount that fails: refuse, run nothing (real FUSE only) -------------------
 if [ "$fs_mode" = fuse ]; then
@@ -140,8 +153,9 @@ gone() { # gone PATTERN: wait (bounded) until no process matches
         return 1
 }
 # signal_run SIGNAL N: run `sleep N`, send SIGNAL to the run once the command
-# runs, and check the status (143: the sandbox gets SIGTERM, whatever the
-# run got; docs/cloister-run.md) and that the command is gone. A background
+# runs, and check the status (128 + SIGNAL, as a shell reports a command
+# that signal ended, though the sandbox gets SIGTERM whatever the run got;
+# docs/cloister-run.md) and that the command is gone. A background
 # job of a script starts with SIGINT ignored, so the run gets the default
 # disposition back first, as it has when started from a terminal.
 signal_run() {
@@ -152,7 +166,7 @@ signal_run() {
         for _ in $(seq 600); do pgrep -f "^sleep $n\$" >/dev/null && break; sleep 0.1; done
         kill -"$sig" "$pid"
         wait "$pid"
-        is "${name}_exits_143" "$?" 143
+        is "${name}_exits_128_plus_$sig" "$?" "$((128 + $(kill -l "$sig")))"
         gone "^sleep $n\$" && ok "${name}_stops_the_sandbox" ||
                 not_ok "${name}_stops_the_sandbox" "still running"
 }
@@ -167,13 +181,20 @@ policy = $T/ok-policy.ini"
         "$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" -- sleep 4141 &
         pid=$!
         for _ in $(seq 600); do pgrep -f '^sleep 4141$' >/dev/null && break; sleep 0.1; done
-        pgrep -f "cloister broker $CFG" >/dev/null && ok run_starts_the_broker ||
+        pgrep -f "cloister broker( --quiet)? $CFG" >/dev/null && ok run_starts_the_broker ||
                 not_ok run_starts_the_broker "no broker process"
         kill -HUP "$pid"
         wait "$pid"
-        is sighup_to_run_exits_143 "$?" 143
+        is sighup_to_run_exits_129 "$?" 129
         gone '^sleep 4141$' && ok sighup_to_run_stops_the_sandbox || not_ok sighup_to_run_stops_the_sandbox running
-        gone "cloister broker $CFG" && ok sighup_to_run_stops_the_broker || not_ok sighup_to_run_stops_the_broker running
+        gone "cloister broker( --quiet)? $CFG" && ok sighup_to_run_stops_the_broker || not_ok sighup_to_run_stops_the_broker running
+
+        # The broker's start and stop notes are for -v only.
+        err=$("$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" -- true 2>&1)
+        is a_run_prints_nothing_of_its_broker "$err" ""
+        err=$("$CLOISTER" run -v "${RUN_OPTS[@]}" "$CFG" -- true 2>&1)
+        contains verbose_run_shows_the_broker_starting "$err" "cloister broker: serving workspace"
+        contains verbose_run_shows_the_broker_stopping "$err" "cloister broker: stopped"
 
         # The agent's one client is on its PATH, and talks to the broker.
         out=$("$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" -- sh -c \

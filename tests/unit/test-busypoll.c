@@ -6,55 +6,73 @@
  * catch requests.
  */
 #include <check.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "lib/busypoll.h"
 #include "lib/util.h"
 
-static uint64_t now_ns(void)
-{
-        struct timespec t;
+/*
+ * A made-up world: a clock that moves only when read (by `step` ns each
+ * time), a runnable-task count from a loadavg text, and a count of yields.
+ * Nothing here reads the real clock or waits on the scheduler, so no
+ * outcome depends on how loaded the machine is.
+ */
+struct world {
+        uint64_t now, step;
+        const char *loadavg;
+        unsigned yields, reads;
+};
 
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+static uint64_t fake_now(void *arg)
+{
+        struct world *w = arg;
+
+        w->now += w->step;
+        return w->now;
 }
 
-/* A file holding text, as /proc/loadavg would. */
-static int loadavg_of(const char *text)
+static unsigned fake_running(void *arg)
 {
-        char tmpl[] = "/tmp/cloister-loadavg.XXXXXX";
-        int fd = mkstemp(tmpl);
+        struct world *w = arg;
 
-        ck_assert_int_ge(fd, 0);
-        unlink(tmpl);
-        ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
-        return fd;
+        w->reads++;
+        return busypoll_parse_loadavg(w->loadavg);
+}
+
+static void fake_yield(void *arg)
+{
+        ((struct world *)arg)->yields++;
+}
+
+static void init_in(struct busypoll *bp, struct world *w, unsigned ncpus)
+{
+        busypoll_init_with(
+                bp,
+                &(struct busypoll_world){
+                        .now_ns = fake_now, .running = fake_running, .yield = fake_yield, .arg = w},
+                ncpus);
 }
 
 static uint64_t until_for(const char *text, unsigned ncpus)
 {
+        struct world w = {.now = 1000000, .step = 0, .loadavg = text};
         struct busypoll bp;
         uint64_t until;
 
-        busypoll_init_from(&bp, loadavg_of(text), ncpus);
+        init_in(&bp, &w, ncpus);
         until = busypoll_until(&bp);
         busypoll_done(&bp);
-        ck_assert_int_eq(bp.loadavg_fd, -1);
+        ck_assert(!bp.on);
         return until;
 }
 
 START_TEST(polls_while_a_cpu_is_idle)
 {
-        uint64_t before = now_ns();
-        /* The caller is one of the two running tasks: the other CPU is taken. */
-        uint64_t until = until_for("0.52 0.58 0.59 2/311 12345\n", 2);
-
-        ck_assert_uint_ge(until, before + BUSYPOLL_WINDOW_NS);
-        ck_assert_uint_le(until, now_ns() + BUSYPOLL_WINDOW_NS);
+        /* The caller is one of the two running tasks: the other CPU is idle. */
+        ck_assert_uint_eq(until_for("0.52 0.58 0.59 2/311 12345\n", 2),
+                          1000000 + BUSYPOLL_WINDOW_NS);
         ck_assert_uint_ne(until_for("0.00 0.00 0.00 1/90 7\n", 4), 0);
         ck_assert_uint_ne(until_for("9.00 9.00 9.00 4/90 7\n", 4), 0);
 }
@@ -70,12 +88,14 @@ END_TEST
 
 START_TEST(never_polls_on_one_cpu)
 {
+        struct world w = {.loadavg = "0.00 0.00 0.00 1/90 7\n"};
         struct busypoll bp;
 
         /* The client could not run while the caller polls. */
-        busypoll_init_from(&bp, loadavg_of("0.00 0.00 0.00 1/90 7\n"), 1);
-        ck_assert_int_eq(bp.loadavg_fd, -1);
+        init_in(&bp, &w, 1);
+        ck_assert(!bp.on);
         ck_assert_uint_eq(busypoll_until(&bp), 0);
+        ck_assert_uint_eq(w.reads, 0);
         busypoll_done(&bp);
 }
 END_TEST
@@ -89,25 +109,38 @@ START_TEST(sleeps_when_the_count_cannot_be_read)
         ck_assert_uint_eq(until_for("0.00 0.00 0.00 x/90 7\n", 2), 0);
         ck_assert_uint_eq(until_for("0.00 0.00 0.00 1 90 7\n", 2), 0);
         ck_assert_uint_eq(until_for("0.00 0.00 0.00 0/90 7\n", 2), 0);
+        ck_assert_uint_eq(until_for("0.00 0.00 0.00 -1/90 7\n", 2), 0);
         ck_assert_uint_eq(until_for("0.00 0.00\n", 2), 0);
-        /* No file at all. */
-        busypoll_init_from(&bp, -1, 2);
+        /* No world at all (no /proc/loadavg). */
+        busypoll_init_with(&bp, NULL, 2);
+        ck_assert(!bp.on);
         ck_assert_uint_eq(busypoll_until(&bp), 0);
         busypoll_done(&bp);
 }
 END_TEST
 
-/* A poller of a machine with a spare CPU: 1 of 2 CPUs running (the caller). */
-static void idle_machine(struct busypoll *bp)
+START_TEST(parses_the_runnable_count)
 {
-        busypoll_init_from(bp, loadavg_of("0.00 0.00 0.00 1/90 7\n"), 2);
+        ck_assert_uint_eq(busypoll_parse_loadavg("0.52 0.58 0.59 2/311 12345\n"), 2);
+        ck_assert_uint_eq(busypoll_parse_loadavg("0.00 0.00 0.00 17/90 7"), 17);
+        ck_assert_uint_eq(busypoll_parse_loadavg("0.00 0.00 0.00 99999999/90 7"), 0xffff);
+        ck_assert_uint_eq(busypoll_parse_loadavg("0.00 0.00 0.00 /90 7"), 0);
+}
+END_TEST
+
+/* A poller of a machine with a spare CPU: 1 of 2 CPUs running (the caller). */
+static void idle_machine(struct busypoll *bp, struct world *w)
+{
+        *w = (struct world){.now = 1, .step = 1000, .loadavg = "0.00 0.00 0.00 1/90 7\n"};
+        init_in(bp, w, 2);
 }
 
 START_TEST(stops_polling_after_misses_and_probes_now_and_then)
 {
+        struct world w;
         struct busypoll bp;
 
-        idle_machine(&bp);
+        idle_machine(&bp, &w);
         /* Polls that catch requests go on. */
         for (int i = 0; i < 100; i++) {
                 ck_assert_uint_ne(busypoll_until(&bp), 0);
@@ -141,14 +174,32 @@ END_TEST
 
 START_TEST(a_miss_now_and_then_does_not_stop_polling)
 {
+        struct world w;
         struct busypoll bp;
 
-        idle_machine(&bp);
+        idle_machine(&bp, &w);
         /* grep over a tree: mostly caught, a large file now and then missed. */
         for (int i = 0; i < 1000; i++) {
                 ck_assert_uint_ne(busypoll_until(&bp), 0);
                 busypoll_caught(&bp, i % 3 != 0);
         }
+        busypoll_done(&bp);
+}
+END_TEST
+
+START_TEST(a_busy_machine_skips_the_poll_without_scoring_it)
+{
+        struct world w;
+        struct busypoll bp;
+
+        idle_machine(&bp, &w);
+        w.loadavg = "2.00 2.00 2.00 3/90 7\n";
+        /* Many waits on a busy machine do not count as misses ... */
+        for (int i = 0; i < 100; i++)
+                ck_assert_uint_eq(busypoll_until(&bp), 0);
+        /* ... so once a CPU is free, polling resumes at once. */
+        w.loadavg = "0.00 0.00 0.00 1/90 7\n";
+        ck_assert_uint_ne(busypoll_until(&bp), 0);
         busypoll_done(&bp);
 }
 END_TEST
@@ -167,20 +218,24 @@ static int try_source(void *arg)
 
 START_TEST(run_returns_what_comes_and_scores_the_poll)
 {
+        struct world w;
         struct busypoll bp;
         struct source queued = {0, 0}, soon = {3, 0}, never = {~0u, 0};
 
-        idle_machine(&bp);
-        /* Queued already: one try, no poll. */
+        idle_machine(&bp, &w);
+        /* Queued already: one try, no poll, no load read. */
         ck_assert_int_eq(busypoll_run(&bp, try_source, &queued, -1), 42);
         ck_assert_uint_eq(queued.tries, 1);
-        /* Comes while polling: caught. */
+        ck_assert_uint_eq(w.reads, 0);
+        /* Comes while polling: caught, with a yield before each retry. */
         ck_assert_int_eq(busypoll_run(&bp, try_source, &soon, -1), 42);
         ck_assert_uint_eq(soon.tries, 4);
+        ck_assert_uint_eq(w.yields, 3);
         /* Never comes: three missed windows, and then a wait tries only once. */
         for (int i = 0; i < 3; i++)
                 ck_assert_int_eq(busypoll_run(&bp, try_source, &never, -1), -1);
-        ck_assert_uint_gt(never.tries, 3);
+        /* The clock moves 1 us a read: each window is 50 reads, 49 retries. */
+        ck_assert_uint_eq(never.tries, 3 * (1 + BUSYPOLL_WINDOW_NS / 1000 - 1));
         never.tries = 0;
         ck_assert_int_eq(busypoll_run(&bp, try_source, &never, -1), -1);
         ck_assert_uint_eq(never.tries, 1);
@@ -193,7 +248,7 @@ START_TEST(run_tries_once_when_off)
         struct busypoll bp;
         struct source never = {~0u, 0};
 
-        busypoll_init_from(&bp, -1, 2);
+        busypoll_init_with(&bp, NULL, 2);
         ck_assert_int_eq(busypoll_run(&bp, try_source, &never, -1), -1);
         ck_assert_uint_eq(never.tries, 1);
         busypoll_done(&bp);
@@ -202,15 +257,23 @@ END_TEST
 
 START_TEST(a_poll_ends_with_its_window)
 {
-        uint64_t start = now_ns(), until = until_for("0.00 0.00 0.00 1/90 7\n", 2);
+        struct world w;
+        struct busypoll bp;
+        uint64_t start, until;
         unsigned turns = 0;
 
-        ck_assert(!busypoll_more(0));
-        ck_assert_uint_ne(until, 0);
-        while (busypoll_more(until))
+        idle_machine(&bp, &w);
+        ck_assert(!busypoll_more(&bp, 0));
+        start = w.now;
+        until = busypoll_until(&bp);
+        ck_assert_uint_eq(until, start + 1000 + BUSYPOLL_WINDOW_NS);
+        while (busypoll_more(&bp, until))
                 turns++;
-        ck_assert_uint_ge(now_ns() - start, BUSYPOLL_WINDOW_NS);
-        ck_assert_uint_gt(turns, 0);
+        /* Every read of the clock before the window's end is one turn. */
+        ck_assert_uint_eq(turns, BUSYPOLL_WINDOW_NS / 1000 - 1);
+        ck_assert_uint_eq(w.yields, turns);
+        ck_assert_uint_ge(w.now, until);
+        busypoll_done(&bp);
 }
 END_TEST
 
@@ -219,16 +282,19 @@ START_TEST(reads_this_machines_count)
         struct busypoll bp;
         long n = sysconf(_SC_NPROCESSORS_ONLN);
 
-        if (access("/proc/loadavg", R_OK) < 0)
-                return; /* no /proc here: off, as sleeps_when_the_count_cannot_be_read checks */
         busypoll_init(&bp);
         ck_assert_uint_eq(bp.ncpus, n > 1 ? (unsigned)n : 1);
-        if (n > 1)
+        if (n > 1 && access("/proc/loadavg", R_OK) == 0) {
+                ck_assert(bp.on);
                 ck_assert_int_ge(bp.loadavg_fd, 0);
-        else
-                ck_assert_int_eq(bp.loadavg_fd, -1);
+                /* This process runs now, so the count is at least 1. */
+                ck_assert_uint_ge(bp.world.running(bp.world.arg), 1);
+        } else {
+                ck_assert(!bp.on);
+        }
         busypoll_done(&bp);
         ck_assert_int_eq(bp.loadavg_fd, -1);
+        ck_assert(!bp.on);
 }
 END_TEST
 
@@ -243,6 +309,8 @@ int main(void)
         tcase_add_test(tc, sleeps_when_every_cpu_has_work);
         tcase_add_test(tc, never_polls_on_one_cpu);
         tcase_add_test(tc, sleeps_when_the_count_cannot_be_read);
+        tcase_add_test(tc, parses_the_runnable_count);
+        tcase_add_test(tc, a_busy_machine_skips_the_poll_without_scoring_it);
         tcase_add_test(tc, stops_polling_after_misses_and_probes_now_and_then);
         tcase_add_test(tc, a_miss_now_and_then_does_not_stop_polling);
         tcase_add_test(tc, run_returns_what_comes_and_scores_the_poll);
