@@ -50,6 +50,13 @@ int broker_add_workspace(broker *b, const struct broker_workspace_options *o, ch
 /* Where one-line notices go while serving (SIGHUP policy reloads). */
 void broker_set_log(broker *b, void (*log)(const char *line));
 /*
+ * Serve only while runs of the workspace live (lib/lifetime.h): fd is
+ * lifetime_open()'s, taken by the broker. When no run holds it, broker_run
+ * stops as on SIGTERM (every token revoked) and returns 0; the lock stays
+ * held until broker_free, after the sockets are gone.
+ */
+void broker_set_lifetime(broker *b, int fd);
+/*
  * Serve until SIGTERM or SIGINT; then revoke every workspace's tokens.
  * SIGHUP re-reads the policies (a broken one is not applied).
  */

@@ -41,6 +41,7 @@
 #include "jsonw.h"
 #include "server-private.h"
 #include "lib/busypoll.h"
+#include "lib/lifetime.h"
 #include "lib/listen-fds.h"
 #include "lib/mkdir.h"
 #include "lib/util.h"
@@ -54,6 +55,7 @@ struct broker {
         size_t n_conns;
         size_t conns_max; /* BROKER_CONNS_MAX, or less if file descriptors are fewer */
         int sigfd;
+        int lifetime_fd;               /* lib/lifetime.h; -1: serve until a signal */
         void (*log)(const char *line); /* the program's; the library does not print */
         int passed[LISTEN_FDS_MAX];    /* from the service manager; -1 once a workspace took it */
         int n_passed;                  /* -1 until LISTEN_FDS was read */
@@ -96,6 +98,7 @@ int broker_new(broker **ret)
         if (!b)
                 return -ENOMEM;
         b->sigfd = -1;
+        b->lifetime_fd = -1;
         b->n_passed = -1;
         busypoll_init(&b->bp);
         *ret = b;
@@ -142,6 +145,7 @@ void broker_free(broker *b)
         for (int i = 0; i < b->n_passed; i++)
                 safe_close(b->passed[i]);
         safe_close(b->sigfd);
+        safe_close(b->lifetime_fd); /* after the sockets: a new run waits until they are gone */
         busypoll_done(&b->bp);
         free(b);
 }
@@ -508,6 +512,12 @@ static void policies_reload(broker *b)
         }
 }
 
+void broker_set_lifetime(broker *b, int fd)
+{
+        safe_close(b->lifetime_fd);
+        b->lifetime_fd = fd;
+}
+
 void broker_set_log(broker *b, void (*log)(const char *line))
 {
         b->log = log;
@@ -545,8 +555,9 @@ static int wait_events(struct busypoll *bp, struct pollfd *pfd, size_t n, int ti
 int broker_run(broker *b, char **ret_error)
 {
         _cleanup_free_ struct pollfd *pfd = NULL;
-        int64_t head_due = -1; /* when the stale audit heads are written (mono_ms); -1: none */
-        bool served = false;   /* the last turn had a connection's events */
+        int64_t head_due = -1;    /* when the stale audit heads are written (mono_ms); -1: none */
+        bool served = false;      /* the last turn had a connection's events */
+        int64_t lifetime_due = 0; /* when to look whether runs are left (lib/lifetime.h) */
         sigset_t mask;
 
         *ret_error = NULL;
@@ -621,6 +632,16 @@ int broker_run(broker *b, char **ret_error)
                         pfd[n++] = (struct pollfd){.fd = c->fd, .events = broker_conn_events(c)};
                         pending |= broker_conn_more(c);
                         due = MIN(due, broker_conn_deadline(c));
+                }
+                if (b->lifetime_fd >= 0) {
+                        if (now >= lifetime_due) {
+                                if (lifetime_over(b->lifetime_fd)) {
+                                        shutdown_workspaces(b);
+                                        return 0;
+                                }
+                                lifetime_due = now + LIFETIME_CHECK_MS;
+                        }
+                        due = MIN(due, lifetime_due);
                 }
                 int timeout = pending            ? 0
                               : due == INT64_MAX ? -1

@@ -9,6 +9,7 @@
  */
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <malloc.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -426,6 +427,7 @@ int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_
         pthread_mutex_init(&ws->index.lock, NULL);
         pthread_cond_init(&ws->index.done, NULL);
         ws->state_fd = ws->repo.upper_fd = ws->home.upper_fd = ws->objects.root_fd = -1;
+        ws->lock_fd = -1;
         ws->index.git_fd = ws->index.fsdir_fd = -1;
         ws->store_uid = ws->uid = geteuid();
         ws->store_gid = ws->gid = getegid();
@@ -460,6 +462,29 @@ int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_
         if (ws->state_fd < 0) {
                 r = fail(ret_error, negative_errno(), "cannot open state directory '%s': %m",
                          ws->state);
+                goto out;
+        }
+        /*
+         * One daemon per state, whatever config names it: another serving it
+         * (through another mountpoint) would see the same upper files
+         * change under it. The lock is the kernel's, gone with the process;
+         * fs.lock also marks the directory as a workspace's state
+         * (fs_mountpoint_check refuses a mountpoint inside another one).
+         */
+        ws->lock_fd =
+                openat(ws->state_fd, "fs.lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (ws->lock_fd < 0) {
+                r = fail(ret_error, negative_errno(), "cannot open '%s/fs.lock': %m", ws->state);
+                goto out;
+        }
+        if (flock(ws->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+                r = errno == EWOULDBLOCK
+                            ? fail(ret_error, -EBUSY,
+                                   "state directory '%s' is served by another daemon already "
+                                   "(two may never serve one state; cloister unmount stops it)",
+                                   ws->state)
+                            : fail(ret_error, negative_errno(), "cannot lock '%s/fs.lock': %m",
+                                   ws->state);
                 goto out;
         }
         fsdir = state_open_dir(ws->state_fd, "fs", true);
@@ -562,6 +587,7 @@ void fs_workspace_free(fs_workspace *ws)
         free(ws->mirrors);
         safe_close(ws->objects.root_fd);
         safe_close(ws->state_fd);
+        safe_close(ws->lock_fd);
         free(ws->workspace_json);
         free(ws->name);
         free(ws->state);

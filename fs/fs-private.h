@@ -151,7 +151,8 @@ struct fs_workspace {
         char *name, *state, *mountpoint, *source, *rev;
         char *git_config_extra; /* NULL: none */
         int state_fd;
-        uid_t uid; /* the owner shown for the agent's files: agent.host_uid, or store_uid */
+        int lock_fd; /* <state>/fs.lock, held (LOCK_EX) while this daemon lives */
+        uid_t uid;   /* the owner shown for the agent's files: agent.host_uid, or store_uid */
         gid_t gid;
         uid_t store_uid; /* what the agent's files are owned by on disk: the daemon's ids */
         gid_t store_gid;

@@ -111,5 +111,27 @@ int fs_upper_path(const char *rel, char *out, size_t size);
  */
 int fs_mount_probe(const char *state, const char *mountpoint, int *ret_pid);
 
+/*
+ * A state directory's identity on this host ("DEV.INO" in hex), which the
+ * mount's fsname carries (cloister:NAME:ID), so that a mount is known to be
+ * a workspace's even when its daemon is dead.
+ */
+#define FS_STATE_ID_MAX 40
+#define FS_NAME_MAX     64
+int fs_state_id(const char *state, char out[static FS_STATE_ID_MAX]);
+/* The cloister mount at mountpoint: 1 state's own, 0 another's (its name in
+ * owner), -ENOENT none. */
+int fs_mount_owner(const char *state, const char *name, const char *mountpoint,
+                   char owner[static FS_NAME_MAX + 1]);
+/*
+ * Whether this workspace may mount at mountpoint; else a negative errno and
+ * a one-line reason: a mount of another workspace is there (live or dead),
+ * or another file system; it is inside a cloister mount, inside the source
+ * repository (resolved: symlinks can't hide it) or inside another
+ * workspace's state; it is not an empty directory. 0 for a mount of its own.
+ */
+int fs_mountpoint_check(const char *state, const char *name, const char *mountpoint,
+                        const char *source, char **ret_error);
+
 /* Unmount and wait up to timeout_ms for the daemon to exit; 0 if not mounted. */
 int fs_unmount(const char *state, const char *mountpoint, int timeout_ms);

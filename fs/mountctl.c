@@ -6,9 +6,12 @@
  * (ENOTCONN); both are cleaned up here so that the next mount just works.
  * The pid file is trusted only if that pid is still a cloister process.
  */
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +23,7 @@
 
 #include "fs-private.h"
 #include "fs.h"
+#include "lib/pidfile.h"
 #include "lib/util.h"
 
 static int read_pid(const char *state)
@@ -39,22 +43,7 @@ static int read_pid(const char *state)
 
 int fs_proc_starttime(int pid, unsigned long long *ret)
 {
-        char path[64], stat[1024] = "", *p;
-        _cleanup_fclose_ FILE *f = NULL;
-        unsigned long long t;
-        snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-        f = fopen(path, "re");
-        if (!f || !fgets(stat, sizeof(stat), f))
-                return -ESRCH;
-        p = strrchr(stat, ')');
-        /* Field 22 (starttime); after ')' come fields 3.. */
-        if (!p || sscanf(p + 2,
-                         "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d "
-                         "%*d %*d %*d %llu",
-                         &t) != 1)
-                return -EIO;
-        *ret = t;
-        return 0;
+        return pidfile_starttime(pid, ret);
 }
 
 /* Is pid the daemon that wrote <state>/fs/mount.start (not a reused pid)? */
@@ -87,27 +76,246 @@ static bool pid_is_cloister(int pid)
         return strncmp(strchr(stat, '(') ? strchr(stat, '(') + 1 : "", "cloister", 8) == 0;
 }
 
+/*
+ * mountinfo escapes space, tab, newline and backslash in paths as \ooo;
+ * undo it in place so that a path compares with its real name.
+ */
+static void mountinfo_unescape(char *s)
+{
+        char *o = s;
+
+        for (; *s; s++) {
+                if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+                    s[3] >= '0' && s[3] <= '7') {
+                        *o++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+                        s += 3;
+                } else {
+                        *o++ = *s;
+                }
+        }
+        *o = '\0';
+}
+
+/*
+ * Every mount of this mount namespace, topmost last: call fn with its
+ * mountpoint, its fstype and its source (fsname); it returns non-zero to
+ * stop, which is then returned.
+ */
+static int mounts_each(int (*fn)(const char *mp, const char *fstype, const char *source, void *arg),
+                       void *arg)
+{
+        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
+        _cleanup_free_ char *line = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        if (!f)
+                return 0;
+        while (r == 0 && getline(&line, &n, f) > 0) {
+                char mp[PATH_MAX], fstype[256], source[PATH_MAX];
+                const char *sep = strstr(line, " - ");
+                if (!sep || sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 ||
+                    sscanf(sep + 3, "%255s %4095s", fstype, source) != 2)
+                        continue;
+                mountinfo_unescape(mp);
+                mountinfo_unescape(source);
+                r = fn(mp, fstype, source, arg);
+        }
+        return r;
+}
+
+struct kind_query {
+        const char *path;
+        int kind;
+        char source[PATH_MAX];
+};
+
+static int kind_of(const char *mp, const char *fstype, const char *source, void *arg)
+{
+        struct kind_query *q = arg;
+
+        if (streq(mp, q->path)) { /* the last one listed is on top */
+                q->kind = streq(fstype, "fuse.cloister") ? 1 : 2;
+                snprintf(q->source, sizeof(q->source), "%s", source);
+        }
+        return 0;
+}
+
 /* Is path a mountpoint? 1: a cloister FUSE mount, 2: something else, 0: no. */
 static int mount_kind(const char *path)
 {
-        _cleanup_fclose_ FILE *f = fopen("/proc/self/mountinfo", "re");
-        char *line = NULL;
-        size_t n = 0;
-        int kind = 0;
-        if (!f)
+        struct kind_query q = {.path = path};
+
+        (void)mounts_each(kind_of, &q);
+        return q.kind;
+}
+
+int fs_state_id(const char *state, char out[static FS_STATE_ID_MAX])
+{
+        struct stat st;
+
+        if (stat(state, &st) < 0)
+                return negative_errno();
+        snprintf(out, FS_STATE_ID_MAX, "%llx.%llx", (unsigned long long)st.st_dev,
+                 (unsigned long long)st.st_ino);
+        return 0;
+}
+
+/*
+ * Whose is the cloister mount at mountpoint? Its fsname is
+ * cloister:NAME:STATEID (session.c): 1 if STATEID is state's, 0 if another
+ * workspace's (its name in owner), -ENOENT if no cloister mount is there.
+ * A mount of an older cloister (cloister:NAME, no id) is taken as ours
+ * when the names agree (or name is "", the caller not knowing it): the
+ * only way to tell.
+ */
+int fs_mount_owner(const char *state, const char *name, const char *mountpoint,
+                   char owner[static FS_NAME_MAX + 1])
+{
+        struct kind_query q = {.path = mountpoint};
+        char id[FS_STATE_ID_MAX];
+        const char *who, *sep;
+
+        (void)mounts_each(kind_of, &q);
+        if (q.kind != 1 || !(who = startswith(q.source, "cloister:")))
+                return -ENOENT;
+        sep = strrchr(who, ':');
+        snprintf(owner, FS_NAME_MAX + 1, "%.*s", sep ? (int)(sep - who) : (int)strlen(who), who);
+        if (!sep) /* name "": the caller does not know it, and asks about ids only */
+                return !*name || streq(who, name) ? 1 : 0;
+        if (fs_state_id(state, id) < 0)
                 return 0;
-        while (getline(&line, &n, f) > 0) {
-                char mp[4096], fstype[256];
-                const char *sep = strstr(line, " - ");
-                if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1 && streq(mp, path)) {
-                        kind = sep && sscanf(sep + 3, "%255s", fstype) == 1 &&
-                                               streq(fstype, "fuse.cloister")
-                                       ? 1
-                                       : 2;
+        return streq(sep + 1, id) ? 1 : 0;
+}
+
+static int mount_covering(const char *mp, const char *fstype, const char *source, void *arg)
+{
+        const char *path = arg;
+        size_t n = strlen(mp);
+
+        (void)source;
+        /* A cloister mount strictly above path: path would be inside it. */
+        return streq(fstype, "fuse.cloister") && !streq(mp, path) &&
+               (streq(mp, "/") || (strncmp(path, mp, n) == 0 && path[n] == '/'));
+}
+
+/* The nearest existing ancestor of path (or path), resolved; NULL if none resolves. */
+static char *resolve_existing(const char *path)
+{
+        _cleanup_free_ char *p = strdup(path);
+
+        while (p && *p) {
+                char *r = realpath(p, NULL), *slash;
+                if (r) {
+                        /* Put the part that does not exist yet back on. */
+                        size_t keep = strlen(p);
+                        char *out = NULL;
+                        if (asprintf(&out, "%s%s", r, path + keep) < 0)
+                                out = NULL;
+                        free(r);
+                        return out;
+                }
+                slash = strrchr(p, '/');
+                if (!slash)
+                        break;
+                *slash = '\0';
+                if (!*p)
+                        return realpath("/", NULL);
+        }
+        return NULL;
+}
+
+static bool within(const char *path, const char *dir)
+{
+        size_t n = strlen(dir);
+
+        return streq(dir, "/") || (strncmp(path, dir, n) == 0 && (!path[n] || path[n] == '/'));
+}
+
+static int refuse(char **ret_error, int code, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static int refuse(char **ret_error, int code, const char *fmt, ...)
+{
+        va_list ap;
+
+        if (ret_error) {
+                va_start(ap, fmt);
+                if (vasprintf(ret_error, fmt, ap) < 0)
+                        *ret_error = NULL;
+                va_end(ap);
+        }
+        return code;
+}
+
+int fs_mountpoint_check(const char *state, const char *name, const char *mountpoint,
+                        const char *source, char **ret_error)
+{
+        _cleanup_free_ char *real = resolve_existing(mountpoint);
+        _cleanup_free_ char *real_state = resolve_existing(state);
+        _cleanup_free_ char *real_source = source ? realpath(source, NULL) : NULL;
+        char owner[FS_NAME_MAX + 1] = "";
+        struct stat st;
+        int r;
+
+        if (!real || !real_state)
+                return refuse(ret_error, -ENOENT, "mountpoint '%s': cannot resolve its path",
+                              mountpoint);
+        /* Someone else's mount there, live or dead: never ours to use or detach. */
+        r = fs_mount_owner(state, name, real, owner);
+        if (r == 0)
+                return refuse(ret_error, -EEXIST,
+                              "mountpoint '%s' is the mount of another workspace ('%s'); give "
+                              "this one its own [workspace] mountpoint",
+                              mountpoint, owner);
+        if (r == 1)
+                return 0; /* ours: the probe handles it, live or dead */
+        if (mount_kind(real) == 2)
+                return refuse(ret_error, -EBUSY,
+                              "mountpoint '%s' is already a mountpoint of something else",
+                              mountpoint);
+        if (mounts_each(mount_covering, real))
+                return refuse(ret_error, -EEXIST,
+                              "mountpoint '%s' is inside the mount of a workspace; choose a "
+                              "directory outside every cloister mount",
+                              mountpoint);
+        if (real_source && within(real, real_source))
+                return refuse(ret_error, -EEXIST,
+                              "mountpoint '%s' is inside the source repository '%s': the mount "
+                              "would show up in the work tree it presents",
+                              mountpoint, source);
+        /* Inside another workspace's state (it holds fs.lock); ours may hold it (<state>/mnt). */
+        {
+                _cleanup_free_ char *dir = strdup(real);
+                for (char *slash; dir && (slash = strrchr(dir, '/')) && slash != dir;) {
+                        *slash = '\0';
+                        if (within(real_state, dir) && within(dir, real_state))
+                                break; /* our own state */
+                        _cleanup_free_ char *lock = NULL;
+                        if (asprintf(&lock, "%s/fs.lock", dir) >= 0 && lstat(lock, &st) == 0 &&
+                            S_ISREG(st.st_mode))
+                                return refuse(ret_error, -EEXIST,
+                                              "mountpoint '%s' is inside the state directory "
+                                              "'%s' of another workspace",
+                                              mountpoint, dir);
                 }
         }
-        free(line);
-        return kind;
+        /* An existing directory that holds something: a mount would hide it. */
+        if (lstat(real, &st) == 0) {
+                _cleanup_closedir_ DIR *d = NULL;
+                struct dirent *de;
+                if (!S_ISDIR(st.st_mode))
+                        return refuse(ret_error, -ENOTDIR, "mountpoint '%s' is not a directory",
+                                      mountpoint);
+                d = opendir(real);
+                while (d && (de = readdir(d)))
+                        if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
+                                return refuse(ret_error, -ENOTEMPTY,
+                                              "mountpoint '%s' is not empty: the mount would "
+                                              "hide what it holds; choose an empty directory "
+                                              "(or leave mountpoint unset: <state>/mnt)",
+                                              mountpoint);
+        }
+        return 0;
 }
 
 static bool is_mounted(const char *path)
@@ -150,8 +358,11 @@ int fs_mount_probe(const char *state, const char *mountpoint, int *ret_pid)
         }
         /* Dead daemon: detach its mount (ENOTCONN) and forget its pid. */
         if (is_mounted(mountpoint)) {
+                char owner[FS_NAME_MAX + 1];
                 if (mount_kind(mountpoint) != 1)
                         return -EBUSY; /* not a cloister mount: leave it alone */
+                if (fs_mount_owner(state, "", mountpoint, owner) == 0)
+                        return -EEXIST; /* another workspace's: never ours to detach */
                 detach(mountpoint);
                 if (is_mounted(mountpoint))
                         return -EBUSY;

@@ -165,9 +165,19 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
                         *ret_error = NULL;
                 return r;
         }
+        /* The fsname names the state too (fs_mount_owner): a mount, even a
+         * dead one, is then known for whose it is. */
+        char id[FS_STATE_ID_MAX];
+        r = fs_state_id(ws->state, id);
+        if (r < 0) {
+                if (ret_error && asprintf(ret_error, "cannot stat the state directory '%s': %s",
+                                          ws->state, strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
         if (asprintf(&opts,
-                     "default_permissions,nosuid,nodev,fsname=cloister:%s,subtype=cloister%s",
-                     ws->name, geteuid() == 0 ? ",allow_other" : "") < 0)
+                     "default_permissions,nosuid,nodev,fsname=cloister:%s:%s,subtype=cloister%s",
+                     ws->name, id, geteuid() == 0 ? ",allow_other" : "") < 0)
                 return -ENOMEM;
         if (fuse_opt_add_arg(&args, "cloister") < 0 || fuse_opt_add_arg(&args, "-o") < 0 ||
             fuse_opt_add_arg(&args, opts) < 0) {

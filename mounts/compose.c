@@ -142,6 +142,7 @@ int compose_proxy_options(const struct config *c, struct proxy_options *ret, cha
                 .connections = c->network.connections,
                 .rate = c->network.rate,
                 .bytes_out = c->network.bytes_out,
+                .log_max = c->limits.netlog,
         };
         *ret_control = control;
         return 0;

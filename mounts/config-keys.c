@@ -85,6 +85,7 @@ static const struct key keys[] = {
         {SECTION_LIMITS, "tmp_files", KEY_COUNT, CFG(limits.tmp_files), 16, 100000000ULL, 0},
         {SECTION_LIMITS, "journal", KEY_SIZE, CFG(limits.journal), 1 * MiB, 64 * GiB, 0},
         {SECTION_LIMITS, "audit", KEY_SIZE, CFG(limits.audit), 1 * MiB, 64 * GiB, 0},
+        {SECTION_LIMITS, "netlog", KEY_SIZE, CFG(limits.netlog), 1 * MiB, 64 * GiB, 0},
         {SECTION_NETWORK, "mode", KEY_NETWORK, CFG(network.mode), 0, 0, 0},
         {SECTION_RUN, "env", KEY_ENV_LIST, CFG(run.env), 0, 0, 0},
         {SECTION_RUN, "user", KEY_USER, CFG(run.user), 0, 0, 0},

@@ -155,6 +155,8 @@ void config_finish(struct parse_state *st)
                 c->limits.journal = 256ULL << 20; /* JOURNAL_MAX_BYTES_DEFAULT */
         if (!c->limits.audit)
                 c->limits.audit = 64ULL << 20; /* BROKER_AUDIT_MAX_DEFAULT */
+        if (!c->limits.netlog)
+                c->limits.netlog = 256ULL << 20; /* PROXY_NETLOG_MAX_DEFAULT */
         if (!c->run.host_uids.first)
                 c->run.host_uids =
                         (struct config_id_range){CONFIG_HOST_UID_MIN, CONFIG_HOST_UID_MAX};

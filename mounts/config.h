@@ -105,6 +105,7 @@ struct config {
                 uint64_t tmp_files; /* inodes of /tmp and of /dev/shm; default tmp / 16 KiB */
                 uint64_t journal;   /* bytes of the write journal; default 256 MiB */
                 uint64_t audit;     /* bytes of the broker's audit log; default 64 MiB */
+                uint64_t netlog;    /* bytes of the proxy's net.jsonl; default 256 MiB */
                 bool set_bytes, set_files, set_timeout, set_memory, set_processes;
         } limits;
 

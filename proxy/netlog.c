@@ -12,6 +12,7 @@
  * matched); hosts are the normalized ones, or, for a request too malformed
  * to have one, nothing.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -38,7 +39,10 @@ static void append(struct proxy *px, json_t *e)
         if (r < 0 && !px->audit_broken) {
                 px->audit_broken = true; /* fail closed: conn.c refuses from now on */
                 if (px->log)
-                        px->log("the audit log cannot be written: refusing all traffic");
+                        px->log(r == -EDQUOT ? "net.jsonl reached its bound ([limits] netlog): "
+                                               "refusing all traffic"
+                                             : "the audit log cannot be written: refusing all "
+                                               "traffic");
         }
         proxy_schedule_head_sync(px);
 }

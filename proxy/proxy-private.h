@@ -66,6 +66,7 @@ struct proxy {
         struct proxy_inject_rule *rules;
         size_t n_rules;
         uint64_t max_connections, rate, bytes_out;
+        uint64_t log_max; /* net.jsonl's bound ([limits] netlog) */
 
         int broker_dirfd;
         int audit_lock_fd;
@@ -81,6 +82,8 @@ struct proxy {
         uint64_t next_id;
         struct event *sigterm, *sigint;
         struct event *head_sync; /* writes the audit head after a burst */
+        struct event *lifetime;  /* looks whether runs are left (lib/lifetime.h) */
+        int lifetime_fd;         /* -1: serve until a signal */
         int stop_error;
         void (*log)(const char *line);
 };

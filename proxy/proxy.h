@@ -65,7 +65,14 @@ struct proxy_options {
         uint64_t connections; /* concurrent connections per run */
         uint64_t rate;        /* requests per second per run (bursts of twice that) */
         uint64_t bytes_out;   /* bytes sent upstream per run */
+        uint64_t log_max;     /* bytes net.jsonl may hold; 0: PROXY_NETLOG_MAX_DEFAULT */
 };
+/*
+ * [limits] netlog: the bound on net.jsonl. Near it one audit_full line is
+ * written and the proxy refuses all traffic from then on (fail closed: a
+ * request it cannot record does not go out), until the log is moved aside.
+ */
+#define PROXY_NETLOG_MAX_DEFAULT (256ull * 1024 * 1024)
 
 /*
  * Set up (no sockets are listening yet but the control socket): copy the
@@ -76,6 +83,13 @@ int proxy_new(const struct proxy_options *o, proxy **ret, char **ret_error);
 /* Also serve a TCP listener on the host (`cloister proxy --listen`); loopback only. */
 int proxy_listen_tcp(proxy *p, const char *addr_port, char **ret_bound, char **ret_error);
 void proxy_set_log(proxy *p, void (*log)(const char *line));
+/*
+ * Serve only while runs of the workspace live (lib/lifetime.h): fd is
+ * lifetime_open()'s, taken by the proxy. When no run holds it, proxy_run
+ * returns 0, as on SIGTERM; the lock is held until proxy_free, after the
+ * control socket is gone.
+ */
+void proxy_set_lifetime(proxy *p, int fd);
 /* Serve until SIGTERM or SIGINT. */
 int proxy_run(proxy *p, char **ret_error);
 void proxy_free(proxy *p);

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/lifetime.h"
 #include "lib/util.h"
 #include "proxy-private.h"
 
@@ -522,6 +523,7 @@ static int copy_options(struct proxy *px, const struct proxy_options *o)
         px->max_connections = MIN(o->connections ? o->connections : 64, (uint64_t)PROXY_CONNS_MAX);
         px->rate = o->rate ? o->rate : 50;
         px->bytes_out = o->bytes_out ? o->bytes_out : (1ULL << 30);
+        px->log_max = o->log_max ? o->log_max : PROXY_NETLOG_MAX_DEFAULT;
         return 0;
 }
 
@@ -579,7 +581,7 @@ int proxy_new(const struct proxy_options *o, proxy **ret, char **ret_error)
         px = calloc(1, sizeof(*px));
         if (!px)
                 return -ENOMEM;
-        px->broker_dirfd = px->audit_lock_fd = -1;
+        px->broker_dirfd = px->audit_lock_fd = px->lifetime_fd = -1;
         r = copy_options(px, o);
         if (r < 0) {
                 errorf(ret_error, r, "out of memory");
@@ -630,6 +632,7 @@ int proxy_new(const struct proxy_options *o, proxy **ret, char **ret_error)
                                    PROXY_AUDIT_HEAD, NULL, NULL, &px->audit, ret_error);
         if (r < 0)
                 goto fail;
+        broker_audit_set_max(px->audit, px->log_max);
         px->head_sync = evtimer_new(px->base, head_sync_cb, px);
         if (!px->head_sync) {
                 r = errorf(ret_error, -ENOMEM, "out of memory");
@@ -653,6 +656,24 @@ void proxy_set_log(proxy *px, void (*log)(const char *line))
         px->log = log;
 }
 
+void proxy_set_lifetime(proxy *px, int fd)
+{
+        safe_close(px->lifetime_fd);
+        px->lifetime_fd = fd;
+}
+
+static void lifetime_cb(evutil_socket_t fd, short what, void *arg)
+{
+        proxy *px = arg;
+
+        (void)fd;
+        (void)what;
+        if (lifetime_over(px->lifetime_fd)) {
+                logf_(px, "no run of the workspace is left: stopping");
+                event_base_loopbreak(px->base);
+        }
+}
+
 int proxy_run(proxy *px, char **ret_error)
 {
         *ret_error = NULL;
@@ -663,6 +684,13 @@ int proxy_run(proxy *px, char **ret_error)
         if (!px->sigterm || !px->sigint || evsignal_add(px->sigterm, NULL) < 0 ||
             evsignal_add(px->sigint, NULL) < 0)
                 return errorf(ret_error, -ENOMEM, "cannot watch signals");
+        if (px->lifetime_fd >= 0) {
+                struct timeval every = {LIFETIME_CHECK_MS / 1000,
+                                        (LIFETIME_CHECK_MS % 1000) * 1000};
+                px->lifetime = event_new(px->base, -1, EV_PERSIST, lifetime_cb, px);
+                if (!px->lifetime || event_add(px->lifetime, &every) < 0)
+                        return errorf(ret_error, -ENOMEM, "cannot watch the runs' lock");
+        }
         if (event_base_dispatch(px->base) < 0)
                 return errorf(ret_error, -EIO, "the event loop failed");
         return 0;
@@ -685,6 +713,8 @@ void proxy_free(proxy *px)
                 event_free(px->sigint);
         if (px->head_sync)
                 event_free(px->head_sync);
+        if (px->lifetime)
+                event_free(px->lifetime);
         broker_audit_free(px->audit);
         broker_keyring_free(px->keys);
         if (px->dns)
@@ -693,6 +723,7 @@ void proxy_free(proxy *px)
                 event_base_free(px->base);
         SSL_CTX_free(px->tls);
         SSL_CTX_free(px->peek);
+        safe_close(px->lifetime_fd); /* after the control socket: a new run waits for it */
         safe_close(px->broker_dirfd);
         safe_close(px->audit_lock_fd);
         for (size_t i = 0; i < px->n_allow; i++)

@@ -20,7 +20,9 @@
 #include "config.h"
 #include "keys.h"
 #include "policy.h"
+#include "lib/lifetime.h"
 #include "lib/mkdir.h"
+#include "lib/pidfile.h"
 #include "lib/util.h"
 
 static int rotate_key(int argc, char **argv)
@@ -179,7 +181,8 @@ static int broker_cmd_run(int argc, char **argv)
         struct config **cfgs = NULL;
         _cleanup_free_ char *error = NULL;
         broker *b = NULL;
-        bool quiet = false; /* no start and stop notes: `cloister run` starts us so */
+        bool quiet = false;    /* no start and stop notes: `cloister run` starts us so */
+        bool for_runs = false; /* serve while runs of the workspace live (lib/lifetime.h) */
         int r, ret = 1, n = 0;
 
         if (sodium_init() < 0)
@@ -188,19 +191,26 @@ static int broker_cmd_run(int argc, char **argv)
                 return rotate_key(argc - 1, argv + 1);
         if (argc >= 2 && streq(argv[1], "public-key"))
                 return public_key(argc - 1, argv + 1);
-        if (argc >= 2 && (streq(argv[1], "--quiet") || streq(argv[1], "-q"))) {
-                quiet = true;
+        while (argc >= 2 && (streq(argv[1], "--quiet") || streq(argv[1], "-q") ||
+                             streq(argv[1], "--for-runs"))) {
+                if (streq(argv[1], "--for-runs"))
+                        for_runs = true;
+                else
+                        quiet = true;
                 argc--, argv++;
         }
+        if (for_runs && argc != 2)
+                return command_fail(&command_broker, EXIT_USAGE,
+                                    "--for-runs serves one CONFIG, the runs' workspace");
         if (argc < 2 || argv[1][0] == '-') {
                 if (argc >= 2 && (streq(argv[1], "--help") || streq(argv[1], "-h"))) {
                         command_usage(&command_broker);
                         return 0;
                 }
-                return command_fail(
-                        &command_broker, EXIT_USAGE,
-                        "usage: cloister broker [--quiet] CONFIG... | rotate-key CONFIG | "
-                        "public-key CONFIG [--json]");
+                return command_fail(&command_broker, EXIT_USAGE,
+                                    "usage: cloister broker [--quiet] [--for-runs] CONFIG... | "
+                                    "rotate-key CONFIG | "
+                                    "public-key CONFIG [--json]");
         }
         /* Fail closed: a broker that could dump its keys to disk does not start. */
         r = broker_harden_process();
@@ -234,7 +244,30 @@ static int broker_cmd_run(int argc, char **argv)
                                 cfgs[n - 1]->broker.dir, BROKER_ADMIN_SOCKET);
         }
         broker_set_log(b, log_line);
+        if (for_runs) {
+                /* Started by a run: stop with the last one; the last run finds us
+                 * by <state>/broker.for-runs (lib/pidfile.h). */
+                _cleanup_close_ int state =
+                        open(cfgs[0]->workspace.state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                int lt = lifetime_open(cfgs[0]->workspace.state);
+                r = lt < 0      ? lt
+                    : state < 0 ? negative_errno()
+                                : pidfile_write(state, "broker.for-runs");
+                if (r < 0) {
+                        safe_close(lt);
+                        ret = command_fail(&command_broker, 1,
+                                           "%s: cannot set up serving for its runs: %s",
+                                           cfgs[0]->workspace.state, strerror(-r));
+                        goto out;
+                }
+                broker_set_lifetime(b, lt);
+        }
         r = broker_run(b, &error);
+        if (for_runs) { /* gone before the lock is (broker_free): a new run starts a new one */
+                _cleanup_free_ char *pf = NULL;
+                if (asprintf(&pf, "%s/broker.for-runs", cfgs[0]->workspace.state) >= 0)
+                        (void)unlink(pf);
+        }
         if (r < 0) {
                 ret = command_fail(&command_broker, 1, "%s", error ? error : strerror(-r));
                 goto out;

@@ -148,11 +148,19 @@ static int mount_run(int argc, char **argv)
         r = load(&command_mount, file, &c);
         if (r)
                 return r;
+        {
+                _cleanup_free_ char *why = NULL;
+                r = fs_mountpoint_check(c->workspace.state, c->workspace.name,
+                                        c->workspace.mountpoint, c->repo.source, &why);
+                if (r < 0)
+                        return command_fail(&command_mount, 1, "%s: %s", c->file,
+                                            why ? why : strerror(-r));
+        }
         r = fs_mount_probe(c->workspace.state, c->workspace.mountpoint, &pid);
         if (r > 0)
                 return command_fail(&command_mount, EXIT_ALREADY,
-                                    "'%s' is already served by pid %d", c->workspace.mountpoint,
-                                    pid);
+                                    "'%s' (state '%s') is already served by pid %d",
+                                    c->workspace.mountpoint, c->workspace.state, pid);
         if (r < 0)
                 return command_fail(&command_mount, 1, "cannot clean up '%s': %s",
                                     c->workspace.mountpoint, strerror(-r));

@@ -6,6 +6,7 @@
  * socket; run alone, it also serves a loopback TCP port on the host with
  * --listen (for debugging and tests).
  */
+#include <fcntl.h>
 #include <getopt.h>
 #include <sodium.h>
 #include <stdio.h>
@@ -16,6 +17,8 @@
 #include "command.h"
 #include "compose.h"
 #include "config.h"
+#include "lib/lifetime.h"
+#include "lib/pidfile.h"
 #include "lib/util.h"
 #include "proxy/proxy.h"
 
@@ -29,13 +32,15 @@ static int proxy_cmd_run(int argc, char **argv)
         static const struct option opts[] = {
                 {"listen", required_argument, NULL, 'l'},
                 {"quiet", no_argument, NULL, 'q'},
+                {"for-runs", no_argument, NULL, 'R'},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
         _cleanup_config_ struct config *c = NULL;
         _cleanup_free_ char *error = NULL, *control = NULL, *bound = NULL, *pidfile = NULL;
         const char *listen = NULL;
-        bool quiet = false; /* no start note: `cloister run` starts us so */
+        bool quiet = false;    /* no start note: `cloister run` starts us so */
+        bool for_runs = false; /* serve while runs of the workspace live (lib/lifetime.h) */
         struct proxy_options o;
         proxy *px = NULL;
         int opt, r;
@@ -48,6 +53,9 @@ static int proxy_cmd_run(int argc, char **argv)
                         break;
                 case 'q':
                         quiet = true;
+                        break;
+                case 'R':
+                        for_runs = true;
                         break;
                 case 'h':
                         fputs(command_proxy.usage, stdout);
@@ -100,6 +108,24 @@ static int proxy_cmd_run(int argc, char **argv)
                 printf("%s\n", bound);
                 fflush(stdout);
         }
+        if (for_runs) {
+                /* Started by a run: stop with the last one, which finds us by
+                 * <state>/proxy.for-runs (lib/pidfile.h). */
+                _cleanup_close_ int state =
+                        open(c->workspace.state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                int lt = lifetime_open(c->workspace.state);
+                r = lt < 0      ? lt
+                    : state < 0 ? negative_errno()
+                                : pidfile_write(state, "proxy.for-runs");
+                if (r < 0) {
+                        safe_close(lt);
+                        proxy_free(px);
+                        return command_fail(&command_proxy, 1,
+                                            "%s: cannot set up serving for its runs: %s",
+                                            c->workspace.state, strerror(-r));
+                }
+                proxy_set_lifetime(px, lt);
+        }
         /* <state>/proxy.pid: which process to signal, for people and tests. */
         if (asprintf(&pidfile, "%s/proxy.pid", c->workspace.state) >= 0) {
                 _cleanup_fclose_ FILE *pf = fopen(pidfile, "we");
@@ -113,6 +139,11 @@ static int proxy_cmd_run(int argc, char **argv)
         free(error);
         error = NULL;
         r = proxy_run(px, &error);
+        if (for_runs) { /* gone before the lock is (proxy_free): a new run starts a new one */
+                _cleanup_free_ char *pf = NULL;
+                if (asprintf(&pf, "%s/proxy.for-runs", c->workspace.state) >= 0)
+                        (void)unlink(pf);
+        }
         proxy_free(px);
         if (pidfile)
                 unlink(pidfile);
@@ -124,7 +155,7 @@ static int proxy_cmd_run(int argc, char **argv)
 const struct command command_proxy = {
         .name = "proxy",
         .summary = "run the egress proxy of a workspace",
-        .usage = "usage: cloister proxy [--listen ADDR:PORT] [--quiet] CONFIG\n"
+        .usage = "usage: cloister proxy [--listen ADDR:PORT] [--quiet] [--for-runs] CONFIG\n"
                  "\n"
                  "Serves the workspace's [network] allow list and [inject] rules until\n"
                  "SIGTERM or SIGINT. `cloister run` starts it (mode = proxy) and hands it\n"

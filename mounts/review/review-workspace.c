@@ -115,6 +115,20 @@ int review_workspace_open(const struct config *c, const char *config_path, bool 
                         goto out;
                 }
         }
+        /* Another workspace's mount at our mountpoint shows its work, not ours. */
+        {
+                char owner[FS_NAME_MAX + 1];
+                if (fs_mount_owner(c->workspace.state, c->workspace.name, c->workspace.mountpoint,
+                                   owner) == 0) {
+                        error_set(ret_error,
+                                  "mountpoint '%s' is the mount of another workspace ('%s'), "
+                                  "not this one's; give this workspace its own [workspace] "
+                                  "mountpoint",
+                                  c->workspace.mountpoint, owner);
+                        k = -EEXIST;
+                        goto out;
+                }
+        }
         if (mount && !mounted(c->workspace.mountpoint)) {
                 k = self_run("mount", config_path, &status);
                 if (k < 0) {

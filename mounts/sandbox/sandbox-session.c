@@ -33,7 +33,10 @@
 #include "cloister-config.h"
 #include "config.h"
 #include "sandbox-private.h"
+#include "fs.h"
+#include "lib/lifetime.h"
 #include "lib/mkdir.h"
+#include "lib/pidfile.h"
 #include "lib/util.h"
 #include "broker/keys.h"
 #include "proxy/proxy.h"
@@ -92,33 +95,46 @@ static void warnf(const struct sandbox_session_options *o, const char *fmt, ...)
 }
 
 /* Start `/proc/self/exe VERB CONFIG` with default signals; own process group if asked. */
-/* `cloister VERB [--quiet] CONFIG`; quiet: a daemon keeps its start and stop
- * notes to itself (a run prints them with -v only). */
-static pid_t self_spawn(const char *verb, const char *config_path, bool own_group, bool quiet)
+/* How self_spawn starts a daemon. */
+enum {
+        SPAWN_DAEMON = 1 << 0, /* a broker or a proxy: its own process group, and
+                                * `--for-runs`: it serves while any run of the workspace
+                                * lives, this one or another (lib/lifetime.h), so it must
+                                * not die with this run (no PR_SET_PDEATHSIG) */
+        SPAWN_QUIET = 1 << 1,  /* `--quiet`: no start and stop notes (a run shows them with -v) */
+};
+
+/* `cloister VERB [--quiet] [--for-runs] CONFIG`, not waited for. */
+static pid_t self_spawn(const char *verb, const char *config_path, unsigned flags)
 {
+        const char *argv[6];
         sigset_t all;
+        size_t n = 0;
         pid_t pid = fork();
 
         if (pid != 0)
                 return pid;
         sigemptyset(&all);
         sigprocmask(SIG_SETMASK, &all, NULL);
-        if (own_group) {
+        /* Away from the terminal's Ctrl-C: the run decides when it stops. */
+        if (flags & SPAWN_DAEMON)
                 (void)setpgid(0, 0);
-                /* If this run dies, the daemon it started must not outlive it. */
-                (void)prctl(PR_SET_PDEATHSIG, SIGTERM);
-        }
-        if (quiet)
-                execl("/proc/self/exe", "cloister", verb, "--quiet", config_path, (char *)NULL);
-        else
-                execl("/proc/self/exe", "cloister", verb, config_path, (char *)NULL);
+        argv[n++] = "cloister";
+        argv[n++] = verb;
+        if (flags & SPAWN_QUIET)
+                argv[n++] = "--quiet";
+        if (flags & SPAWN_DAEMON)
+                argv[n++] = "--for-runs";
+        argv[n++] = config_path;
+        argv[n] = NULL;
+        execv("/proc/self/exe", (char *const *)argv);
         _exit(127);
 }
 
 static int self_run(const char *verb, const char *config_path)
 {
         int status;
-        pid_t pid = self_spawn(verb, config_path, false, false);
+        pid_t pid = self_spawn(verb, config_path, 0);
 
         if (pid < 0)
                 return negative_errno();
@@ -159,12 +175,23 @@ static int mount_begin(const struct sandbox_session_options *o, pid_t *ret_pid, 
                                               c->workspace.mountpoint);
                 return 0;
         }
+        {
+                /* Never another workspace's mount, live or dead, nor a place
+                 * it may not go (fs_mountpoint_check): its writes would land
+                 * in the other's work. */
+                _cleanup_free_ char *why = NULL;
+                int r = fs_mountpoint_check(c->workspace.state, c->workspace.name,
+                                            c->workspace.mountpoint, c->repo.source, &why);
+                if (r < 0)
+                        return sandbox_errorf(ret_error, r, "%s: %s", c->file,
+                                              why ? why : strerror(-r));
+        }
         if (is_fuse_mounted(c->workspace.mountpoint))
                 return 0;
         if (access("/dev/fuse", F_OK) < 0)
                 return sandbox_errorf(ret_error, -ENODEV,
                                       "FUSE is not available (/dev/fuse is missing)");
-        *ret_pid = self_spawn("mount", o->config_path, false, false);
+        *ret_pid = self_spawn("mount", o->config_path, 0);
         if (*ret_pid < 0)
                 return sandbox_errorf(ret_error, negative_errno(),
                                       "cannot start 'cloister mount': %m");
@@ -206,26 +233,6 @@ static int mount_finish(const struct sandbox_session_options *o, pid_t *pid, cha
                               marker);
         }
         return 0;
-}
-
-/* Unmount if this is the last run and a run mounted it. */
-static void mount_release(const struct sandbox_session_options *o, int lock_fd)
-{
-        const struct config *c = o->config;
-        _cleanup_free_ char *marker = NULL;
-        int r;
-
-        if (o->no_mount || lock_fd < 0 || state_file(c, "run.mounted", &marker) < 0)
-                return;
-        if (access(marker, F_OK) < 0)
-                return; /* the user mounted it; it is theirs to unmount */
-        if (flock(lock_fd, LOCK_EX | LOCK_NB) < 0)
-                return; /* another run still uses it */
-        r = self_run("unmount", o->config_path);
-        if (r != 0)
-                warnf(o, "unmounting the workspace failed ('cloister unmount' exited %d)", r);
-        else
-                (void)unlink(marker);
 }
 
 static bool socket_live(const char *path)
@@ -291,6 +298,42 @@ static void fd_drain(int fd)
                 ;
 }
 
+/*
+ * The end of a run: whether it is the last of its workspace (it can take
+ * run.lock exclusively: no other run holds it shared), and if so, what runs
+ * started goes with it: the broker and the proxy started for runs (found by
+ * their pid files, or this run's own children), and the mount, if a run
+ * made it. Another run still going keeps them all.
+ */
+static void run_release(const struct sandbox_session_options *o, int lock_fd, pid_t own_broker,
+                        pid_t own_proxy)
+{
+        const struct config *c = o->config;
+        _cleanup_free_ char *marker = NULL;
+        _cleanup_close_ int state = -1;
+        int r;
+
+        if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) < 0)
+                return; /* another run still uses them */
+        state = open(c->workspace.state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (state >= 0) {
+                (void)pidfile_stop(state, "proxy.for-runs", SANDBOX_BROKER_WAIT_SECONDS * 1000);
+                (void)pidfile_stop(state, "broker.for-runs", SANDBOX_BROKER_WAIT_SECONDS * 1000);
+        }
+        /* Ours, in case they had not written their pid files yet. */
+        broker_stop(own_proxy);
+        broker_stop(own_broker);
+        if (o->no_mount || state_file(c, "run.mounted", &marker) < 0)
+                return;
+        if (access(marker, F_OK) < 0)
+                return; /* the user mounted it; it is theirs to unmount */
+        r = self_run("unmount", o->config_path);
+        if (r != 0)
+                warnf(o, "unmounting the workspace failed ('cloister unmount' exited %d)", r);
+        else
+                (void)unlink(marker);
+}
+
 /* A daemon (the broker, the proxy) this run started and waits for. */
 struct daemon {
         const char *verb, *what, *socket;
@@ -310,7 +353,7 @@ static int daemon_spawn(const struct sandbox_session_options *o, struct daemon *
         if (socket_live(d->socket))
                 return 0; /* one already serves this workspace */
         d->watch = socket_watch(d->socket);
-        d->pid = self_spawn(d->verb, o->config_path, true, !o->verbose);
+        d->pid = self_spawn(d->verb, o->config_path, SPAWN_DAEMON | (o->verbose ? 0 : SPAWN_QUIET));
         if (d->pid < 0)
                 return sandbox_errorf(ret_error, negative_errno(), "cannot start the %s: %m",
                                       d->what);
@@ -387,8 +430,8 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
 {
         const struct config *c = o->config;
         _cleanup_strv_free_ char **env = NULL, **refused = NULL;
-        _cleanup_free_ char *lock = NULL;
-        _cleanup_close_ int lock_fd = -1;
+        _cleanup_free_ char *lock = NULL, *dlock = NULL;
+        _cleanup_close_ int lock_fd = -1, lifetime_fd = -1, daemons_fd = -1;
         struct sandbox_options so = {
                 .config = c,
                 .argv = o->argv,
@@ -444,6 +487,17 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
                 r = sandbox_errorf(ret_error, negative_errno(), "cannot lock %s: %m", lock);
                 goto out;
         }
+        /*
+         * This run keeps the broker and the proxy alive, whoever started
+         * them (lib/lifetime.h); while one is stopping because the last run
+         * ended, this waits, and then starts a new one.
+         */
+        lifetime_fd = lifetime_hold(c->workspace.state);
+        if (lifetime_fd < 0) {
+                r = sandbox_errorf(ret_error, lifetime_fd, "cannot lock %s/%s: %s",
+                                   c->workspace.state, LIFETIME_LOCK, strerror(-lifetime_fd));
+                goto out;
+        }
         /* A sandbox whose run was killed before bwrap tied them together dies now. */
         sandbox_registry_sweep(c->workspace.state);
         sandbox_trace("locked");
@@ -453,6 +507,20 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
          * dynamic linking): start all three, then wait. Only the proxy may
          * need the broker first (broker_keys_published()).
          */
+        /*
+         * One run at a time looks for the mount and the daemons and starts
+         * what is missing: two runs that start together would each start a
+         * mount (or a broker), and the second would fail on the first's,
+         * taking its run down with it. Held until all of them serve.
+         */
+        r = state_file(c, "daemons.lock", &dlock);
+        if (r < 0)
+                goto out;
+        daemons_fd = open(dlock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (daemons_fd < 0 || flock(daemons_fd, LOCK_EX) < 0) {
+                r = sandbox_errorf(ret_error, negative_errno(), "cannot lock %s: %m", dlock);
+                goto out;
+        }
         r = mount_begin(o, &mount_pid, ret_error);
         if (r < 0)
                 goto out;
@@ -503,6 +571,7 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
                         goto out;
                 sandbox_trace("proxy up");
         }
+        daemons_fd = safe_close(daemons_fd);
 
         r = sandbox_env_build(&so, o->host_env, &env, &refused);
         if (r < 0) {
@@ -522,12 +591,11 @@ out:
                 _cleanup_free_ char *ignored = NULL;
                 (void)mount_finish(o, &mount_pid, &ignored);
         }
-        broker_stop(egress.pid);
-        broker_stop(broker.pid);
+        daemons_fd = safe_close(daemons_fd);
         daemon_close(&egress);
         daemon_close(&broker);
         hostid_free(held);
-        mount_release(o, lock_fd);
+        run_release(o, lock_fd, broker.pid, egress.pid);
         sigprocmask(SIG_SETMASK, &old, NULL);
         return r;
 }

@@ -460,7 +460,7 @@ is token_with_rewritten_audience_fails_offline "$?" 5
 is forged_signature_fails_offline "$?" 5
 "$CLOISTER" token verify "$tok" --config "$B_CFG" --now 2099-01-01T00:00:00Z >/dev/null 2>&1
 is expired_token_replay_is_refused "$?" 7
-pgrep -f "cloister broker( --quiet)? $B_CFG" >/dev/null && not_ok run_stops_the_broker_it_started "still running" ||
+pgrep -f "cloister broker( --quiet)?( --for-runs)? $B_CFG" >/dev/null && not_ok run_stops_the_broker_it_started "still running" ||
         ok run_stops_the_broker_it_started
 
 done_testing

@@ -309,6 +309,51 @@ code=$(curl -sS -x "http://$(cat "$T/pm.addr")" -o /dev/null -w '%{http_code}' -
         -H "x-api-key: sk-a-real-looking-key" http://api.example-model.com/v1/messages)
 is model_example_refuses_a_key_that_is_not_a_token "$code" 401
 
+# --- net.jsonl is bounded ([limits] netlog): at the bound, one audit_full
+# line and every request refused (a request that can't be recorded never
+# goes out); what is kept still verifies; a missing net.head fails verify.
+mkdir -p "$T/ws4/repo" "$T/ws4/state"
+sed 's/ws1/ws4/' "$T/policy1.ini" >"$T/policy4.ini"
+write_ws ws4 "rate = 100000"
+printf '[limits]\nnetlog = 1M\n' >>"$T/ws4.ini"
+start_broker "$T/ws4.ini" "$T/ws4/state/broker.sock" || { echo "Bail out! broker 4 did not start"; exit 1; }
+start_proxy "$T/ws4.ini" p4 || { echo "Bail out! proxy 4 did not start"; exit 1; }
+P4_PID=$PROXY_PID
+python3 - "$(cat "$T/p4.addr")" "plain.test:$PP" >"$T/flood.out" <<'EOP'
+import socket, sys
+host, port = sys.argv[1].rsplit(":", 1)
+for i in range(20000):
+    s = socket.create_connection((host, int(port)), timeout=30)
+    s.sendall(("GET http://%s/%d HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n"
+               % (sys.argv[2], i, sys.argv[2])).encode())
+    data = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        data += b
+    s.close()
+    status = data.split(b" ", 2)[1].decode() if data else "none"
+    if status != "200":
+        print(i, status, b"audit log cannot be written" in data)
+        break
+else:
+    print("never refused")
+EOP
+read -r sent status said <"$T/flood.out"
+is the_proxy_refuses_once_the_net_log_is_full "$status $said" "502 True"
+size=$(stat -c %s "$T/ws4/state/broker/net.jsonl")
+[ "$size" -le 1048576 ] && [ "$sent" -gt 1000 ] && ok "the_net_log_stays_within_its_bound ($size bytes, $sent requests)" ||
+        not_ok the_net_log_stays_within_its_bound "$size bytes after $sent requests"
+is the_bound_is_marked_in_the_log "$(tail -n1 "$T/ws4/state/broker/net.jsonl" | grep -c '"event":"audit_full"')" 1
+kill "$P4_PID" && wait "$P4_PID" 2>/dev/null
+"$CLOISTER" audit verify --file "$T/ws4/state/broker/net.jsonl" >"$T/verify.out" 2>&1
+is what_the_full_net_log_keeps_verifies "$?" 0
+mv "$T/ws4/state/broker/net.head" "$T/net.head.aside"
+"$CLOISTER" audit verify --file "$T/ws4/state/broker/net.jsonl" >"$T/verify.out" 2>&1
+is a_net_log_without_its_head_fails_verify "$?" 1
+contains the_failure_names_the_missing_head "$(cat "$T/verify.out")" "net.head is missing"
+
 # --- the proxy gone -------------------------------------------------------------
 kill "$P1_PID" && wait "$P1_PID" 2>/dev/null
 curl -s -x "http://$X" -o /dev/null "http://plain.test:$PP/z"

@@ -96,7 +96,7 @@ if [ "$fs_mode" = fuse ]; then
         mountpoint -q "$MNT" && not_ok refused_runs_leave_no_mount "still mounted" ||
                 ok refused_runs_leave_no_mount
 fi
-pgrep -f "^cloister broker( --quiet)? $CFG" >/dev/null && not_ok refused_runs_leave_no_broker running ||
+pgrep -f "^cloister broker( --quiet)?( --for-runs)? $CFG" >/dev/null && not_ok refused_runs_leave_no_broker running ||
         ok refused_runs_leave_no_broker
 
 # --- and the same workspace runs when nothing is missing ----------------------

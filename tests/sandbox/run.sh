@@ -181,13 +181,13 @@ policy = $T/ok-policy.ini"
         "$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" -- sleep 4141 &
         pid=$!
         for _ in $(seq 600); do pgrep -f '^sleep 4141$' >/dev/null && break; sleep 0.1; done
-        pgrep -f "cloister broker( --quiet)? $CFG" >/dev/null && ok run_starts_the_broker ||
+        pgrep -f "cloister broker( --quiet)?( --for-runs)? $CFG" >/dev/null && ok run_starts_the_broker ||
                 not_ok run_starts_the_broker "no broker process"
         kill -HUP "$pid"
         wait "$pid"
         is sighup_to_run_exits_129 "$?" 129
         gone '^sleep 4141$' && ok sighup_to_run_stops_the_sandbox || not_ok sighup_to_run_stops_the_sandbox running
-        gone "cloister broker( --quiet)? $CFG" && ok sighup_to_run_stops_the_broker || not_ok sighup_to_run_stops_the_broker running
+        gone "cloister broker( --quiet)?( --for-runs)? $CFG" && ok sighup_to_run_stops_the_broker || not_ok sighup_to_run_stops_the_broker running
 
         # The broker's start and stop notes are for -v only.
         err=$("$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" -- true 2>&1)
