@@ -437,6 +437,8 @@ int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_
                 ws->agent_uid = o->agent.uid;
                 ws->agent_gid = o->agent.gid;
         }
+        ws->index_uid = o->index_uid;
+        ws->index_gid = o->index_gid;
         ws->name = strdup(o->name);
         ws->state = strdup(o->state);
         ws->mountpoint = strdup(o->mountpoint);

@@ -154,6 +154,8 @@ struct fs_workspace {
         int lock_fd; /* <state>/fs.lock, held (LOCK_EX) while this daemon lives */
         uid_t uid;   /* the owner shown for the agent's files: agent.host_uid, or store_uid */
         gid_t gid;
+        uid_t index_uid; /* the owner the workspace .git's index records (fs_options) */
+        gid_t index_gid;
         uid_t store_uid; /* what the agent's files are owned by on disk: the daemon's ids */
         gid_t store_gid;
         uid_t agent_uid; /* the agent's ids inside the sandbox, if uid != store_uid */

@@ -76,6 +76,15 @@ struct fs_options {
                 uint32_t host_uid, host_gid;
                 uint32_t uid, gid; /* inside the sandbox */
         } agent;
+        /*
+         * Who the agent's files are owned by as the sandbox shows them (its
+         * uid and gid inside, whether cloister runs as root or not): what
+         * the workspace .git's index records, so that git inside the
+         * sandbox, which compares owners (core.checkStat = default), finds
+         * every untouched file unchanged without reading it. 0: the owner
+         * the mount shows on the host.
+         */
+        uint32_t index_uid, index_gid;
 };
 
 /*

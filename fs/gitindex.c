@@ -121,7 +121,16 @@ struct size_cache {
         struct lower *lower;
         char dir[PATH_MAX];
         bool scope;
+        unsigned part; /* the repo layer's, for its inode numbers */
 };
+
+/* The inode number the fs gives the lower file at path (cow.c, lower_ino). */
+static uint64_t worktree_ino(void *userdata, const char *path)
+{
+        struct size_cache *c = userdata;
+
+        return lower_ino(c->part, path);
+}
 
 static int worktree_size(void *userdata, const char *path, const git_oid *id, uint64_t *size)
 {
@@ -152,9 +161,10 @@ static void *build(void *arg)
                 .rev = lower_commit_hex(ws->repo.lower), /* exactly the tree served */
                 .name = ws->name,
                 .lower_mtime = lower_commit_time(ws->repo.lower),
-                .uid = ws->uid,
-                .gid = ws->gid,
+                .uid = ws->index_uid ? ws->index_uid : ws->uid,
+                .gid = ws->index_gid ? ws->index_gid : ws->gid,
                 .worktree_size = sc ? worktree_size : NULL,
+                .ino = sc ? worktree_ino : NULL,
                 .userdata = sc,
         };
         const char *delay = secure_getenv("CLOISTER_TEST_INDEX_DELAY_MS");
@@ -163,6 +173,7 @@ static void *build(void *arg)
 
         if (sc) {
                 sc->lower = ws->repo.lower;
+                sc->part = ws->repo.part;
                 sc->dir[0] = 1; /* no directory asked yet */
         }
         /* Tests widen the window in which lookups must wait (at most 10 s). */

@@ -51,6 +51,8 @@ int compose_fs_options(const struct config *c, struct compose_fs *ret)
                 .max_bytes = c->limits.bytes,
                 .max_files = c->limits.files,
                 .max_journal = c->limits.journal,
+                .index_uid = SANDBOX_AGENT_UID,
+                .index_gid = SANDBOX_AGENT_GID,
         };
         if (compose_git_proxy_config(c, &f.git_config_extra) < 0) {
                 compose_fs_options_free(&f);

@@ -4,10 +4,14 @@
  * a single file.
  *
  * git decides "unchanged" from the index's cached stat data. The fs reports
- * fixed values for every lower file (TEAM.md "Lower mtimes": mtime = ctime =
- * the base commit's committer time, nsec 0, size = blob size), so an index
- * whose entries carry exactly those values, with core.checkStat=minimal and
- * core.trustctime=false in the config, matches every untouched file.
+ * fixed values for every lower file (mtime = ctime = the base commit's
+ * committer time, nsec 0, size = blob size, a stable inode number from the
+ * path, the agent's owner as the sandbox shows it), so an index whose
+ * entries carry exactly those values matches every untouched file under
+ * git's default checks (core.checkStat = default, core.trustctime = true).
+ * Any change to a file gives it a real ctime (the upper store's), which git
+ * compares too: an edit that keeps the size and puts the mtime back (cp -p,
+ * touch -r, tar) is seen.
  *
  * Cost, for a 100,000-file tree: one walk of the tree objects and one
  * git_odb_read_header() per blob (no blob is inflated), entries appended in
@@ -103,6 +107,7 @@ static int walk_cb(const char *root, const git_tree_entry *te, void *userdata)
         /* Exactly what the fs reports for an untouched lower file. The index
          * stores 32-bit seconds and sizes; git truncates st_* the same way. */
         e.ctime.seconds = e.mtime.seconds = (int32_t)w->p->lower_mtime;
+        e.ino = w->p->ino ? (uint32_t)w->p->ino(w->p->userdata, w->path) : 0;
         e.mode = mode;
         e.uid = w->p->uid;
         e.gid = w->p->gid;

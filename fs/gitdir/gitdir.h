@@ -45,8 +45,14 @@ struct gitdir_params {
                                  * NULL: "cloister/workspace" */
         int64_t lower_mtime;    /* committer time of the base commit: every index entry
                                  * gets mtime = ctime = this, nsec 0 */
-        uid_t uid;              /* what the fs reports for lower files */
+        uid_t uid;              /* the owner git sees for lower files (in the sandbox) */
         gid_t gid;
+        /*
+         * The inode number the fs reports for the file at path (relative to
+         * the work tree): git compares it (core.checkStat = default), so a
+         * file renamed over another is seen. NULL: 0.
+         */
+        uint64_t (*ino)(void *userdata, const char *path);
         bool skip_index; /* gitdir_prepare(): leave the index out, for a later
                           * gitdir_write_index_msg() (mount time stays flat) */
         /*

@@ -98,10 +98,12 @@ worktree_files_opened_by() {
         local dir=$1 log
         shift
         command -v strace >/dev/null || return 77
+        strace -qq -o /dev/null true 2>/dev/null || return 77 # no ptrace here
         log=$(mktemp)
         if ! strace -f -qq -e trace=open,openat,openat2 -o "$log" "$@" >/dev/null 2>&1; then
                 rm -f "$log"
-                return 77
+                echo "(the command failed: $*)"
+                return 1
         fi
         awk -v dir="$dir" '
                 / = -1 / || /O_DIRECTORY/ { next }
@@ -115,6 +117,26 @@ worktree_files_opened_by() {
                         print rel
                 }' "$log"
         rm -f "$log"
+}
+
+# agent_prefix DIR: set AGENT to the command prefix that runs a command as
+# the agent in the sandbox sees the mount DIR: the owner of its files (the
+# host uid the mount shows them as) is uid and gid 1000, in a user
+# namespace of the command's own, as in the sandbox. git compares owners
+# (core.checkStat = default), and the workspace's index records the
+# agent's, so only git run this way finds untouched files unchanged
+# without reading them; git run as the host user reads them once.
+agent_prefix() {
+        local u g
+        u=$(stat -c %u "$1")
+        g=$(stat -c %g "$1")
+        if [ "$(id -u)" = 0 ] && [ "$u" != 0 ]; then
+                AGENT=(env HOME=/nonexistent python3 "$(dirname "${BASH_SOURCE[0]}")/as-agent.py" "$u" "$g")
+        elif [ "$(id -u)" != 0 ]; then
+                AGENT=(env HOME=/nonexistent unshare --map-user=1000 --map-group=1000 --)
+        else
+                AGENT=(env)
+        fi
 }
 
 # check_no_data_read NAME DIR CMD...: CMD opens no work tree file in DIR.

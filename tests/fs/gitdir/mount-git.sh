@@ -13,6 +13,7 @@ CLOISTER=${CLOISTER:?CLOISTER must point at the cloister binary}
 need_mount
 
 tmp=$(mktemp -d)
+chmod 0755 "$tmp" # the agent's uid reaches the mount below (agent_prefix)
 cfg=$tmp/workspace.ini
 M=$tmp/mnt
 cleanup() {
@@ -78,9 +79,25 @@ W=$M/workspace
 check dot_git_exists_right_after_mount test -f "$W/.git/HEAD"
 check source_objects_are_exposed_for_alternates test -d "$M/.cloister/objects"
 expect_eq lower_files_are_dated_at_the_base_commit "$T" "$(stat -c %Y "$W/src/deep/x.c")"
+# First as the agent: git on the host (another owner) refreshes the index.
+agent_prefix "$W"
+check_no_data_read status_as_the_agent_opens_no_work_tree_file "$W" \
+        "${AGENT[@]}" git -C "$W" status --porcelain
+expect_eq status_as_the_agent_is_clean "" \
+        "$("${AGENT[@]}" git -C "$W" status --porcelain --untracked-files=all 2>&1)"
 expect_eq status_is_clean_right_after_mount "" \
         "$(git -C "$W" status --porcelain --untracked-files=all 2>&1)"
-check_no_data_read status_opens_no_work_tree_file "$W" git -C "$W" status --porcelain
+# An edit that keeps the size and puts the mtime back (cp -p, touch -r, tar)
+# changes the ctime, which git compares: seen, by the agent and on the host.
+cp -p "$W/src/deep/x.c" "$tmp/x.c.orig"
+tr 'a-z' 'b-za' <"$tmp/x.c.orig" >"$W/src/deep/x.c"
+touch -r "$tmp/x.c.orig" "$W/src/deep/x.c"
+expect_eq status_as_the_agent_sees_a_same_size_edit_that_keeps_the_mtime " M src/deep/x.c" \
+        "$("${AGENT[@]}" git -C "$W" status --porcelain 2>&1)"
+expect_eq status_on_the_host_sees_it_too " M src/deep/x.c" "$(git -C "$W" status --porcelain 2>&1)"
+cp -p "$tmp/x.c.orig" "$W/src/deep/x.c"
+expect_eq status_is_clean_again_once_it_is_put_back "" \
+        "$("${AGENT[@]}" git -C "$W" status --porcelain 2>&1)"
 expect_eq log_shows_the_history "$history" "$(git -C "$W" rev-list HEAD 2>&1)"
 expect_eq head_is_on_the_source_branch "refs/heads/main" "$(git -C "$W" symbolic-ref HEAD 2>&1)"
 expect_eq tags_are_visible "v2" "$(git -C "$W" describe --tags 2>&1)"
@@ -106,7 +123,7 @@ expect_eq config_has_no_secrets_from_the_source "" \
 skip_sandbox() {
         local t
         for t in sandbox_status_is_clean sandbox_log_reads_objects_through_alternates \
-                sandbox_commit_works; do
+                sandbox_commit_works sandbox_status_sees_edits_that_keep_size_and_mtime; do
                 TAP_N=$((TAP_N + 1))
                 echo "ok $TAP_N - $t # SKIP $1"
         done
@@ -132,6 +149,20 @@ print(json.load(open(sys.argv[1])).get("sandbox", {}).get("host_uid", ""))' "$M/
         check sandbox_commit_works sh -c "'$CLOISTER' run '$cfg' -- git -C /workspace commit -qam 'from the sandbox' >/dev/null 2>&1 &&
                 [ \"\$(git -C '$W' log -1 --format=%s)\" = 'from the sandbox' ]"
         agent_head=$(git -C "$W" rev-parse HEAD)
+        # cp -p, touch -r and tar keep the size and put the mtime back: git
+        # inside sees the ctime (and, for a file moved over another, the
+        # inode number) that differ, as it would natively. Like native git
+        # (built, as Debian's is, without USE_NSEC), it compares whole
+        # seconds: the edit must come in a later second than the index last
+        # recorded the file (the commit just above), so wait for the clock
+        # to turn one.
+        now=$(date +%s)
+        while [ "$(date +%s)" = "$now" ]; do sleep 0.05; done
+        expect_eq sandbox_status_sees_edits_that_keep_size_and_mtime " M README| M run.sh" \
+                "$(inside sh -c 'cd /workspace && cp -p README /tmp/r && printf "HELLO\n" >README &&
+                        touch -r /tmp/r README && tr a-z A-Z <run.sh >/tmp/s && cp -p run.sh /tmp/t &&
+                        cat /tmp/s >run.sh && touch -r /tmp/t run.sh && git status --porcelain' | tr '\n' '|' | sed 's/|$//')"
+        inside git -C /workspace checkout -q -- README run.sh >/dev/null
         expect_eq source_is_unchanged_after_sandbox_git "$src_before" "$(tree_sum "$R")"
 fi
 

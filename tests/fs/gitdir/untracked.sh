@@ -170,8 +170,8 @@ both 'mkdir -p c/x/y/e1/e2'
 same_status status_hides_empty_untracked_dirs_like_native
 # The case git's untracked cache gets wrong here: "p" is replaced by "q",
 # both untouched directories of the base, so the new "p" has the same mtime
-# (the commit's) and size as the old one, and only its inode and ctime differ,
-# which core.checkStat = minimal does not compare.
+# (the commit's) and size as the old one, and only its inode and ctime differ;
+# git's untracked cache, which would key on those, is off in the workspace.
 both 'rm -r p && mv q p'
 same_status status_sees_a_base_dir_moved_over_another
 both 'mv c/x c/x2'
@@ -185,15 +185,12 @@ same_status status_matches_native_after_remount
 both 'echo late >m1/late; rm -r c/x2/y/e1'
 same_status status_sees_changes_after_remount
 
-# Known bug (docs/workspace-git.md, "Limits"): a base file renamed over
-# another base file of the same size keeps the mtime (the commit's) and the
-# size that the index has for the name it takes; core.checkStat = minimal
-# compares nothing else, so git takes it for unchanged. Native git sees the
-# new inode number.
+# A base file renamed over another base file of the same size keeps the
+# mtime (the commit's) and the size that the index has for the name it
+# takes: git's default checks see its inode number (and ctime) differ, as
+# native git does.
 both 'mv s/one s/two'
-TODO=" # TODO a base file renamed over one of the same size looks unchanged"
 same_status status_sees_a_base_file_renamed_over_one_of_the_same_size
-TODO=
 check final_unmount_succeeds "$CLOISTER" unmount "$cfg"
 
 finish
