@@ -159,7 +159,9 @@ int sandbox_errorf(char **ret_error, int r, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 
 /* Records of running sandboxes in <state>/sandboxes (sandbox-registry.c). */
-int sandbox_registry_add(const char *state, pid_t pid1, char **ret_path);
+/* pgid: bubblewrap's process group (0: none of its own); pid1: its child, 0 if
+ * not known yet. Writes (or rewrites) the run's record. ret_path may be NULL. */
+int sandbox_registry_add(const char *state, pid_t pgid, pid_t pid1, char **ret_path);
 void sandbox_registry_remove(char *path); /* unlinks and frees; NULL is a no-op */
 void sandbox_registry_sweep(const char *state);
 

@@ -325,7 +325,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
         sigset_t mask, old;
         struct sigaction ign = {.sa_handler = SIG_IGN}, old_int, old_quit, old_pipe;
         int64_t deadline, kill_at = -1;
-        pid_t bwrap = -1;
+        pid_t bwrap = -1, pgid = 0;
         int pipefd[2], wstatus = 0, r;
         bool stopping = false;
 
@@ -400,6 +400,16 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                 goto out;
         }
         fds_close(&fds);
+        /* Recorded at once, by its process group, for the instant before its
+         * child is known (sandbox-registry.c); a terminal's run keeps its
+         * group, which is the user's shell's: that one is never recorded. */
+        pgid = o->interactive ? 0 : bwrap;
+        r = sandbox_registry_add(o->config->workspace.state, pgid, 0, &record);
+        if (r < 0) {
+                sandbox_errorf(ret_error, r, "cannot record the sandbox in %s/sandboxes: %s",
+                               o->config->workspace.state, strerror(-r));
+                goto out;
+        }
         pidfd = (int)syscall(SYS_pidfd_open, bwrap, 0);
         if (pidfd < 0) {
                 r = sandbox_errorf(ret_error, negative_errno(), "pidfd_open: %m");
@@ -439,7 +449,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
         if (r < 0)
                 goto out;
         sandbox_trace("cgroups made");
-        r = sandbox_registry_add(o->config->workspace.state, st->child_pid, &record);
+        r = sandbox_registry_add(o->config->workspace.state, pgid, st->child_pid, NULL);
         if (r < 0) {
                 sandbox_errorf(ret_error, r, "cannot record the sandbox in %s/sandboxes: %s",
                                o->config->workspace.state, strerror(-r));

@@ -8,11 +8,16 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <stdio.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cloister-config.h"
 #include "config.h"
 #include "sandbox-private.h"
+#include "lib/pidfile.h"
 #include "lib/util.h"
 
 static char tmpdir[] = "/tmp/cloister-test-sandbox.XXXXXX";
@@ -238,6 +243,73 @@ START_TEST(bwrap_command_line_for_a_shell_with_host_network)
 }
 END_TEST
 
+/*
+ * A run SIGKILLed in the instant after it spawned bubblewrap, before the
+ * sandbox's first process was known: its record names only bubblewrap's
+ * process group, where bubblewrap's child may wait forever for a parent
+ * that is gone. The next run's sweep kills that group, and nothing else.
+ */
+START_TEST(sweep_kills_the_process_group_of_a_dead_runs_bubblewrap)
+{
+        char state[] = "/tmp/cloister-registry.XXXXXX", path[PATH_MAX], line[160];
+        pid_t group, bystander, dead;
+        unsigned long long gstart;
+        int status, fd;
+        FILE *f;
+
+        ck_assert_ptr_nonnull(mkdtemp(state));
+        /* A process group like bubblewrap's, its leader already gone. */
+        group = fork();
+        if (group == 0) {
+                setpgid(0, 0);
+                if (fork() == 0) {
+                        pause();
+                        _exit(0);
+                }
+                pause();
+                _exit(0);
+        }
+        ck_assert_int_gt(group, 0);
+        setpgid(group, group);
+        bystander = fork();
+        if (bystander == 0) {
+                pause();
+                _exit(0);
+        }
+        /* A run that has died: a pid and start time that no process has. */
+        dead = fork();
+        if (dead == 0)
+                _exit(0);
+        waitpid(dead, NULL, 0);
+        ck_assert_int_eq(pidfile_starttime(group, &gstart), 0);
+        snprintf(path, sizeof(path), "%s/sandboxes", state);
+        ck_assert_int_eq(mkdir(path, 0700), 0);
+        snprintf(path, sizeof(path), "%s/sandboxes/%d", state, (int)dead);
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+        ck_assert_int_ge(fd, 0);
+        snprintf(line, sizeof(line), "1 0 0 %d %llu\n", (int)group, gstart);
+        ck_assert_int_eq(write(fd, line, strlen(line)), (ssize_t)strlen(line));
+        close(fd);
+        /* Its leader dies first, as bubblewrap does with its run. */
+        kill(group, SIGKILL);
+        waitpid(group, &status, 0);
+        ck_assert_int_eq(kill(-group, 0), 0); /* the child is still there */
+
+        sandbox_registry_sweep(state);
+        for (int i = 0; i < 1000 && kill(-group, 0) == 0; i++)
+                usleep(10000); /* SIGKILL is delivered at once; reaping (by init) may lag */
+        ck_assert_int_ne(kill(-group, 0), 0);
+        ck_assert_int_eq(kill(bystander, 0), 0); /* nothing else was touched */
+        f = fopen(path, "re");
+        ck_assert_ptr_null(f); /* the record is gone */
+        kill(bystander, SIGKILL);
+        waitpid(bystander, NULL, 0);
+        snprintf(path, sizeof(path), "%s/sandboxes", state);
+        rmdir(path);
+        rmdir(state);
+}
+END_TEST
+
 START_TEST(missing_layout_is_refused_with_the_path)
 {
         char *argv[] = {"true", NULL}, root[PATH_MAX];
@@ -273,6 +345,7 @@ int main(void)
         tcase_add_test(tc, bwrap_command_line_holds_the_hardening);
         tcase_add_test(tc, bwrap_command_line_for_a_shell_with_host_network);
         tcase_add_test(tc, missing_layout_is_refused_with_the_path);
+        tcase_add_test(tc, sweep_kills_the_process_group_of_a_dead_runs_bubblewrap);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
