@@ -72,6 +72,22 @@ static bool env_is_reserved(const char *name)
         return false;
 }
 
+bool sandbox_env_name_allowed(const char *name, bool proxy)
+{
+        if (!*name || strlen(name) > 255 || strchr(name, '=') || env_is_reserved(name) ||
+            strcasecmp(name, "all_proxy") == 0)
+                return false;
+        for (const char *c = name; *c; c++)
+                if (!isalnum((unsigned char)*c) && *c != '_')
+                        return false;
+        if (isdigit((unsigned char)name[0]))
+                return false;
+        for (size_t i = 0; i < ELEMENTSOF(proxy_vars); i++)
+                if (streq(name, proxy_vars[i]) || (proxy && strcasecmp(name, proxy_vars[i]) == 0))
+                        return false;
+        return true;
+}
+
 static const char *env_lookup(char *const *env, const char *name)
 {
         size_t l = strlen(name);
@@ -130,6 +146,19 @@ int sandbox_env_build(const struct sandbox_options *o, char *const *host_env, ch
                 if (streq(*n, "LANG"))
                         have_lang = true;
                 sandbox_strv_addf(&env, "%s=%s", *n, v);
+        }
+        /* A tool caller's own (cloister mcp): validated there, checked again. */
+        for (char *const *e = o->extra_env; e && *e; e++) {
+                const char *eq = strchr(*e, '=');
+                _cleanup_free_ char *name = eq ? strndup(*e, (size_t)(eq - *e)) : NULL;
+                if (!name || !sandbox_env_name_allowed(name, o->proxy_socket != NULL) ||
+                    env_lookup(env.v, name)) {
+                        if (name)
+                                sandbox_strv_add(&refused, name);
+                        continue;
+                }
+                have_lang |= streq(name, "LANG");
+                sandbox_strv_add(&env, *e);
         }
         if (!have_lang)
                 sandbox_strv_add(&env, "LANG=C.UTF-8");
