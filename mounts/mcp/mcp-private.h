@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "mcp.h"
-#include "ops.h"
+#include "operations.h"
 #include "sandbox.h"
 
 /* JSON-RPC 2.0's error codes. */

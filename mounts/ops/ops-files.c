@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ops-files.c: reading and changing the workspace's files as the agent in
- * the sandbox would (ops.h: ops_file_*), for `cloister mcp`'s file tools.
+ * the sandbox would (operations.h: ops_file_*), for `cloister mcp`'s file tools.
  *
  * Trust boundary: every path comes from a model. Nothing here joins it
  * onto a host path. It is resolved inside the mount, the very tree the
@@ -37,7 +37,7 @@
 #include <sodium.h>
 
 #include "config.h"
-#include "ops.h"
+#include "operations.h"
 #include "lib/errorf.h"
 #include "lib/readall.h"
 #include "lib/util.h"

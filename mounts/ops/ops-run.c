@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ops-run.c: a command in a sandbox, its output collected (ops.h).
+ * ops-run.c: a command in a sandbox, its output collected (operations.h).
  *
  * The run is sandbox_session_run(), the very code of `cloister run`, in a
  * child process of ours: a run blocks signals, reads them from a signalfd
@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "config.h"
-#include "ops.h"
+#include "operations.h"
 #include "sandbox.h"
 #include "lib/errorf.h"
 #include "lib/util.h"
@@ -317,8 +317,11 @@ static _noreturn_ void child_main(const struct ops_run_options *o, pid_t parent,
         r = sandbox_session_run(&so, &res, &error);
         if (r < 0)
                 res.status = 125;
-        if (asprintf(&line, "{\"r\":%d,\"status\":%d,\"signal\":%d,\"timed_out\":%s}\n%s\n", r,
-                     res.status, res.signal, res.timed_out ? "true" : "false",
+        if (asprintf(&line,
+                     "{\"r\":%d,\"status\":%d,\"signal\":%d,\"timed_out\":%s,\"memory\":%s,"
+                     "\"processes\":%s}\n%s\n",
+                     r, res.status, res.signal, res.timed_out ? "true" : "false",
+                     res.memory_hit ? "true" : "false", res.processes_hit ? "true" : "false",
                      error ? error : "") >= 0)
                 (void)!write(3, line, strlen(line));
         _exit(0);
@@ -512,6 +515,10 @@ json_t *ops_run_result(const ops_run *r)
         limits = json_array();
         if (timed_out || (r->stopped && streq(r->stopped, "timeout")))
                 json_array_append_new(limits, json_string("timeout"));
+        if (json_is_true(json_object_get(line, "memory")))
+                json_array_append_new(limits, json_string("memory"));
+        if (json_is_true(json_object_get(line, "processes")))
+                json_array_append_new(limits, json_string("processes"));
         if (r->out.tail.dropped || r->err.tail.dropped)
                 json_array_append_new(limits, json_string("output"));
         o = json_pack("{s:i, s:o, s:o, s:I, s:b, s:I, s:I, s:b, s:o, s:o}", "exit_code", code,

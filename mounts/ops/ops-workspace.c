@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ops-workspace.c: what a workspace is and holds, as data (ops.h): its
+ * ops-workspace.c: what a workspace is and holds, as data (operations.h): its
  * summary and status, the review's patch and stat, and the export.
  */
 #include <dirent.h>
@@ -18,7 +18,7 @@
 
 #include "config.h"
 #include "fs.h"
-#include "ops.h"
+#include "operations.h"
 #include "review-workspace.h"
 #include "review.h"
 #include "lib/pidfile.h"
@@ -244,40 +244,74 @@ static int stat_json(git_diff *diff, json_t **ret)
         return *ret ? 0 : -ENOMEM;
 }
 
-int ops_diff(const struct config *c, const char *config_path, bool stat, json_t **ret,
-             char **ret_error)
+static const char *home_type(char t)
 {
-        struct opened x;
-        git_diff *diff = NULL;
-        int k = review_begin(c, config_path, true, &x, ret_error);
+        return t == 'f'   ? "file"
+               : t == 'd' ? "dir"
+               : t == 'l' ? "symlink"
+               : t == 'D' ? "deleted"
+                          : "other";
+}
 
-        if (k < 0)
-                goto out;
+int ops_review_json(review *r, bool stat, json_t **ret)
+{
+        struct review_home_change *home = NULL;
+        size_t n_home = 0;
+        git_diff *diff = NULL;
+        json_t *o = NULL, *h;
+        int k;
+
         if (stat) {
-                k = review_diff(x.r, &diff);
+                k = review_diff(r, &diff);
                 if (k == 0)
-                        k = stat_json(diff, ret);
+                        k = stat_json(diff, &o);
                 git_diff_free(diff);
         } else {
                 char *text = NULL;
                 size_t len = 0;
                 FILE *f = open_memstream(&text, &len);
-                k = f ? review_print(x.r, REVIEW_PATCH, f) : -ENOMEM;
+                k = f ? review_print(r, REVIEW_PATCH, f) : -ENOMEM;
                 if (f && fclose(f) != 0 && k == 0)
                         k = -ENOMEM;
-                if (k == 0) {
-                        *ret = json_pack("{s:o, s:I}", "patch", ops_json_text(text, len), "bytes",
-                                         (json_int_t)len);
-                        if (!*ret)
-                                k = -ENOMEM;
-                }
+                if (k == 0 && !(o = json_pack("{s:o, s:I}", "patch", ops_json_text(text, len),
+                                              "bytes", (json_int_t)len)))
+                        k = -ENOMEM;
                 free(text);
         }
+        if (k == 0)
+                k = review_home_changes(r, &home, &n_home);
+        if (k < 0) {
+                json_decref(o);
+                return k;
+        }
+        /* The home's changes are never in the patch: their names and sizes only. */
+        h = json_array();
+        for (size_t i = 0; i < n_home; i++)
+                json_array_append_new(
+                        h, json_pack("{s:o, s:s, s:o}", "path",
+                                     ops_json_text(home[i].path, strlen(home[i].path)), "type",
+                                     home_type(home[i].type), "size",
+                                     home[i].type == 'f' ? json_integer((json_int_t)home[i].size)
+                                                         : json_null()));
+        review_home_changes_free(home, n_home);
+        json_object_set_new(o, "home", h);
+        json_object_set_new(o, "ignored", json_integer((json_int_t)review_ignored(r)));
+        if (review_warning(r))
+                json_object_set_new(o, "warning", json_string(review_warning(r)));
+        *ret = o;
+        return 0;
+}
+
+int ops_diff(const struct config *c, const char *config_path, bool stat, json_t **ret,
+             char **ret_error)
+{
+        struct opened x;
+        int k = review_begin(c, config_path, true, &x, ret_error);
+
+        if (k == 0)
+                k = ops_review_json(x.r, stat, ret);
         if (k < 0 && x.r && ret_error && !*ret_error)
                 *ret_error = strdup(review_error(x.r));
-        if (k == 0 && review_warning(x.r))
-                json_object_set_new(*ret, "warning", json_string(review_warning(x.r)));
-out:
         review_end(&x);
         return k;
 }

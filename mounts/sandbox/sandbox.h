@@ -104,6 +104,8 @@ struct sandbox_result {
         int status;
         int signal;
         bool timed_out;
+        bool memory_hit;    /* [limits] memory killed a process (known as root: its cgroup) */
+        bool processes_hit; /* [limits] processes refused a fork (likewise) */
 };
 int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, char **ret_error);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ops.h: the operations a user (a person at the CLI, or an agent platform
+ * operations.h: the operations a user (a person at the CLI, or an agent platform
  * through `cloister mcp`) asks of a workspace, each a library function that
  * returns a structured result and prints nothing. Both front ends call
  * these: mounts/cli prints the result for a person or as JSON (--json),
@@ -38,11 +38,18 @@ struct review_workspace;
 int ops_mount(const struct config *c, const char *config_path, struct review_workspace **ret,
               char **ret_error);
 void ops_unmount(struct review_workspace *w);
-/* The patch a reviewer gets (`cloister diff`), or with stat the per-file
- * counts: {"patch": TEXT} or {"files": [{"path", "added", "removed",
- * "status"}], "changed", "insertions", "deletions"}. */
+/*
+ * The patch a reviewer gets (`cloister diff`), or with stat the per-file
+ * counts: {"patch": TEXT, "bytes"} or {"files": [{"path", "status",
+ * "added", "removed", "binary", "from"?}], "changed", "insertions",
+ * "deletions"}; both with "home" (the hidden home's changes, names and
+ * sizes only), "ignored" (paths the ignore rules left out) and "warning"?.
+ * ops_review_json() is the same of a review the caller opened.
+ */
 int ops_diff(const struct config *c, const char *config_path, bool stat, json_t **ret,
              char **ret_error);
+typedef struct review review;
+int ops_review_json(review *r, bool stat, json_t **ret);
 /*
  * `export --commit`: {"ref", "commit", "replaced"}. The ref is
  * refs/cloister/NAME, or with a label refs/cloister/NAME+LABEL (one export
@@ -50,6 +57,19 @@ int ops_diff(const struct config *c, const char *config_path, bool stat, json_t 
  */
 int ops_export(const struct config *c, const char *config_path, const char *label, json_t **ret,
                char **ret_error);
+
+/*
+ * Every workspace this user's configs know, mounted or not: the configs in
+ * $XDG_CONFIG_HOME/cloister (`cloister init` writes there), then those
+ * `cloister mount` mounted once; {"workspaces": [summary, or {"config",
+ * "error"} for one that does not load]}.
+ */
+int ops_list(json_t **ret, char **ret_error);
+/* Remember a config for ops_list() ($XDG_STATE_HOME/cloister/configs). */
+int ops_config_remember(const char *config_path);
+/* $XDG_CONFIG_HOME/cloister or $XDG_STATE_HOME/cloister (kind "config" or "state"), or the
+ * ~/.config and ~/.local/state defaults. */
+int ops_xdg_dir(const char *kind, char **ret);
 
 /* --- runs ------------------------------------------------------------------------- */
 
