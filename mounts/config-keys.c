@@ -30,6 +30,7 @@ enum key_type {
         KEY_DURATION,
         KEY_COUNT,
         KEY_NETWORK,
+        KEY_CGROUP,
         KEY_ENV_LIST,
         KEY_USER,
         KEY_SEED,     /* repeatable */
@@ -86,6 +87,7 @@ static const struct key keys[] = {
         {SECTION_LIMITS, "journal", KEY_SIZE, CFG(limits.journal), 1 * MiB, 64 * GiB, 0},
         {SECTION_LIMITS, "audit", KEY_SIZE, CFG(limits.audit), 1 * MiB, 64 * GiB, 0},
         {SECTION_LIMITS, "netlog", KEY_SIZE, CFG(limits.netlog), 1 * MiB, 64 * GiB, 0},
+        {SECTION_LIMITS, "cgroup", KEY_CGROUP, CFG(limits.cgroup), 0, 0, 0},
         {SECTION_NETWORK, "mode", KEY_NETWORK, CFG(network.mode), 0, 0, 0},
         {SECTION_RUN, "env", KEY_ENV_LIST, CFG(run.env), 0, 0, 0},
         {SECTION_RUN, "user", KEY_USER, CFG(run.user), 0, 0, 0},
@@ -377,6 +379,17 @@ static int key_value_apply(struct parse_state *st, const struct key *k, void *ba
                         return config_error(st, line,
                                             "key '%s' in [%s]: '%s' is not 'none', 'proxy' or "
                                             "'host'",
+                                            k->name, sec, value);
+                return 1;
+        case KEY_CGROUP:
+                if (streq(value, "sandbox"))
+                        *(enum config_cgroup *)field = CONFIG_CGROUP_SANDBOX;
+                else if (streq(value, "container"))
+                        *(enum config_cgroup *)field = CONFIG_CGROUP_CONTAINER;
+                else
+                        return config_error(st, line,
+                                            "key '%s' in [%s]: '%s' is not 'sandbox' or "
+                                            "'container'",
                                             k->name, sec, value);
                 return 1;
         case KEY_USER:

@@ -38,6 +38,12 @@
 #define CONFIG_HOST_UID_FLOOR   65536U      /* above the 16-bit ids: system, users, nobody */
 #define CONFIG_HOST_UID_CEILING 2147483647U /* ids stay positive as a signed int */
 
+/* [limits] cgroup: where the sandbox's processes and memory are capped as root. */
+enum config_cgroup {
+        CONFIG_CGROUP_SANDBOX = 0, /* a pids (and memory) cgroup per sandbox (default) */
+        CONFIG_CGROUP_CONTAINER,   /* the container's own cgroup, verified (sandbox-container.c) */
+};
+
 enum config_network {
         CONFIG_NETWORK_NONE = 0, /* loopback only (default) */
         CONFIG_NETWORK_HOST,     /* the host's network; refused by run without a flag */
@@ -106,6 +112,7 @@ struct config {
                 uint64_t journal;   /* bytes of the write journal; default 256 MiB */
                 uint64_t audit;     /* bytes of the broker's audit log; default 64 MiB */
                 uint64_t netlog;    /* bytes of the proxy's net.jsonl; default 256 MiB */
+                enum config_cgroup cgroup; /* default CONFIG_CGROUP_SANDBOX */
                 bool set_bytes, set_files, set_timeout, set_memory, set_processes;
         } limits;
 

@@ -15,7 +15,9 @@
  * is an unprivileged host uid now (sandbox-identity.c), so the rlimit binds
  * it too; the pids cgroup (see cgroup_make() for where) stays, because it
  * also holds every process of the sandbox for the memory cap and for
- * teardown. If none can be made, running as root is refused.
+ * teardown. If none can be made, running as root is refused, unless
+ * [limits] cgroup = container says the container's own cgroup caps it
+ * (sandbox-container.c, which checks that it does).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -328,11 +330,16 @@ void sandbox_cgroup_prime(void)
         pthread_attr_destroy(&attr);
 }
 
-int sandbox_cgroup_prepare(const struct config *c, struct sandbox_cgroup **ret, char **ret_error)
+int sandbox_cgroup_prepare(const struct config *c, struct sandbox_cgroup **ret, char **ret_note,
+                           char **ret_error)
 {
         int r;
 
         *ret = NULL;
+        *ret_note = NULL;
+        /* Whoever runs it: the container's cgroup binds every uid alike. */
+        if (c->limits.cgroup == CONFIG_CGROUP_CONTAINER)
+                return sandbox_container_verify(c, ret_note, ret_error);
         if (geteuid() != 0)
                 return 0;
         r = cgroup_make(c->limits.processes, c->limits.memory, ret);
