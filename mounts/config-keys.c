@@ -18,6 +18,7 @@ const char *const config_section_names[SECTION_MAX] = {
         [SECTION_WORKSPACE] = "workspace", [SECTION_REPO] = "repo",     [SECTION_HOME] = "home",
         [SECTION_MIRROR] = "mirror",       [SECTION_BROKER] = "broker", [SECTION_LIMITS] = "limits",
         [SECTION_NETWORK] = "network",     [SECTION_RUN] = "run",       [SECTION_INJECT] = "inject",
+        [SECTION_LOGS] = "logs",
 };
 
 enum key_type {
@@ -31,6 +32,7 @@ enum key_type {
         KEY_COUNT,
         KEY_NETWORK,
         KEY_CGROUP,
+        KEY_LOG_STDOUT,
         KEY_ENV_LIST,
         KEY_USER,
         KEY_SEED,     /* repeatable */
@@ -88,6 +90,7 @@ static const struct key keys[] = {
         {SECTION_LIMITS, "audit", KEY_SIZE, CFG(limits.audit), 1 * MiB, 64 * GiB, 0},
         {SECTION_LIMITS, "netlog", KEY_SIZE, CFG(limits.netlog), 1 * MiB, 64 * GiB, 0},
         {SECTION_LIMITS, "cgroup", KEY_CGROUP, CFG(limits.cgroup), 0, 0, 0},
+        {SECTION_LOGS, "stdout", KEY_LOG_STDOUT, CFG(logs.stdout_json), 0, 0, 0},
         {SECTION_NETWORK, "mode", KEY_NETWORK, CFG(network.mode), 0, 0, 0},
         {SECTION_RUN, "env", KEY_ENV_LIST, CFG(run.env), 0, 0, 0},
         {SECTION_RUN, "user", KEY_USER, CFG(run.user), 0, 0, 0},
@@ -390,6 +393,16 @@ static int key_value_apply(struct parse_state *st, const struct key *k, void *ba
                         return config_error(st, line,
                                             "key '%s' in [%s]: '%s' is not 'sandbox' or "
                                             "'container'",
+                                            k->name, sec, value);
+                return 1;
+        case KEY_LOG_STDOUT:
+                if (streq(value, "none"))
+                        *(bool *)field = false;
+                else if (streq(value, "json"))
+                        *(bool *)field = true;
+                else
+                        return config_error(st, line,
+                                            "key '%s' in [%s]: '%s' is not 'none' or 'json'",
                                             k->name, sec, value);
                 return 1;
         case KEY_USER:

@@ -19,6 +19,7 @@ enum section_kind {
         SECTION_NETWORK,
         SECTION_RUN,
         SECTION_INJECT,
+        SECTION_LOGS,
         SECTION_MAX,
 };
 

@@ -135,6 +135,12 @@ struct config {
         size_t n_injects;
 
         struct {
+                /* [logs] stdout = json: the journal, audit and network lines also on
+                 * standard output, tagged (lib/logsink.h); default none */
+                bool stdout_json;
+        } logs;
+
+        struct {
                 char **env; /* NULL-terminated host variable names allowed in; never NULL */
                 char *user; /* the agent's user name; default "agent" */
                 struct config_id_range host_uids; /* default CONFIG_HOST_UID_MIN-MAX */

@@ -23,6 +23,7 @@
 #include "config.h"
 #include "fs.h"
 #include "hostid.h"
+#include "lib/logsink.h"
 #include "lib/util.h"
 #include "sandbox.h"
 
@@ -81,6 +82,21 @@ fail:
         hostid_free(*id);
         *id = NULL;
         return r;
+}
+
+/* [logs] stdout = json: the journal's lines also on what stdout is now. */
+static int sink_open(const struct config *c)
+{
+        int r;
+
+        if (!c->logs.stdout_json)
+                return 0;
+        r = logsink_open_stdout(c->workspace.name);
+        if (r < 0)
+                return command_fail(&command_mount, 1,
+                                    "%s: [logs] stdout = json: cannot open standard output: %s",
+                                    c->file, strerror(-r));
+        return 0;
 }
 
 static int serve(const struct config *c, int ready_fd)
@@ -164,6 +180,9 @@ static int mount_run(int argc, char **argv)
         if (r < 0)
                 return command_fail(&command_mount, 1, "cannot clean up '%s': %s",
                                     c->workspace.mountpoint, strerror(-r));
+        r = sink_open(c);
+        if (r)
+                return r;
         if (foreground)
                 return serve(c, -1);
 

@@ -72,6 +72,29 @@ fi
 RUN_OPTS=()
 [ "$fs_mode" = stub ] && RUN_OPTS=(--no-mount)
 
+# In a container (tests/deploy/podman.sh runs the escape suite in one),
+# CLOISTER_TEST_CGROUP=container makes every workspace rely on the
+# container's cgroup ([limits] cgroup = container), and
+# CLOISTER_TEST_HOST_UIDS names host ids its user namespace maps.
+container_ini=""
+if [ "${CLOISTER_TEST_CGROUP:-}" = container ]; then
+        container_ini=$'[limits]\ncgroup = container'
+fi
+if [ -n "${CLOISTER_TEST_HOST_UIDS:-}" ]; then
+        container_ini+=$'\n[run]\nhost_uids = '"$CLOISTER_TEST_HOST_UIDS"
+fi
+
+# proc_running ERE: whether a process's command line (its words joined by
+# spaces) matches ERE; /proc itself, so no procps is needed.
+proc_running() {
+        local f cmd
+        for f in /proc/[0-9]*/cmdline; do
+                cmd=$(tr '\0' ' ' <"$f" 2>/dev/null) || continue
+                [[ ${cmd% } =~ $1 ]] && return 0
+        done
+        return 1
+}
+
 # ws_new DIR [EXTRA_INI]: a workspace under DIR; sets CFG, MNT, STATE, REPO.
 # Extra config lines (e.g. a [limits] section) come from $2.
 ws_new() {
@@ -100,6 +123,7 @@ source = $dir/mirror-src
 path = /opt/mirror
 
 $extra
+$container_ini
 INI
         if [ "$fs_mode" = stub ]; then
                 mkdir -p "$MNT/workspace" "$MNT/home/agent" "$MNT/opt/mirror" "$STATE"
