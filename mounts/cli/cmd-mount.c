@@ -138,6 +138,50 @@ static void redirect_output(const struct config *c)
         }
 }
 
+/*
+ * The last line of the daemon's log on our stderr, if it is the daemon's
+ * own error ("cloister mount: ..."): a mount that fails once its output
+ * went to the log (FUSE refused, in a container without CAP_SYS_ADMIN, say)
+ * would otherwise say nothing where it was started.
+ */
+static void log_last_line_show(const struct config *c)
+{
+        _cleanup_free_ char *p = NULL;
+        _cleanup_close_ int fd = -1;
+        char buf[4096], *line;
+        struct stat st;
+        ssize_t n;
+        off_t at;
+
+        if (asprintf(&p, "%s/fs/daemon.log", c->workspace.state) < 0)
+                return;
+        fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return;
+        at = st.st_size > (off_t)sizeof(buf) - 1 ? st.st_size - (off_t)sizeof(buf) + 1 : 0;
+        n = pread(fd, buf, sizeof(buf) - 1, at);
+        if (n <= 0)
+                return;
+        buf[n] = '\0';
+        while (n > 0 && buf[n - 1] == '\n')
+                buf[--n] = '\0';
+        line = strrchr(buf, '\n');
+        line = line ? line + 1 : buf;
+        if (!startswith(line, "cloister mount: "))
+                return;
+        /* libfuse's (or fusermount3's) own reason is the line before ours. */
+        if (line > buf) {
+                char *prev;
+
+                line[-1] = '\0';
+                prev = strrchr(buf, '\n');
+                prev = prev ? prev + 1 : buf;
+                if (startswith(prev, "fuse: ") || startswith(prev, "fusermount3: "))
+                        fprintf(stderr, "%s\n", prev);
+        }
+        fprintf(stderr, "%s\n", line);
+}
+
 static int mount_run(int argc, char **argv)
 {
         _cleanup_config_ struct config *c = NULL;
@@ -224,8 +268,11 @@ static int mount_run(int argc, char **argv)
                 return 0;
         if (waitpid(child, &status, 0) < 0)
                 return command_fail(&command_mount, 1, "waitpid: %s", strerror(errno));
-        if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+        if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+                /* It failed after its output went to the log (the mount itself): say why here. */
+                log_last_line_show(c);
                 return WEXITSTATUS(status);
+        }
         return command_fail(&command_mount, 1,
                             "the daemon exited before serving (see %s/fs/daemon.log)",
                             c->workspace.state);

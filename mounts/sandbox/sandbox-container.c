@@ -204,7 +204,8 @@ static int limit_read(const char *dir, const char *name, uint64_t *ret)
         v = strtoull(buf, &end, 10);
         if (errno || end == buf || *end)
                 return -EINVAL;
-        *ret = v;
+        /* v1 says "no limit" with the largest page count it holds, about 2^63. */
+        *ret = v >= (1ULL << 62) ? UINT64_MAX : v;
         return 0;
 }
 

@@ -263,10 +263,16 @@ int sandbox_userns_finish(struct sandbox_userns *u, int fd, char **ret_error)
 
         err = userns_receive(u->ready_r, &ns);
         u->ready_r = safe_close(u->ready_r);
+        /* EROFS: /proc/sys is read-only, as a container's masked /proc has it. */
         if (err)
                 return sandbox_errorf(ret_error, -err,
-                                      "cannot create the sandbox's user namespace: %s",
-                                      strerror(err));
+                                      "cannot create the sandbox's user namespace: %s%s",
+                                      strerror(err),
+                                      err == EROFS ? " (/proc/sys/user/max_user_namespaces: in a "
+                                                     "container, /proc must not be masked: "
+                                                     "podman --security-opt unmask=/proc/*, "
+                                                     "Kubernetes procMount: Unmasked)"
+                                                   : "");
         snprintf(path, sizeof(path), "/proc/%d", (int)u->pid);
         dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dir < 0)
