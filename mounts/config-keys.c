@@ -94,8 +94,9 @@ static const struct key keys[] = {
         {SECTION_NETWORK, "mode", KEY_NETWORK, CFG(network.mode), 0, 0, 0},
         {SECTION_RUN, "env", KEY_ENV_LIST, CFG(run.env), 0, 0, 0},
         {SECTION_RUN, "user", KEY_USER, CFG(run.user), 0, 0, 0},
-        {SECTION_RUN, "host_uids", KEY_ID_RANGE, CFG(run.host_uids), CONFIG_HOST_UID_FLOOR,
-         CONFIG_HOST_UID_CEILING, 0},
+        /* Below CONFIG_HOST_UID_FLOOR only in a container (config-validate.c). */
+        {SECTION_RUN, "host_uids", KEY_ID_RANGE, CFG(run.host_uids),
+         CONFIG_HOST_UID_CONTAINER_FLOOR, CONFIG_HOST_UID_CEILING, 0},
         {SECTION_NETWORK, "test_ca", KEY_HOST_PATH, CFG(network.test_ca), 0, 0, 0},
         {SECTION_NETWORK, "connections", KEY_COUNT, CFG(network.connections), 1, PROXY_CONNS_MAX,
          0},

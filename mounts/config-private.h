@@ -36,6 +36,7 @@ enum {
         KEY_LINE_MIRROR_FIRST = 9,
         KEY_LINE_BROKER_SOCKET = 12,
         KEY_LINE_BROKER_DIR = 14,
+        KEY_LINE_HOST_UIDS = 31,
 };
 
 struct parse_state {

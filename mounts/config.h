@@ -33,10 +33,16 @@
  * 600100000), above systemd's container range (524288-1879048191) and
  * SSSD's default id mapping (up to 2000200000), and below 2^31.
  */
-#define CONFIG_HOST_UID_MIN     2100000000U
-#define CONFIG_HOST_UID_MAX     2100065535U
-#define CONFIG_HOST_UID_FLOOR   65536U      /* above the 16-bit ids: system, users, nobody */
-#define CONFIG_HOST_UID_CEILING 2147483647U /* ids stay positive as a signed int */
+#define CONFIG_HOST_UID_MIN   2100000000U
+#define CONFIG_HOST_UID_MAX   2100065535U
+#define CONFIG_HOST_UID_FLOOR 65536U /* above the 16-bit ids: system, users, nobody */
+/*
+ * With [limits] cgroup = container the ids are those of the container's user
+ * namespace, where no host user lives: Kubernetes gives a Pod's (hostUsers:
+ * false) 65536 ids, 0-65535, so the sandbox's must lie below 65536 there.
+ */
+#define CONFIG_HOST_UID_CONTAINER_FLOOR 1000U
+#define CONFIG_HOST_UID_CEILING         2147483647U /* ids stay positive as a signed int */
 
 /* [limits] cgroup: where the sandbox's processes and memory are capped as root. */
 enum config_cgroup {

@@ -6,20 +6,28 @@
  * cgroup already holds every process cloister starts there: the mount
  * daemon, the broker, bubblewrap and the agent. So instead of a cgroup per
  * sandbox (sandbox-limits.c), this mode checks that the cgroup cloister
- * runs in really enforces [limits] processes and memory, and says what it
- * found; if it does not, the run is refused, never run without the limits.
+ * runs in really enforces [limits] memory, and says on every run what
+ * enforces memory and processes; if the cgroup does not, the run is
+ * refused, never run without the limit.
  *
- * "Enforces" means, for each of the pids and memory controllers: the
- * cgroup we are in is found through /proc/self/cgroup and the mount of its
- * hierarchy in /proc/self/mountinfo (a container usually sees its own
- * cgroup as the mount's root, not at its full path); the directory is on a
- * cgroup file system (statfs), so no look-alike file can pass; and the
- * smallest limit from it up to the mount's root (every ancestor's limit
- * also binds, except a v1 memory ancestor without use_hierarchy) is set and
- * at most the [limits] value. The limit binds the container as a whole,
- * daemons included, so it is stricter for the agent than [limits] itself.
- * RLIMIT_AS, RLIMIT_NPROC and RLIMIT_CPU are still set on the sandbox as in
- * every mode.
+ * "Enforces" means, for memory: the cgroup we are in is found through
+ * /proc/self/cgroup and the mount of its hierarchy in /proc/self/mountinfo
+ * (a container usually sees its own cgroup as the mount's root, not at its
+ * full path); the directory is on a cgroup file system (statfs), so no
+ * look-alike file can pass; and the smallest limit from it up to the
+ * mount's root (every ancestor's limit also binds, except a v1 memory
+ * ancestor without use_hierarchy) is set and at most [limits] memory. The
+ * limit binds the container as a whole, daemons included, so it is
+ * stricter for the agent than [limits] itself.
+ *
+ * Processes need no cgroup: the agent is never uid 0 of the initial user
+ * namespace (sandbox-identity.c), so the kernel enforces the RLIMIT_NPROC
+ * set on the sandbox (sandbox-limits.c), counted in the sandbox's own user
+ * namespace; the container's cgroup holds every process for the memory cap,
+ * and the sandbox's PID namespace for teardown. A pids limit the container
+ * shows is reported, not required: Kubernetes sets a Pod's (the kubelet's
+ * podPidsLimit) on the Pod's cgroup, above what the container sees.
+ * RLIMIT_AS and RLIMIT_CPU are set as in every mode.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -275,32 +283,11 @@ static void size_format(uint64_t v, char *buf, size_t n)
 int sandbox_container_verify(const struct config *c, char **ret_note, char **ret_error)
 {
         struct cgroup_place pids = {0}, mem = {0};
-        _cleanup_free_ char *pids_where = NULL, *mem_where = NULL;
+        _cleanup_free_ char *pids_where = NULL, *mem_where = NULL, *pids_text = NULL;
         uint64_t pids_max = UINT64_MAX, mem_max = UINT64_MAX;
         char have[32], want[32];
         int r;
 
-        r = cgroup_find("pids", &pids);
-        if (r >= 0)
-                r = limit_effective(&pids, "pids.max", false, &pids_max, &pids_where);
-        if (r < 0) {
-                r = sandbox_errorf(ret_error, r,
-                                   "[limits] cgroup = container: cannot find the pids cgroup this "
-                                   "process is in: %s",
-                                   strerror(-r));
-                goto out;
-        }
-        if (pids_max > c->limits.processes) {
-                size_format(pids_max, have, sizeof(have));
-                r = sandbox_errorf(
-                        ret_error, -EPERM,
-                        "[limits] cgroup = container: the container's cgroup (%s) limits "
-                        "processes to %s, more than [limits] processes = %" PRIu64
-                        "; give the container a pids limit of at most that (podman "
-                        "--pids-limit; Kubernetes: the kubelet's podPidsLimit)",
-                        pids.dir, pids_max == UINT64_MAX ? "nothing" : have, c->limits.processes);
-                goto out;
-        }
         r = cgroup_find("memory", &mem);
         if (r >= 0)
                 r = limit_effective(&mem, mem.v2 ? "memory.max" : "memory.limit_in_bytes", !mem.v2,
@@ -323,12 +310,27 @@ int sandbox_container_verify(const struct config *c, char **ret_note, char **ret
                                    mem.dir, mem_max == UINT64_MAX ? "nothing" : have, want);
                 goto out;
         }
+        /* Only reported: a Pod's limit (the kubelet's) is often above what a
+         * container sees, and RLIMIT_NPROC already binds the agent. */
+        if (cgroup_find("pids", &pids) >= 0 &&
+            limit_effective(&pids, "pids.max", false, &pids_max, &pids_where) >= 0 &&
+            pids_max != UINT64_MAX)
+                r = asprintf(&pids_text, "the container's own pids.max is %" PRIu64 " (%s)",
+                             pids_max, pids_where);
+        else
+                r = asprintf(&pids_text, "the container shows no pids limit of its own");
+        if (r < 0) {
+                pids_text = NULL;
+                r = sandbox_errorf(ret_error, -ENOMEM, "out of memory");
+                goto out;
+        }
         size_format(mem_max, have, sizeof(have));
         if (asprintf(ret_note,
-                     "[limits] cgroup = container: the container's cgroup enforces processes "
-                     "<= %" PRIu64 " (%s/pids.max) and memory <= %s (%s/%s)",
-                     pids_max, pids_where, have, mem_where,
-                     mem.v2 ? "memory.max" : "memory.limit_in_bytes") < 0)
+                     "[limits] cgroup = container: the container's cgroup enforces memory <= %s "
+                     "(%s/%s); processes <= %" PRIu64 " by RLIMIT_NPROC in the sandbox's user "
+                     "namespace (%s)",
+                     have, mem_where, mem.v2 ? "memory.max" : "memory.limit_in_bytes",
+                     c->limits.processes, pids_text) < 0)
                 r = sandbox_errorf(ret_error, -ENOMEM, "out of memory");
         else
                 r = 0;

@@ -147,8 +147,8 @@ int sandbox_cgroup_prepare(const struct config *c, struct sandbox_cgroup **ret, 
                            char **ret_error);
 /*
  * [limits] cgroup = container: 0 and *ret_note (malloc'd, one line) if the
- * cgroup this process is in caps processes and memory at or below [limits]
- * processes and memory; else an error naming the limit that is missing.
+ * cgroup this process is in caps memory at or below [limits] memory (what
+ * enforces processes is said too); else an error naming the limit missing.
  */
 int sandbox_container_verify(const struct config *c, char **ret_note, char **ret_error);
 /* As root, early: pay the kernel's first-move wait off the path (sandbox-limits.c). */

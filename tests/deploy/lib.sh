@@ -47,16 +47,21 @@ done
 
 T=$(mktemp -d /var/tmp/cloister-deploy.XXXXXX)
 chmod 0755 "$T"
-# The user namespace of the containers: 131072 ids from here (root, the
-# image's users, and cloister's sandbox identities at 65536 up).
+# The user namespace of the containers: 65536 ids from here, as Kubernetes
+# gives a Pod with hostUsers: false (root, the image's users, and
+# cloister's sandbox identities at 60000 up).
 idbase=1200000000
 hard_nofile=$(ulimit -Hn)
 hard_nproc=$(ulimit -Hu)
 [ "$hard_nofile" = unlimited ] && hard_nofile=1048576
 [ "$hard_nproc" = unlimited ] && hard_nproc=1048576
+# Below the hard limits (a container may lower them, never raise them):
+# plenty for the containers' pids limits of 256 and 512.
+nofile=$((hard_nofile < 16384 ? hard_nofile : 16384))
+nproc=$((hard_nproc < 4096 ? hard_nproc : 4096))
 cat >"$T/containers.conf" <<EOF
 [containers]
-default_ulimits = ["nofile=$((hard_nofile < 65536 ? hard_nofile : 65536)):$((hard_nofile < 65536 ? hard_nofile : 65536))", "nproc=$((hard_nproc < 65536 ? hard_nproc : 65536)):$((hard_nproc < 65536 ? hard_nproc : 65536))"]
+default_ulimits = ["nofile=$nofile:$nofile", "nproc=$nproc:$nproc"]
 # What the kubelet's podPidsLimit is on a node: kube play's containers get it.
 pids_limit = 512
 [engine]

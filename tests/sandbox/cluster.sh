@@ -4,8 +4,9 @@
 # cluster.sh: the two settings a container in a cluster uses, on this host
 # (tests/deploy/ runs them in real containers):
 #   - [limits] cgroup = container: a run relies on the cgroup it is in,
-#     after checking that it caps processes and memory at [limits] or
-#     below; it says so, and refuses when the cgroup caps less;
+#     after checking that it caps memory at [limits] memory or below; it
+#     says so (and what bounds processes), and refuses when the cgroup caps
+#     less;
 #   - [logs] stdout = json: the journal's and the broker's audit lines are
 #     also on standard output, each tagged with its stream and workspace,
 #     and the audit lines cut back out verify as a chain
@@ -63,18 +64,20 @@ cgroup = container"
         C_CFG=$CFG
         out=$(crun "$C_CFG" -- echo ran 2>&1)
         contains container_cgroup_without_limits_is_refused "$out" \
-                "limits processes to nothing, more than [limits] processes = 64"
+                "limits memory to nothing, more than [limits] memory = 256M"
         out=$(in_cgroup "$CLOISTER" run "${RUN_OPTS[@]}" "$C_CFG" -- echo ran 2>&1)
         contains container_cgroup_is_checked_and_named "$out" \
-                "[limits] cgroup = container: the container's cgroup enforces processes <= 64"
+                "[limits] cgroup = container: the container's cgroup enforces memory <= 256M"
+        contains container_cgroup_note_says_what_bounds_processes "$out" \
+                "processes <= 64 by RLIMIT_NPROC in the sandbox's user namespace (the container's own pids.max is 64"
         contains container_cgroup_run_runs "$out" "ran"
         ws_new "$T/d" "[limits]
-processes = 32
-memory = 256M
+processes = 64
+memory = 128M
 cgroup = container"
         out=$(in_cgroup "$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" -- echo ran 2>&1)
         contains container_cgroup_looser_than_limits_is_refused "$out" \
-                "limits processes to 64, more than [limits] processes = 32"
+                "limits memory to 256M, more than [limits] memory = 128M"
         case "$out" in *ran*) not_ok container_cgroup_refusal_runs_nothing "$out" ;;
         *) ok container_cgroup_refusal_runs_nothing ;; esac
 fi
