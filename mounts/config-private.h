@@ -34,9 +34,8 @@ enum {
         KEY_LINE_REPO_PATH = 5,
         KEY_LINE_HOME_PATH = 6,
         KEY_LINE_MIRROR_FIRST = 9,
-        KEY_LINE_BROKER_SOCKET = 12,
-        KEY_LINE_BROKER_DIR = 14,
-        KEY_LINE_HOST_UIDS = 31,
+        KEY_LINE_BROKER_SOCKET = 14,
+        KEY_LINE_BROKER_DIR = 16,
 };
 
 struct parse_state {
@@ -47,7 +46,7 @@ struct parse_state {
         enum section_kind section;
         struct config_mirror *mirror;
         unsigned lines[CONFIG_KEYS_MAX];  /* scalar keys, by key index */
-        unsigned mirror_lines[4];         /* per key of the current mirror */
+        unsigned mirror_lines[8];         /* per key of the current mirror */
         struct proxy_inject_rule *inject; /* the current [inject "NAME"] */
         unsigned inject_lines[16];        /* per key of the current [inject] */
         char *config_dir;                 /* canonical directory of the file, for %C and %R */
@@ -62,6 +61,8 @@ int config_error(struct parse_state *st, unsigned line, const char *fmt, ...)
 int config_key_apply(struct parse_state *st, const char *section, const char *name,
                      const char *value);
 void config_finish(struct parse_state *st);
+/* The line a scalar key was set on (0: unset), found by its section and name. */
+unsigned config_key_line(const struct parse_state *st, enum section_kind section, const char *name);
 
 /* config-network.c: [network] lists and [inject "NAME"] sections. */
 bool config_network_key_is_list(const char *name);

@@ -159,7 +159,7 @@ void config_finish(struct parse_state *st)
                 c->limits.netlog = 256ULL << 20; /* PROXY_NETLOG_MAX_DEFAULT */
         if (c->run.host_uids.first && c->run.host_uids.first < CONFIG_HOST_UID_FLOOR &&
             c->limits.cgroup != CONFIG_CGROUP_CONTAINER) {
-                config_error(st, st->lines[KEY_LINE_HOST_UIDS],
+                config_error(st, config_key_line(st, SECTION_RUN, "host_uids"),
                              "key 'host_uids' in [run]: ids below %u are for a container's own "
                              "user namespace: only with [limits] cgroup = container",
                              CONFIG_HOST_UID_FLOOR);
@@ -232,6 +232,17 @@ void config_finish(struct parse_state *st)
                         return;
                 }
         }
+        /* Two mirrors can't both say where one variable points. */
+        for (size_t i = 0; i < c->n_mirrors; i++)
+                for (size_t j = 0; c->mirrors[i].env && j < i; j++)
+                        if (c->mirrors[j].env && streq(c->mirrors[i].env, c->mirrors[j].env)) {
+                                config_error(st, c->mirrors[i].line,
+                                             "key 'env' in [mirror \"%s\"]: '%s' is set by "
+                                             "[mirror \"%s\"] already",
+                                             c->mirrors[i].name, c->mirrors[i].env,
+                                             c->mirrors[j].name);
+                                return;
+                        }
         for (size_t i = 0; i < c->home.n_seeds; i++) {
                 const struct config_seed *s = &c->home.seeds[i];
                 if (paths_overlap(state, s->source) || paths_overlap(mnt, s->source)) {
