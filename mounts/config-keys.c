@@ -284,12 +284,13 @@ static int id_range_apply(struct parse_state *st, const struct key *k,
                 return config_error(st, line,
                                     "key '%s' in [%s]: '%s' is not a range of two whole numbers",
                                     k->name, sec, value);
+        /* host_uids, the one range key: its table floor is a container's. */
         if (lo < k->min || hi > k->max || lo > hi)
                 return config_error(st, line,
                                     "key '%s' in [%s]: %s is out of range (FIRST <= LAST, both "
-                                    "%llu to %llu)",
-                                    k->name, sec, value, (unsigned long long)k->min,
-                                    (unsigned long long)k->max);
+                                    "%u to %llu, or from %llu with [limits] cgroup = container)",
+                                    k->name, sec, value, CONFIG_HOST_UID_FLOOR,
+                                    (unsigned long long)k->max, (unsigned long long)k->min);
         *field = (struct config_id_range){(uint32_t)lo, (uint32_t)hi};
         return 1;
 }
