@@ -108,7 +108,7 @@ rc=$?
 ok $rc "the patch applies to a clone outside, and the demo's tests pass with it"
 
 # [logs] stdout = json: the container's log is the cluster's pipeline.
-grep -q '^{"cloister":"journal","workspace":"task","line":{.*"path":"/workspace/greet.sh"' "$T/agent.log"
+grep -q '^{"cloister":"journal","workspace":"task","line":{.*"path":"/workspace/README.md"' "$T/agent.log"
 ok $? "the container's log holds the journal's lines, tagged with the workspace"
 $py "$src/deploy/collector/verify-chain" --workspace task --from-start "$T/agent.log" >"$T/chain.log" 2>&1
 rc=$?

@@ -70,6 +70,11 @@ cgroup_manager = "cgroupfs"
 events_logger = "file"
 EOF
 export CONTAINERS_CONF=$T/containers.conf
+# The repositories here belong to the containers' root, not to ours: git
+# outside reads them too (a global config of the test's own, which the
+# git upload-pack of a local clone also reads).
+printf '[safe]\n\tdirectory = *\n' >"$T/gitconfig"
+export GIT_CONFIG_GLOBAL=$T/gitconfig
 pm() { podman --root "$T/storage" --runroot "$T/run" --tmpdir "$T/libpod" "$@"; }
 
 cleanup() {
