@@ -17,6 +17,7 @@
 
 #include <jansson.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -85,6 +86,8 @@ struct mcp_server {
 int64_t mcp_now_ms(void);
 void mcp_logf(const struct mcp_server *s, const char *fmt, ...)
         __attribute__((format(printf, 2, 3)));
+/* vasprintf's text, or NULL (out of memory). */
+char *mcp_vformat(const char *fmt, va_list ap) __attribute__((format(printf, 1, 0)));
 
 /* Send one message (steals msg); false once the client is gone. */
 bool mcp_send(struct mcp_server *s, json_t *msg);

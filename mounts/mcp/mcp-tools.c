@@ -510,8 +510,7 @@ json_t *mcp_result_error(const char *fmt, ...)
         va_list ap;
 
         va_start(ap, fmt);
-        if (vasprintf(&m, fmt, ap) < 0)
-                m = NULL;
+        m = mcp_vformat(fmt, ap);
         va_end(ap);
         return json_pack("{s:[{s:s, s:o}], s:b}", "content", "type", "text", "text",
                          ops_json_text(m ? m : "error", m ? strlen(m) : 5), "isError", 1);

@@ -40,14 +40,20 @@ int64_t mcp_now_ms(void)
         return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
+char *mcp_vformat(const char *fmt, va_list ap)
+{
+        char *m;
+
+        return vasprintf(&m, fmt, ap) < 0 ? NULL : m;
+}
+
 void mcp_logf(const struct mcp_server *s, const char *fmt, ...)
 {
         _cleanup_free_ char *m = NULL;
         va_list ap;
 
         va_start(ap, fmt);
-        if (vasprintf(&m, fmt, ap) < 0)
-                m = NULL;
+        m = mcp_vformat(fmt, ap);
         va_end(ap);
         if (m && s->o->log)
                 s->o->log(m);
@@ -93,8 +99,7 @@ void mcp_reply_error(struct mcp_server *s, json_t *id, int code, const char *fmt
         va_list ap;
 
         va_start(ap, fmt);
-        if (vasprintf(&m, fmt, ap) < 0)
-                m = NULL;
+        m = mcp_vformat(fmt, ap);
         va_end(ap);
         mcp_send(s, json_pack("{s:s, s:O, s:{s:i, s:o}}", "jsonrpc", "2.0", "id",
                               id ? id : json_null(), "error", "code", code, "message",
@@ -321,8 +326,8 @@ static void on_cancelled(struct mcp_server *s, json_t *params)
 
 static bool id_valid(json_t *id)
 {
-        /* JSON-RPC: a string or a number; MCP: never null. */
-        return json_is_string(id) || json_is_integer(id);
+        /* JSON-RPC: a string or a number (echoed as it came); MCP: never null. */
+        return json_is_string(id) || json_is_number(id);
 }
 
 static void on_message(struct mcp_server *s, json_t *m)
@@ -358,7 +363,7 @@ static void on_message(struct mcp_server *s, json_t *m)
         }
         if (request && !id_valid(id)) {
                 mcp_reply_error(s, NULL, MCP_INVALID_REQUEST,
-                                "\"id\" must be a string or an integer");
+                                "\"id\" must be a string or a number");
                 return;
         }
         if (params && !json_is_object(params) && !json_is_array(params)) {

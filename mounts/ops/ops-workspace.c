@@ -10,10 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -21,6 +19,7 @@
 #include "operations.h"
 #include "review-workspace.h"
 #include "review.h"
+#include "sandbox.h"
 #include "lib/pidfile.h"
 #include "lib/errorf.h"
 #include "lib/values.h"
@@ -52,18 +51,6 @@ static int runs_live(const struct config *c)
                         n++;
         }
         return n;
-}
-
-static bool socket_live(const char *path)
-{
-        struct sockaddr_un sa = {.sun_family = AF_UNIX};
-        _cleanup_close_ int fd = -1;
-
-        if (strlen(path) >= sizeof(sa.sun_path))
-                return false;
-        strcpy(sa.sun_path, path);
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-        return fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
 }
 
 int ops_workspace_summary(const struct config *c, json_t **ret, char **ret_error)
@@ -123,7 +110,8 @@ static json_t *daemon_state(const struct config *c, const char *socket, const ch
         _cleanup_close_ int state = open(c->workspace.state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         pid_t pid = state >= 0 ? pidfile_read(state, pidfile) : 0;
 
-        return json_pack("{s:s, s:b, s:o}", "socket", socket, "serving", socket_live(socket), "pid",
+        return json_pack("{s:s, s:b, s:o}", "socket", socket, "serving",
+                         sandbox_socket_live(socket), "pid",
                          pid > 0 ? json_integer(pid) : json_null());
 }
 

@@ -235,7 +235,7 @@ static int mount_finish(const struct sandbox_session_options *o, pid_t *pid, cha
         return 0;
 }
 
-static bool socket_live(const char *path)
+bool sandbox_socket_live(const char *path)
 {
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
         _cleanup_close_ int fd = -1;
@@ -350,7 +350,7 @@ static void daemon_close(struct daemon *d)
 /* Start `cloister VERB CONFIG` unless socket already answers; don't wait. */
 static int daemon_spawn(const struct sandbox_session_options *o, struct daemon *d, char **ret_error)
 {
-        if (socket_live(d->socket))
+        if (sandbox_socket_live(d->socket))
                 return 0; /* one already serves this workspace */
         d->watch = socket_watch(d->socket);
         d->pid = self_spawn(d->verb, o->config_path, SPAWN_DAEMON | (o->verbose ? 0 : SPAWN_QUIET));
@@ -382,7 +382,7 @@ static int daemon_ready(struct daemon *d, char **ret_error)
                                 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
                 }
                 fd_drain(d->watch);
-                if (socket_live(d->socket)) {
+                if (sandbox_socket_live(d->socket)) {
                         daemon_close(d);
                         return 0;
                 }

@@ -146,6 +146,8 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
  * config and warn of o are used.
  */
 typedef struct sandbox_hold sandbox_hold;
+/* Whether a daemon answers on the unix socket at path (a connect works). */
+bool sandbox_socket_live(const char *path);
 int sandbox_hold_take(const struct sandbox_session_options *o, sandbox_hold **ret,
                       char **ret_error);
 void sandbox_hold_release(sandbox_hold *h);
