@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "audit.h"
+#include "lib/logsink.h"
 #include "lib/util.h"
 
 #define HASH_LEN  32
@@ -38,6 +39,8 @@ struct broker_audit {
         int64_t noise_at;    /* when it was last filled */
         char *text;          /* broker_audit_append_text's line, reused */
         size_t text_cap;
+        char stream[16]; /* the file's name without .jsonl: "audit", "net" (logsink.h) */
+        char *name;      /* the workspace, for logsink.h; NULL: the sink's own */
 };
 
 static int reason_set(char **ret, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -326,6 +329,7 @@ int broker_audit_open_file(int dirfd, const char *dir, const char *file, const c
                 return -ENOMEM;
         a->size = lseek(fd, 0, SEEK_END);
         a->fd = TAKE_FD(fd);
+        snprintf(a->stream, sizeof(a->stream), "%.*s", (int)strcspn(file, "."), file);
         a->head_fd = TAKE_FD(head_fd);
         a->seq = s.seq;
         memcpy(a->prev, s.prev, sizeof(a->prev));
@@ -454,6 +458,7 @@ static int line_write(broker_audit *a, char *buf, size_t blen, int64_t now, bool
                 }
                 off += (size_t)n;
         }
+        logsink_line(a->stream, a->name, buf, len);
         a->size += (off_t)len;
         a->seq++;
         memcpy(a->prev, hash, sizeof(hash));
@@ -562,5 +567,17 @@ void broker_audit_free(broker_audit *a)
         safe_close(a->fd);
         safe_close(a->head_fd);
         free(a->text);
+        free(a->name);
         free(a);
+}
+
+int broker_audit_set_name(broker_audit *a, const char *workspace)
+{
+        char *n = strdup(workspace);
+
+        if (!n)
+                return -ENOMEM;
+        free(a->name);
+        a->name = n;
+        return 0;
 }

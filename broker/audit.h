@@ -95,6 +95,11 @@ void broker_audit_set_max(broker_audit *a, uint64_t max_bytes);
 int broker_audit_append_noise(broker_audit *a, json_t *entry, int64_t now)
         __attribute__((warn_unused_result));
 void broker_audit_free(broker_audit *a);
+/*
+ * The workspace the log's lines are tagged with when they are also copied
+ * to standard output (lib/logsink.h). 0 or -ENOMEM.
+ */
+int broker_audit_set_name(broker_audit *a, const char *workspace);
 
 /*
  * Check a log file (and its head next to it, if present: NAME.jsonl has

@@ -338,6 +338,9 @@ int broker_add_workspace(broker *b, const struct broker_workspace_options *o, ch
         r = broker_audit_open(ws->dirfd, ws->dir, broker_tokens_replay, ws, &ws->audit, ret_error);
         if (r < 0)
                 goto fail;
+        r = broker_audit_set_name(ws->audit, ws->name);
+        if (r < 0)
+                goto fail;
         broker_audit_set_max(ws->audit, o->audit_max ? o->audit_max : BROKER_AUDIT_MAX_DEFAULT);
         if (asprintf(&ws->admin_path, "%s/%s", ws->dir, BROKER_ADMIN_SOCKET) < 0 ||
             !(ws->agent_path = strdup(o->socket))) {

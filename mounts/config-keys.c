@@ -19,6 +19,7 @@ const char *const config_section_names[SECTION_MAX] = {
         [SECTION_WORKSPACE] = "workspace", [SECTION_REPO] = "repo",     [SECTION_HOME] = "home",
         [SECTION_MIRROR] = "mirror",       [SECTION_BROKER] = "broker", [SECTION_LIMITS] = "limits",
         [SECTION_NETWORK] = "network",     [SECTION_RUN] = "run",       [SECTION_INJECT] = "inject",
+        [SECTION_LOGS] = "logs",
 };
 
 enum key_type {
@@ -31,6 +32,8 @@ enum key_type {
         KEY_DURATION,
         KEY_COUNT,
         KEY_NETWORK,
+        KEY_CGROUP,
+        KEY_LOG_STDOUT,
         KEY_ENV_LIST,
         KEY_USER,
         KEY_SEED,       /* repeatable */
@@ -91,11 +94,14 @@ static const struct key keys[] = {
         {SECTION_LIMITS, "journal", KEY_SIZE, CFG(limits.journal), 1 * MiB, 64 * GiB, 0},
         {SECTION_LIMITS, "audit", KEY_SIZE, CFG(limits.audit), 1 * MiB, 64 * GiB, 0},
         {SECTION_LIMITS, "netlog", KEY_SIZE, CFG(limits.netlog), 1 * MiB, 64 * GiB, 0},
+        {SECTION_LIMITS, "cgroup", KEY_CGROUP, CFG(limits.cgroup), 0, 0, 0},
+        {SECTION_LOGS, "stdout", KEY_LOG_STDOUT, CFG(logs.stdout_json), 0, 0, 0},
         {SECTION_NETWORK, "mode", KEY_NETWORK, CFG(network.mode), 0, 0, 0},
         {SECTION_RUN, "env", KEY_ENV_LIST, CFG(run.env), 0, 0, 0},
         {SECTION_RUN, "user", KEY_USER, CFG(run.user), 0, 0, 0},
-        {SECTION_RUN, "host_uids", KEY_ID_RANGE, CFG(run.host_uids), CONFIG_HOST_UID_FLOOR,
-         CONFIG_HOST_UID_CEILING, 0},
+        /* Below CONFIG_HOST_UID_FLOOR only in a container (config-validate.c). */
+        {SECTION_RUN, "host_uids", KEY_ID_RANGE, CFG(run.host_uids),
+         CONFIG_HOST_UID_CONTAINER_FLOOR, CONFIG_HOST_UID_CEILING, 0},
         {SECTION_NETWORK, "test_ca", KEY_HOST_PATH, CFG(network.test_ca), 0, 0, 0},
         {SECTION_NETWORK, "connections", KEY_COUNT, CFG(network.connections), 1, PROXY_CONNS_MAX,
          0},
@@ -278,12 +284,13 @@ static int id_range_apply(struct parse_state *st, const struct key *k,
                 return config_error(st, line,
                                     "key '%s' in [%s]: '%s' is not a range of two whole numbers",
                                     k->name, sec, value);
+        /* host_uids, the one range key: its table floor is a container's. */
         if (lo < k->min || hi > k->max || lo > hi)
                 return config_error(st, line,
                                     "key '%s' in [%s]: %s is out of range (FIRST <= LAST, both "
-                                    "%llu to %llu)",
-                                    k->name, sec, value, (unsigned long long)k->min,
-                                    (unsigned long long)k->max);
+                                    "%u to %llu, or from %llu with [limits] cgroup = container)",
+                                    k->name, sec, value, CONFIG_HOST_UID_FLOOR,
+                                    (unsigned long long)k->max, (unsigned long long)k->min);
         *field = (struct config_id_range){(uint32_t)lo, (uint32_t)hi};
         return 1;
 }
@@ -384,6 +391,27 @@ static int key_value_apply(struct parse_state *st, const struct key *k, void *ba
                                             "'host'",
                                             k->name, sec, value);
                 return 1;
+        case KEY_CGROUP:
+                if (streq(value, "sandbox"))
+                        *(enum config_cgroup *)field = CONFIG_CGROUP_SANDBOX;
+                else if (streq(value, "container"))
+                        *(enum config_cgroup *)field = CONFIG_CGROUP_CONTAINER;
+                else
+                        return config_error(st, line,
+                                            "key '%s' in [%s]: '%s' is not 'sandbox' or "
+                                            "'container'",
+                                            k->name, sec, value);
+                return 1;
+        case KEY_LOG_STDOUT:
+                if (streq(value, "none"))
+                        *(bool *)field = false;
+                else if (streq(value, "json"))
+                        *(bool *)field = true;
+                else
+                        return config_error(st, line,
+                                            "key '%s' in [%s]: '%s' is not 'none' or 'json'",
+                                            k->name, sec, value);
+                return 1;
         case KEY_USER:
                 if (!user_is_valid(value))
                         return config_error(st, line,
@@ -423,6 +451,14 @@ static int key_value_apply(struct parse_state *st, const struct key *k, void *ba
         if (!*s)
                 return config_error(st, 0, "out of memory");
         return 1;
+}
+
+unsigned config_key_line(const struct parse_state *st, enum section_kind section, const char *name)
+{
+        for (size_t i = 0; i < ELEMENTSOF(keys); i++)
+                if (keys[i].section == section && streq(keys[i].name, name))
+                        return st->lines[i];
+        return 0;
 }
 
 int config_key_apply(struct parse_state *st, const char *section, const char *name,

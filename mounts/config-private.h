@@ -19,6 +19,7 @@ enum section_kind {
         SECTION_NETWORK,
         SECTION_RUN,
         SECTION_INJECT,
+        SECTION_LOGS,
         SECTION_MAX,
 };
 
@@ -60,6 +61,8 @@ int config_error(struct parse_state *st, unsigned line, const char *fmt, ...)
 int config_key_apply(struct parse_state *st, const char *section, const char *name,
                      const char *value);
 void config_finish(struct parse_state *st);
+/* The line a scalar key was set on (0: unset), found by its section and name. */
+unsigned config_key_line(const struct parse_state *st, enum section_kind section, const char *name);
 
 /* config-network.c: [network] lists and [inject "NAME"] sections. */
 bool config_network_key_is_list(const char *name);

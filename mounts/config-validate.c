@@ -157,6 +157,14 @@ void config_finish(struct parse_state *st)
                 c->limits.audit = 64ULL << 20; /* BROKER_AUDIT_MAX_DEFAULT */
         if (!c->limits.netlog)
                 c->limits.netlog = 256ULL << 20; /* PROXY_NETLOG_MAX_DEFAULT */
+        if (c->run.host_uids.first && c->run.host_uids.first < CONFIG_HOST_UID_FLOOR &&
+            c->limits.cgroup != CONFIG_CGROUP_CONTAINER) {
+                config_error(st, config_key_line(st, SECTION_RUN, "host_uids"),
+                             "key 'host_uids' in [run]: ids below %u are for a container's own "
+                             "user namespace: only with [limits] cgroup = container",
+                             CONFIG_HOST_UID_FLOOR);
+                return;
+        }
         if (!c->run.host_uids.first)
                 c->run.host_uids =
                         (struct config_id_range){CONFIG_HOST_UID_MIN, CONFIG_HOST_UID_MAX};

@@ -33,10 +33,22 @@
  * 600100000), above systemd's container range (524288-1879048191) and
  * SSSD's default id mapping (up to 2000200000), and below 2^31.
  */
-#define CONFIG_HOST_UID_MIN     2100000000U
-#define CONFIG_HOST_UID_MAX     2100065535U
-#define CONFIG_HOST_UID_FLOOR   65536U      /* above the 16-bit ids: system, users, nobody */
-#define CONFIG_HOST_UID_CEILING 2147483647U /* ids stay positive as a signed int */
+#define CONFIG_HOST_UID_MIN   2100000000U
+#define CONFIG_HOST_UID_MAX   2100065535U
+#define CONFIG_HOST_UID_FLOOR 65536U /* above the 16-bit ids: system, users, nobody */
+/*
+ * With [limits] cgroup = container the ids are those of the container's user
+ * namespace, where no host user lives: Kubernetes gives a Pod's (hostUsers:
+ * false) 65536 ids, 0-65535, so the sandbox's must lie below 65536 there.
+ */
+#define CONFIG_HOST_UID_CONTAINER_FLOOR 1000U
+#define CONFIG_HOST_UID_CEILING         2147483647U /* ids stay positive as a signed int */
+
+/* [limits] cgroup: where the sandbox's processes and memory are capped as root. */
+enum config_cgroup {
+        CONFIG_CGROUP_SANDBOX = 0, /* a pids (and memory) cgroup per sandbox (default) */
+        CONFIG_CGROUP_CONTAINER,   /* the container's own cgroup, verified (sandbox-container.c) */
+};
 
 enum config_network {
         CONFIG_NETWORK_NONE = 0, /* loopback only (default) */
@@ -108,6 +120,7 @@ struct config {
                 uint64_t journal;   /* bytes of the write journal; default 256 MiB */
                 uint64_t audit;     /* bytes of the broker's audit log; default 64 MiB */
                 uint64_t netlog;    /* bytes of the proxy's net.jsonl; default 256 MiB */
+                enum config_cgroup cgroup; /* default CONFIG_CGROUP_SANDBOX */
                 bool set_bytes, set_files, set_timeout, set_memory, set_processes;
         } limits;
 
@@ -128,6 +141,12 @@ struct config {
         /* [inject "NAME"] sections, in file order */
         struct proxy_inject_rule *injects;
         size_t n_injects;
+
+        struct {
+                /* [logs] stdout = json: the journal, audit and network lines also on
+                 * standard output, tagged (lib/logsink.h); default none */
+                bool stdout_json;
+        } logs;
 
         struct {
                 char **env; /* NULL-terminated host variable names allowed in; never NULL */

@@ -632,6 +632,9 @@ int proxy_new(const struct proxy_options *o, proxy **ret, char **ret_error)
                                    PROXY_AUDIT_HEAD, NULL, NULL, &px->audit, ret_error);
         if (r < 0)
                 goto fail;
+        r = broker_audit_set_name(px->audit, px->workspace);
+        if (r < 0)
+                goto fail;
         broker_audit_set_max(px->audit, px->log_max);
         px->head_sync = evtimer_new(px->base, head_sync_cb, px);
         if (!px->head_sync) {

@@ -39,6 +39,7 @@
 #include <time.h>
 
 #include "journal-internal.h"
+#include "lib/logsink.h"
 #include "lib/util.h"
 
 static const char *const op_names[] = {
@@ -292,6 +293,7 @@ int journal_line_write(journal *j, json_t *o, bool mark)
         j->need_newline = (size_t)w != off;
         if ((size_t)w != off)
                 return -ENOSPC;
+        logsink_line("journal", NULL, s, n); /* [logs] stdout = json; nothing without a sink */
         return 0;
 }
 

@@ -21,6 +21,7 @@
 #include "keys.h"
 #include "policy.h"
 #include "lib/lifetime.h"
+#include "lib/logsink.h"
 #include "lib/mkdir.h"
 #include "lib/pidfile.h"
 #include "lib/util.h"
@@ -229,6 +230,16 @@ static int broker_cmd_run(int argc, char **argv)
                         goto out;
                 }
                 n++;
+                /* [logs] stdout = json: its audit lines also on stdout, each tagged
+                 * with its own workspace (one sink for all of this broker's). */
+                if (cfgs[n - 1]->logs.stdout_json &&
+                    (r = logsink_open_stdout(cfgs[n - 1]->workspace.name)) < 0) {
+                        ret = command_fail(&command_broker, 1,
+                                           "%s: [logs] stdout = json: cannot open standard "
+                                           "output: %s",
+                                           cfgs[n - 1]->file, strerror(-r));
+                        goto out;
+                }
                 struct broker_workspace_options o;
                 compose_broker_options(cfgs[n - 1], &o);
                 r = broker_add_workspace(b, &o, &error);

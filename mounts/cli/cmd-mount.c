@@ -24,6 +24,7 @@
 #include "config.h"
 #include "fs.h"
 #include "hostid.h"
+#include "lib/logsink.h"
 #include "operations.h"
 #include "lib/util.h"
 #include "sandbox.h"
@@ -85,6 +86,21 @@ fail:
         return r;
 }
 
+/* [logs] stdout = json: the journal's lines also on what stdout is now. */
+static int sink_open(const struct config *c)
+{
+        int r;
+
+        if (!c->logs.stdout_json)
+                return 0;
+        r = logsink_open_stdout(c->workspace.name);
+        if (r < 0)
+                return command_fail(&command_mount, 1,
+                                    "%s: [logs] stdout = json: cannot open standard output: %s",
+                                    c->file, strerror(-r));
+        return 0;
+}
+
 static int serve(const struct config *c, int ready_fd)
 {
         struct compose_fs f;
@@ -122,6 +138,50 @@ static void redirect_output(const struct config *c)
                 dup2(fd, STDERR_FILENO);
                 close(fd);
         }
+}
+
+/*
+ * The last line of the daemon's log on our stderr, if it is the daemon's
+ * own error ("cloister mount: ..."): a mount that fails once its output
+ * went to the log (FUSE refused, in a container without CAP_SYS_ADMIN, say)
+ * would otherwise say nothing where it was started.
+ */
+static void log_last_line_show(const struct config *c)
+{
+        _cleanup_free_ char *p = NULL;
+        _cleanup_close_ int fd = -1;
+        char buf[4096], *line;
+        struct stat st;
+        ssize_t n;
+        off_t at;
+
+        if (asprintf(&p, "%s/fs/daemon.log", c->workspace.state) < 0)
+                return;
+        fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return;
+        at = st.st_size > (off_t)sizeof(buf) - 1 ? st.st_size - (off_t)sizeof(buf) + 1 : 0;
+        n = pread(fd, buf, sizeof(buf) - 1, at);
+        if (n <= 0)
+                return;
+        buf[n] = '\0';
+        while (n > 0 && buf[n - 1] == '\n')
+                buf[--n] = '\0';
+        line = strrchr(buf, '\n');
+        line = line ? line + 1 : buf;
+        if (!startswith(line, "cloister mount: "))
+                return;
+        /* libfuse's (or fusermount3's) own reason is the line before ours. */
+        if (line > buf) {
+                char *prev;
+
+                line[-1] = '\0';
+                prev = strrchr(buf, '\n');
+                prev = prev ? prev + 1 : buf;
+                if (startswith(prev, "fuse: ") || startswith(prev, "fusermount3: "))
+                        fprintf(stderr, "%s\n", prev);
+        }
+        fprintf(stderr, "%s\n", line);
 }
 
 /* --json: the mount, once it serves (docs/cloister-mount.md). */
@@ -193,6 +253,9 @@ static int mount_run(int argc, char **argv)
         if (r < 0)
                 return command_fail(&command_mount, 1, "cannot clean up '%s': %s",
                                     c->workspace.mountpoint, strerror(-r));
+        r = sink_open(c);
+        if (r)
+                return r;
         if (foreground)
                 return serve(c, -1);
 
@@ -238,8 +301,11 @@ static int mount_run(int argc, char **argv)
                 return 0;
         if (waitpid(child, &status, 0) < 0)
                 return command_fail(&command_mount, 1, "waitpid: %s", strerror(errno));
-        if (WIFEXITED(status) && WEXITSTATUS(status) != 0)
+        if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+                /* It failed after its output went to the log (the mount itself): say why here. */
+                log_last_line_show(c);
                 return WEXITSTATUS(status);
+        }
         return command_fail(&command_mount, 1,
                             "the daemon exited before serving (see %s/fs/daemon.log)",
                             c->workspace.state);

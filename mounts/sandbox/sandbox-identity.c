@@ -36,6 +36,7 @@
 #include <stdio.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -73,6 +74,74 @@ static int become(uid_t uid, gid_t gid)
 }
 
 /*
+ * Send err and, with 0, the helper's own user namespace, which it may always
+ * open: root may not open the helper's /proc/PID/ns/user (the helper is
+ * another uid, and that takes CAP_SYS_PTRACE, which a container's root
+ * usually lacks), so the namespace travels as a descriptor instead.
+ */
+static int userns_send(int sock, int err)
+{
+        _cleanup_close_ int ns = -1;
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } control = {0};
+        struct iovec iov = {.iov_base = &err, .iov_len = sizeof(err)};
+        struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1};
+
+        if (!err) {
+                ns = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
+                if (ns < 0)
+                        err = errno;
+        }
+        if (ns >= 0) {
+                struct cmsghdr *c;
+
+                m.msg_control = control.buf;
+                m.msg_controllen = sizeof(control.buf);
+                c = CMSG_FIRSTHDR(&m);
+                c->cmsg_level = SOL_SOCKET;
+                c->cmsg_type = SCM_RIGHTS;
+                c->cmsg_len = CMSG_LEN(sizeof(int));
+                memcpy(CMSG_DATA(c), &ns, sizeof(int));
+        }
+        return sendmsg(sock, &m, MSG_NOSIGNAL) == sizeof(err) ? 0 : -1;
+}
+
+/* The helper's errno (EIO if it said nothing) and, with 0, its namespace in *ret_ns. */
+static int userns_receive(int sock, int *ret_ns)
+{
+        union {
+                struct cmsghdr h;
+                char buf[CMSG_SPACE(sizeof(int))];
+        } control = {0};
+        int err = EIO;
+        struct iovec iov = {.iov_base = &err, .iov_len = sizeof(err)};
+        struct msghdr m = {.msg_iov = &iov,
+                           .msg_iovlen = 1,
+                           .msg_control = control.buf,
+                           .msg_controllen = sizeof(control.buf)};
+        struct cmsghdr *c;
+        ssize_t n;
+
+        *ret_ns = -1;
+        do
+                n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC);
+        while (n < 0 && errno == EINTR);
+        c = n > 0 ? CMSG_FIRSTHDR(&m) : NULL;
+        if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+            c->cmsg_len == CMSG_LEN(sizeof(int)))
+                memcpy(ret_ns, CMSG_DATA(c), sizeof(int));
+        if (n != sizeof(err) || (m.msg_flags & (MSG_CTRUNC | MSG_TRUNC)))
+                err = EIO;
+        if (!err && *ret_ns < 0)
+                err = EIO;
+        if (err)
+                *ret_ns = safe_close(*ret_ns);
+        return err;
+}
+
+/*
  * The helper: enter a new user namespace as the host identity, so that the
  * namespace is that identity's (see sandbox_userns_finish), close it to
  * nesting, and wait to be told to go.
@@ -87,7 +156,7 @@ static _noreturn_ void userns_child(uid_t uid, gid_t gid, int ready_w, int go_r)
                 err = errno;
         if (!err && file_write(AT_FDCWD, "/proc/sys/user/max_user_namespaces", "0") < 0)
                 err = errno ? errno : EIO; /* this namespace's own limit: it has the caps */
-        if (write(ready_w, &err, sizeof(err)) != sizeof(err))
+        if (userns_send(ready_w, err) < 0)
                 _exit(1);
         /* EOF when the parent is done with us (or dies). */
         while (read(go_r, &b, 1) < 0 && errno == EINTR)
@@ -113,7 +182,8 @@ struct sandbox_userns {
         pid_t pid;
         uid_t uid;
         gid_t gid;
-        int ready_r; /* the helper's errno of becoming the identity and unsharing */
+        int ready_r; /* the helper's errno of becoming the identity and unsharing, and the namespace
+                      */
         int go_w;    /* closed: the helper exits */
 };
 
@@ -137,7 +207,8 @@ pid_t sandbox_helper_fork(int *to, int *from)
 
         if (pipe2(t, O_CLOEXEC) < 0)
                 return negative_errno();
-        if (pipe2(f, O_CLOEXEC) < 0) {
+        /* A socket, so the user namespace helper can send a descriptor back. */
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, f) < 0) {
                 r = negative_errno();
                 goto close_t;
         }
@@ -188,15 +259,20 @@ int sandbox_userns_finish(struct sandbox_userns *u, int fd, char **ret_error)
 {
         _cleanup_close_ int dir = -1, ns = -1;
         char path[64], map[64];
-        int err = 0, r;
+        int err, r;
 
-        if (read(u->ready_r, &err, sizeof(err)) != sizeof(err))
-                err = EIO;
+        err = userns_receive(u->ready_r, &ns);
         u->ready_r = safe_close(u->ready_r);
+        /* EROFS: /proc/sys is read-only, as a container's masked /proc has it. */
         if (err)
                 return sandbox_errorf(ret_error, -err,
-                                      "cannot create the sandbox's user namespace: %s",
-                                      strerror(err));
+                                      "cannot create the sandbox's user namespace: %s%s",
+                                      strerror(err),
+                                      err == EROFS ? " (/proc/sys/user/max_user_namespaces: in a "
+                                                     "container, /proc must not be masked: "
+                                                     "podman --security-opt unmask=/proc/*, "
+                                                     "Kubernetes procMount: Unmasked)"
+                                                   : "");
         snprintf(path, sizeof(path), "/proc/%d", (int)u->pid);
         dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (dir < 0)
@@ -215,9 +291,6 @@ int sandbox_userns_finish(struct sandbox_userns *u, int fd, char **ret_error)
                 return sandbox_errorf(ret_error, r,
                                       "cannot map the sandbox's uid to host uid %u: %s",
                                       (unsigned)u->uid, strerror(-r));
-        ns = openat(dir, "ns/user", O_RDONLY | O_CLOEXEC);
-        if (ns < 0)
-                return sandbox_errorf(ret_error, negative_errno(), "%s/ns/user: %m", path);
         if (dup3(ns, fd, O_CLOEXEC) < 0)
                 return sandbox_errorf(ret_error, negative_errno(), "dup3: %m");
         /* The namespace lives on in fd: the helper may go (free reaps it, later). */

@@ -15,7 +15,9 @@
  * is an unprivileged host uid now (sandbox-identity.c), so the rlimit binds
  * it too; the pids cgroup (see cgroup_make() for where) stays, because it
  * also holds every process of the sandbox for the memory cap and for
- * teardown. If none can be made, running as root is refused.
+ * teardown. If none can be made, running as root is refused, unless
+ * [limits] cgroup = container says the container's own cgroup caps it
+ * (sandbox-container.c, which checks that it does).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -328,11 +330,16 @@ void sandbox_cgroup_prime(void)
         pthread_attr_destroy(&attr);
 }
 
-int sandbox_cgroup_prepare(const struct config *c, struct sandbox_cgroup **ret, char **ret_error)
+int sandbox_cgroup_prepare(const struct config *c, struct sandbox_cgroup **ret, char **ret_note,
+                           char **ret_error)
 {
         int r;
 
         *ret = NULL;
+        *ret_note = NULL;
+        /* Whoever runs it: the container's cgroup binds every uid alike. */
+        if (c->limits.cgroup == CONFIG_CGROUP_CONTAINER)
+                return sandbox_container_verify(c, ret_note, ret_error);
         if (geteuid() != 0)
                 return 0;
         r = cgroup_make(c->limits.processes, c->limits.memory, ret);
@@ -555,6 +562,55 @@ int sandbox_limits_apply(const struct config *c, pid_t pid, struct sandbox_limit
         return 0;
 }
 
+/* pid's parent, from /proc/PID/stat (which needs no ptrace access); 0 if gone. */
+static pid_t parent_of(pid_t pid)
+{
+        char p[64], buf[512], *close_paren;
+        _cleanup_close_ int fd = -1;
+        ssize_t n;
+        int ppid;
+
+        snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+        fd = open(p, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || (n = read(fd, buf, sizeof(buf) - 1)) <= 0)
+                return 0;
+        buf[n] = '\0';
+        /* "PID (COMM) STATE PPID ...": COMM may hold anything, so from its last ')'. */
+        close_paren = strrchr(buf, ')');
+        if (!close_paren || sscanf(close_paren + 1, " %*c %d", &ppid) != 1)
+                return 0;
+        return (pid_t)ppid;
+}
+
+/*
+ * Signal every process below pid1 by ancestry, where its PID namespace
+ * can't be compared: /proc/PID/ns of another uid's process takes
+ * CAP_SYS_PTRACE, which a container's root usually lacks. In a PID
+ * namespace an orphan is adopted by its init, pid1, so every process of
+ * the sandbox has pid1 among its ancestors.
+ */
+static void kill_descendants(pid_t pid1, int sig)
+{
+        _cleanup_closedir_ DIR *d = opendir("/proc");
+        struct dirent *de;
+
+        if (!d)
+                return;
+        while ((de = readdir(d))) {
+                char *end;
+                long pid = strtol(de->d_name, &end, 10);
+                pid_t up = (pid_t)pid;
+
+                if (*end || pid <= 1 || pid == pid1)
+                        continue;
+                /* Bounded: a chain longer than this is not one this run made. */
+                for (int depth = 0; depth < 4096 && up > 1 && up != pid1; depth++)
+                        up = parent_of(up);
+                if (up == pid1)
+                        (void)kill((pid_t)pid, sig);
+        }
+}
+
 /* The sandbox's PID namespace is the one its first process lives in. */
 void sandbox_kill_all(pid_t pid1, int sig)
 {
@@ -569,8 +625,11 @@ void sandbox_kill_all(pid_t pid1, int sig)
                 return;
         }
         snprintf(p, sizeof(p), "/proc/%d/ns/pid", (int)pid1);
-        if (stat(p, &ns) < 0)
+        if (stat(p, &ns) < 0) {
+                if (errno == EACCES || errno == EPERM)
+                        kill_descendants(pid1, sig);
                 return;
+        }
         d = opendir("/proc");
         if (!d)
                 return;

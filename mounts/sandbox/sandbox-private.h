@@ -139,9 +139,18 @@ void sandbox_limiter_free(struct sandbox_limiter *l);
 /*
  * As root: the sandbox's pids cgroup (and memory cap), made and limited
  * before its pid is known (*ret is NULL when not root). Fails when none can
- * be made: then running as root is refused.
+ * be made: then running as root is refused. With [limits] cgroup =
+ * container, none is made (*ret NULL): the container's cgroup is checked
+ * instead, and *ret_note says what enforces the limits.
  */
-int sandbox_cgroup_prepare(const struct config *c, struct sandbox_cgroup **ret, char **ret_error);
+int sandbox_cgroup_prepare(const struct config *c, struct sandbox_cgroup **ret, char **ret_note,
+                           char **ret_error);
+/*
+ * [limits] cgroup = container: 0 and *ret_note (malloc'd, one line) if the
+ * cgroup this process is in caps memory at or below [limits] memory (what
+ * enforces processes is said too); else an error naming the limit missing.
+ */
+int sandbox_container_verify(const struct config *c, char **ret_note, char **ret_error);
 /* As root, early: pay the kernel's first-move wait off the path (sandbox-limits.c). */
 void sandbox_cgroup_prime(void);
 /*
@@ -185,11 +194,12 @@ void sandbox_registry_sweep(const char *state);
  */
 struct sandbox_userns;
 /*
- * Fork a helper tied to us by two pipes, as the user namespace's and the
- * limits' helpers are. In the parent *to is the write end of the pipe to
- * the helper and *from the read end of the one from it; in the helper
- * (return 0) *to is its read end and *from its write end, and the
- * parent's ends are closed there. Returns the helper's pid; < 0 with
+ * Fork a helper tied to us by a pipe to it and a stream socket from it (so
+ * it can send a descriptor back), as the user namespace's and the limits'
+ * helpers are. In the parent *to is the write end of the pipe to the
+ * helper and *from our end of the socket; in the helper (return 0) *to is
+ * its read end and *from its end of the socket, and the parent's ends are
+ * closed there. Returns the helper's pid; < 0 with
  * nothing left open.
  */
 pid_t sandbox_helper_fork(int *to, int *from);

@@ -314,6 +314,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                 .seccomp = -1, .status_w = -1, .userns = -1, .tmpfs = &tmpfs, .etc = &etc};
         _cleanup_close_ int status_r = -1, seccomp_w = -1, sfd = -1, pidfd = -1, proxy_ctl = -1;
         _cleanup_free_ void *filter = NULL;
+        _cleanup_free_ char *cgroup_note = NULL;
         size_t filter_len = 0;
         _cleanup_strv_free_ char **argv = NULL;
         struct sandbox_cgroup *cg = NULL;
@@ -445,9 +446,12 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                 goto out;
         }
         sandbox_trace("seccomp filter built");
-        r = sandbox_cgroup_prepare(o->config, &cg, ret_error);
+        r = sandbox_cgroup_prepare(o->config, &cg, &cgroup_note, ret_error);
         if (r < 0)
                 goto out;
+        /* What enforces [limits] when the container's cgroup does: said on every run. */
+        if (cgroup_note)
+                fprintf(stderr, "cloister run: %s\n", cgroup_note);
         sandbox_trace("cgroups made");
         r = sandbox_registry_add(o->config->workspace.state, pgid, st->child_pid, NULL);
         if (r < 0) {

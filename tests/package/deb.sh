@@ -93,6 +93,10 @@ if [ -z "$deb" ]; then
         echo "Bail out! no cloister_*.deb was built"
         exit 1
 fi
+# tests/run's deploy stage builds the OCI image from this same package.
+if [ -n "${CLOISTER_DEB_KEEP:-}" ] && [ -d "$CLOISTER_DEB_KEEP" ]; then
+        cp "$deb" "$CLOISTER_DEB_KEEP/"
+fi
 
 # 2. What the package says it needs: the libraries by shlibs, and the
 # run-time programs by name.

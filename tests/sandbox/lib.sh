@@ -48,7 +48,9 @@ done_testing() {
 : "${CLOISTER:?CLOISTER must name the cloister binary}"
 [ -x /usr/bin/bwrap ] || [ -x "$(command -v bwrap 2>/dev/null)" ] ||
         skip_all "bubblewrap is not installed"
-bwrap --unshare-user --ro-bind / / true 2>/dev/null ||
+# (Not in a container of tests/deploy: its root lacks CAP_SETFCAP, which
+# bwrap's mapping of uid 0 needs and cloister's own mappings do not.)
+[ "${CLOISTER_TEST_CGROUP:-}" = container ] || bwrap --unshare-user --ro-bind / / true 2>/dev/null ||
         skip_all "this kernel or container does not allow user namespaces"
 
 cleanup_cmds=()
@@ -71,6 +73,29 @@ if ! "$CLOISTER" help mount 2>&1 | grep -q 'not available'; then
 fi
 RUN_OPTS=()
 [ "$fs_mode" = stub ] && RUN_OPTS=(--no-mount)
+
+# In a container (tests/deploy/podman.sh runs the escape suite in one),
+# CLOISTER_TEST_CGROUP=container makes every workspace rely on the
+# container's cgroup ([limits] cgroup = container), and
+# CLOISTER_TEST_HOST_UIDS names host ids its user namespace maps.
+container_ini=""
+if [ "${CLOISTER_TEST_CGROUP:-}" = container ]; then
+        container_ini=$'[limits]\ncgroup = container'
+fi
+if [ -n "${CLOISTER_TEST_HOST_UIDS:-}" ]; then
+        container_ini+=$'\n[run]\nhost_uids = '"$CLOISTER_TEST_HOST_UIDS"
+fi
+
+# proc_running ERE: whether a process's command line (its words joined by
+# spaces) matches ERE; /proc itself, so no procps is needed.
+proc_running() {
+        local f cmd
+        for f in /proc/[0-9]*/cmdline; do
+                cmd=$(tr '\0' ' ' <"$f" 2>/dev/null) || continue
+                [[ ${cmd% } =~ $1 ]] && return 0
+        done
+        return 1
+}
 
 # ws_new DIR [EXTRA_INI]: a workspace under DIR; sets CFG, MNT, STATE, REPO.
 # Extra config lines (e.g. a [limits] section) come from $2.
@@ -100,6 +125,7 @@ source = $dir/mirror-src
 path = /opt/mirror
 
 $extra
+$container_ini
 INI
         if [ "$fs_mode" = stub ]; then
                 mkdir -p "$MNT/workspace" "$MNT/home/agent" "$MNT/opt/mirror" "$STATE"
@@ -116,7 +142,17 @@ ws_mount() {
         "$CLOISTER" mount "$CFG"
 }
 
-crun() { "$CLOISTER" run "${RUN_OPTS[@]}" "$@"; }
+# In a container, every run says on stderr that the container's cgroup
+# enforces [limits]; the tests compare the agent's words alone.
+if [ "${CLOISTER_TEST_CGROUP:-}" = container ]; then
+        crun() {
+                { "$CLOISTER" run "${RUN_OPTS[@]}" "$@" 2>&1 1>&3 3>&- |
+                        grep -v "^cloister run: \[limits\] cgroup = container: the container's cgroup enforces" >&2
+                  return "${PIPESTATUS[0]}"; } 3>&1
+        }
+else
+        crun() { "$CLOISTER" run "${RUN_OPTS[@]}" "$@"; }
+fi
 
 # preflight: as root, cloister run refuses without a pids cgroup (the kernel
 # doesn't apply RLIMIT_NPROC to root); a machine like that can't run these.

@@ -223,21 +223,38 @@ START_TEST(host_uid_range_is_parsed)
 }
 END_TEST
 
+START_TEST(container_settings_are_parsed)
+{
+        /* In a container the ids are its user namespace's: a Pod's are 0-65535. */
+        _cleanup_config_ struct config *c =
+                load_ok(HEAD "[limits]\ncgroup = container\n[run]\nhost_uids = "
+                             "60000-60255\n[logs]\nstdout = json\n");
+        ck_assert_int_eq(c->limits.cgroup, CONFIG_CGROUP_CONTAINER);
+        ck_assert_uint_eq(c->run.host_uids.first, 60000);
+        ck_assert(c->logs.stdout_json);
+        config_free(TAKE_PTR(c));
+        c = load_ok(HEAD);
+        ck_assert_int_eq(c->limits.cgroup, CONFIG_CGROUP_SANDBOX);
+        ck_assert(!c->logs.stdout_json);
+}
+END_TEST
+
 START_TEST(bad_host_uid_ranges_are_refused)
 {
-        /* Below the floor: system ids, users, nobody; above: negative as an int. */
+        /* Below the floor: system ids, users, nobody (a container's own ids
+         * only with [limits] cgroup = container); above: negative as an int. */
         FAILS(HEAD "[run]\nhost_uids = 1000-70000\n",
-              ":7: key 'host_uids' in [run]: 1000-70000 is out of range (FIRST <= LAST, both "
-              "65536 to 2147483647)");
+              ":7: key 'host_uids' in [run]: ids below 65536 are for a container's own user "
+              "namespace: only with [limits] cgroup = container");
         FAILS(HEAD "[run]\nhost_uids = 0-0\n",
               ":7: key 'host_uids' in [run]: 0-0 is out of range (FIRST <= LAST, both 65536 to "
-              "2147483647)");
+              "2147483647, or from 1000 with [limits] cgroup = container)");
         FAILS(HEAD "[run]\nhost_uids = 3000000000-3000000001\n",
               ":7: key 'host_uids' in [run]: 3000000000-3000000001 is out of range (FIRST <= "
-              "LAST, both 65536 to 2147483647)");
+              "LAST, both 65536 to 2147483647, or from 1000 with [limits] cgroup = container)");
         FAILS(HEAD "[run]\nhost_uids = 700000-600000\n",
               ":7: key 'host_uids' in [run]: 700000-600000 is out of range (FIRST <= LAST, both "
-              "65536 to 2147483647)");
+              "65536 to 2147483647, or from 1000 with [limits] cgroup = container)");
         FAILS(HEAD "[run]\nhost_uids = 600000\n",
               ":7: key 'host_uids' in [run]: '600000' is not a range FIRST-LAST");
         FAILS(HEAD "[run]\nhost_uids = 600000-x\n",
@@ -246,6 +263,10 @@ START_TEST(bad_host_uid_ranges_are_refused)
               ":7: key 'host_uids' in [run]: '-5-10' is not a range of two whole numbers");
         FAILS(HEAD "[run]\nhost_uids = 600000-700000\nhost_uids = 600000-700000\n",
               ":8: key 'host_uids' in [run]: duplicate key (first set on line 7)");
+        FAILS(HEAD "[limits]\ncgroup = pod\n",
+              ":7: key 'cgroup' in [limits]: 'pod' is not 'sandbox' or 'container'");
+        FAILS(HEAD "[logs]\nstdout = yes\n",
+              ":7: key 'stdout' in [logs]: 'yes' is not 'none' or 'json'");
 }
 END_TEST
 
@@ -654,6 +675,7 @@ static Suite *config_suite(void)
         tcase_add_test(tc, too_many_mirrors_are_refused);
         tcase_add_test(tc, host_uid_range_is_parsed);
         tcase_add_test(tc, bad_host_uid_ranges_are_refused);
+        tcase_add_test(tc, container_settings_are_parsed);
         tcase_add_test(tc, proxy_mode_keys_and_rules_are_parsed);
         tcase_add_test(tc, proxy_mode_errors_name_line_and_key);
         tcase_add_test(tc, proxy_mode_lint_warns_about_test_only_keys);
