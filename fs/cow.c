@@ -104,7 +104,7 @@ static int resolve(struct fs_workspace *ws, struct node *dir, const char *name, 
                 return r == -ENOTDIR ? -ENOENT : r;
         c->has_lower = true;
         c->type = c->lower.mode & S_IFMT;
-        c->ino = lower_ino(dir->layer->part, c->lower.path);
+        c->ino = lent_ino(dir->layer->part, &c->lower);
         return 0;
 }
 
@@ -149,6 +149,12 @@ static int node_from(struct fs_workspace *ws, struct node *dir, const char *name
                         return r;
                 }
                 r = attr_dir_load(ws, n);
+                if (r < 0) {
+                        node_free(n);
+                        return r;
+                }
+        } else if (S_ISDIR(c->type) && n->lower.fz) {
+                int r = attr_dir_load_fd(ws, n, n->lower.fz->fd);
                 if (r < 0) {
                         node_free(n);
                         return r;
@@ -277,6 +283,8 @@ static int lower_cb(const char *name, const struct lent *child, void *userdata)
         if ((li->n_upper && bsearch(&key, li->d, li->n_upper, sizeof(*li->d), name_cmp)) ||
             upper_meta_whiteout(li->dir, name))
                 return 0;
+        if (child->ino) /* a stack says (lower-stack.c) */
+                return listing_add(li, name, child->ino, child->mode & S_IFMT);
         p = lower_path_join(li->dir->lower.path, name);
         if (!p)
                 return -ENOMEM;
@@ -405,6 +413,10 @@ int cow_getattr(struct fs_workspace *ws, struct node *n, struct stat *st)
                         st->st_size = (off_t)n->lower.size;
                         st->st_blocks = (blkcnt_t)((n->lower.size + 511) / 512);
                 }
+        } else if (n->has_lower && n->lower.fz) {
+                r = frozen_getattr(ws, n, st);
+                if (r < 0)
+                        return r;
         } else {
                 if (!n->has_lower)
                         return -ENOENT;

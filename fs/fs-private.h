@@ -80,8 +80,13 @@ enum ctl_file {
 struct layer {
         unsigned part;       /* distinguishes lower inode numbers */
         const char *mpath;   /* where it appears in the mount, e.g. "/workspace" */
-        int upper_fd;        /* the upper tree's root directory */
-        struct lower *lower; /* NULL: no lower (never happens today) */
+        int upper_fd;        /* the upper tree's root directory (the writable layer) */
+        struct lower *lower; /* what the upper tree merges with: base, or a stack over it */
+        struct lower *base;  /* the git tree or plain dir at the bottom (owned) */
+        /* stacks replaced by a checkpoint while mounted: their entries may still be
+         * held by nodes and handles, so they are freed only at unmount */
+        struct lower **retired;
+        size_t n_retired;
         struct node *root;
 };
 
@@ -193,6 +198,9 @@ struct fs_workspace {
 
         uint64_t max_bytes, max_files;
         _Atomic uint64_t used_bytes, used_files;
+        /* frozen layers this state wrote, counted by quota_init (then closed) */
+        int *frozen_own_fds;
+        size_t n_frozen_own;
         uint64_t max_file_size; /* the upper filesystem's, found at mount (attr.c) */
         bool xattr_ok;          /* trusted.* xattrs work in the upper trees (attr.c) */
 
@@ -325,6 +333,8 @@ int owner_mark(struct fs_workspace *ws, struct node *n, int fd, unsigned flags);
 int attr_probe(struct fs_workspace *ws);
 /* Read a dir's special bits into dir->xbits (after its ufd is opened). */
 int attr_dir_load(struct fs_workspace *ws, struct node *dir);
+/* The same from another fd on the dir (a frozen layer's). */
+int attr_dir_load_fd(struct fs_workspace *ws, struct node *dir, int fd);
 /* Turn the host stat of n's upper inode (fd: any fd on it, O_PATH too) into the agent's. */
 void attr_view(struct fs_workspace *ws, struct node *n, int fd, struct stat *st);
 /* Give the upper inode behind fd the agent's mode; xbits: a dir's node->xbits. */
@@ -332,6 +342,20 @@ int attr_set_mode(struct fs_workspace *ws, mode_t type, int fd, mode_t mode, dev
                   mode_t *xbits);
 /* A device node's rdev. */
 int attr_rdev(struct fs_workspace *ws, int fd, dev_t *ret);
+
+/* frozen.c: entries of frozen layers (n->lower.fz) as the agent sees them */
+int frozen_getattr(struct fs_workspace *ws, struct node *n, struct stat *st);
+ssize_t frozen_getxattr(struct node *n, const char *name, void *buf, size_t size);
+ssize_t frozen_listxattr(struct node *n, char *buf, size_t size);
+/*
+ * Give dst (an fd on the copy: O_PATH, or a dir's) the owner, host mode,
+ * trusted.cloister.* and user.* xattrs (the latter charged to the quota:
+ * *ret_charged) and times of n's frozen entry.
+ */
+int frozen_copy_meta(struct fs_workspace *ws, struct node *n, int dst, uint64_t *ret_charged);
+
+/* layers-mount.c: the writable layer and the stack of frozen ones under it */
+int layers_mount(struct fs_workspace *ws, int fsdir, char **ret_error);
 
 /* cow.c: lookup, attributes and listing of copy-on-write nodes */
 struct cow_dirent {

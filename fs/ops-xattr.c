@@ -3,7 +3,8 @@
  * ops-xattr.c: extended attributes. Only the "user." namespace exists for
  * the agent: security.*, trusted.* and system.* read as absent and cannot be
  * set (a capability or ACL must never reach the host's upper files). A
- * lower file has none; setting one makes a metacopy, not a data copy.
+ * git lower file has none, a frozen layer's has its own (frozen.c); setting
+ * or removing one makes a metacopy, not a data copy.
  * Their names and values count in [limits] bytes, at most FS_XATTR_FILE_MAX
  * per file (fs-private.h).
  */
@@ -70,8 +71,11 @@ void ops_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
                 r = mirror_getxattr(n, name, buf, size);
         } else {
                 pthread_rwlock_rdlock(&ws->ns_lock);
-                if (!n->upper || S_ISLNK(n->type)) {
+                if (S_ISLNK(n->type) || (!n->upper && !(n->has_lower && n->lower.fz))) {
                         r = -ENODATA;
+                } else if (!n->upper) {
+                        ssize_t k = frozen_getxattr(n, name, buf, size); /* frozen.c */
+                        r = (int)k;
                 } else {
                         _cleanup_close_ int fd = xattr_fd(n);
                         ssize_t k = fd < 0 ? -1 : fgetxattr(fd, name, buf, size);
@@ -117,6 +121,8 @@ void ops_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
                         k = fd < 0 ? -1 : flistxattr(fd, buf, 65536);
                         if (k < 0)
                                 k = negative_errno();
+                } else if (n->has_lower && n->lower.fz && !S_ISLNK(n->type)) {
+                        k = frozen_listxattr(n, buf, 65536);
                 }
                 pthread_rwlock_unlock(&ws->ns_lock);
         }
@@ -190,9 +196,15 @@ static void change_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, const
                 return;
         }
         pthread_rwlock_wrlock(&ws->ns_lock);
-        if (remove && !n->upper) {
+        if (remove && !n->upper && !(n->has_lower && n->lower.fz)) {
                 r = -ENODATA;
                 goto out;
+        }
+        if (remove && !n->upper) {
+                /* A frozen file's attribute: copy up only if it has it (ENODATA as ext4). */
+                r = (int)frozen_getxattr(n, name, NULL, 0);
+                if (r < 0)
+                        goto out;
         }
         r = copyup(ws, n, COPYUP_META);
         if (r == 0) {

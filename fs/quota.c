@@ -159,6 +159,9 @@ int quota_init(struct fs_workspace *ws)
         uint64_t files = 0, bytes = 0;
         struct linked links = {0};
         int r = walk(ws->repo.upper_fd, &files, &bytes, 0, &links);
+        /* Frozen layers count once, for the state that wrote them (docs/fs-design.md). */
+        for (size_t i = 0; r == 0 && i < ws->n_frozen_own; i++)
+                r = walk(ws->frozen_own_fds[i], &files, &bytes, 0, &links);
         if (r == 0 && ws->has_home)
                 r = walk(ws->home.upper_fd, &files, &bytes, 0, &links);
         bytes += linked_bytes(&links);
