@@ -391,8 +391,8 @@ static int copyup_orphan(struct fs_workspace *ws, struct node *n, enum copyup_ho
                 else if (S_ISSOCK(type))
                         r = mknodat(dfd, tmp, S_IFSOCK | 0600, 0);
                 else if (S_ISCHR(type) || S_ISBLK(type)) {
-                        int k = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
-                                       0);
+                        int k = openat(dfd, tmp,
+                                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0);
                         r = k < 0 ? -1 : 0;
                         safe_close(k);
                 } else

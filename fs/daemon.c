@@ -422,6 +422,16 @@ int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_
         }
         randombytes_buf(ws->dir_key, sizeof(ws->dir_key));
         pthread_rwlock_init(&ws->ns_lock, NULL);
+        {
+                /* A steady stream of writers must not keep a checkpoint waiting. */
+                pthread_rwlockattr_t ga;
+                pthread_rwlockattr_init(&ga);
+                pthread_rwlockattr_setkind_np(&ga, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+                pthread_rwlock_init(&ws->write_gate, &ga);
+                pthread_rwlockattr_destroy(&ga);
+        }
+        pthread_mutex_init(&ws->handles_lock, NULL);
+        ws->ctl.listen_fd = ws->ctl.stop_fd = -1;
         pthread_mutex_init(&ws->itable_lock, NULL);
         reap_init(ws);
         pthread_mutex_init(&ws->index.lock, NULL);
@@ -612,7 +622,10 @@ void fs_workspace_free(fs_workspace *ws)
         free(ws->rev);
         free(ws->git_config_extra);
         free(ws->home_upper_path);
+        layers_online_stop(ws);
         pthread_rwlock_destroy(&ws->ns_lock);
+        pthread_rwlock_destroy(&ws->write_gate);
+        pthread_mutex_destroy(&ws->handles_lock);
         pthread_mutex_destroy(&ws->itable_lock);
         pthread_mutex_destroy(&ws->index.lock);
         pthread_cond_destroy(&ws->index.done);

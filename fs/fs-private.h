@@ -196,6 +196,21 @@ struct fs_workspace {
 
         journal *journal;
 
+        /*
+         * A checkpoint while mounted (layers-online.c): every write through an
+         * open file holds write_gate shared, the switch holds it exclusively;
+         * handles lists the open files (handles_lock), whose descriptors the
+         * switch moves to the new writable layer; ctl serves <state>/fs.sock.
+         */
+        pthread_rwlock_t write_gate;
+        pthread_mutex_t handles_lock;
+        struct handle *handles;
+        struct {
+                int listen_fd, stop_fd;
+                pthread_t thread;
+                bool started;
+        } ctl;
+
         uint64_t max_bytes, max_files;
         _Atomic uint64_t used_bytes, used_files;
         /* frozen layers this state wrote, counted by quota_init (then closed) */
@@ -356,6 +371,12 @@ int frozen_copy_meta(struct fs_workspace *ws, struct node *n, int dst, uint64_t 
 
 /* layers-mount.c: the writable layer and the stack of frozen ones under it */
 int layers_mount(struct fs_workspace *ws, int fsdir, char **ret_error);
+/* layers-online.c: <state>/fs.sock, for checkpoints while mounted */
+int layers_online_start(struct fs_workspace *ws, char **ret_error);
+void layers_online_stop(struct fs_workspace *ws);
+/* ops-data.c: an open file's handle joins or leaves ws->handles */
+struct handle;
+void handle_track(struct fs_workspace *ws, struct handle *h);
 
 /* cow.c: lookup, attributes and listing of copy-on-write nodes */
 struct cow_dirent {

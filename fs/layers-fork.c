@@ -12,6 +12,7 @@
  * and the checkpoint. Nothing of the parent is copied or changed but its
  * forks/ registry. The caller (cloister fork) writes the config last.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -118,6 +119,17 @@ static int write_state(const struct fs_layers *pl, const char *parent_real, cons
         r = fs_layer_marker_write(top, id);
         if (r < 0)
                 return failf(ret_error, r, "cannot mark '%s/fs/repo': %s", tmp, strerror(-r));
+        if (cp->n_stack) {
+                /* The root shows what the checkpoint's root showed. */
+                const struct fs_layer_ref *ref = fs_layers_ref(pl, cp->stack[cp->n_stack - 1]);
+                _cleanup_free_ char *from = ref ? fs_layers_ref_path(pl, ref) : NULL;
+                _cleanup_close_ int ffd =
+                        from ? open(from, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+                r = ffd < 0 ? -ENOENT : fs_layer_root_meta_copy(ffd, top);
+                if (r < 0)
+                        return failf(ret_error, r, "cannot carry the checkpoint's root over: %s",
+                                     strerror(-r));
+        }
         l->exists = true;
         l->top_id = strdup(id);
         l->stack = calloc(cp->n_stack + 1, sizeof(char *));
@@ -195,6 +207,34 @@ static int dir_sync_of(const char *path)
         return fd < 0 || fsync(fd) < 0 ? negative_errno() : 0;
 }
 
+/* Does a registration in forks/ say exactly s? */
+static bool registered(int dfd, const char *s)
+{
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+        if (fd < 0 || !(d = fdopendir(fd))) {
+                safe_close(fd);
+                return false;
+        }
+        while ((de = readdir(d))) {
+                _cleanup_close_ int f = -1;
+                char buf[PATH_MAX + 64];
+                ssize_t k;
+
+                if (de->d_name[0] == '.' || strchr(de->d_name, '.'))
+                        continue;
+                f = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+                if (f >= 0 && (k = read(f, buf, sizeof(buf) - 1)) > 0) {
+                        buf[k] = 0;
+                        if (streq(buf, s))
+                                return true;
+                }
+        }
+        return false;
+}
+
 /* forks/<id>: {"state": ...}, written whole and renamed into place. */
 static int register_fork(const char *state, const char *fork_state, char **ret_error)
 {
@@ -213,6 +253,8 @@ static int register_fork(const char *state, const char *fork_state, char **ret_e
         if (dfd < 0)
                 return failf(ret_error, dfd < 0 && errno ? negative_errno() : -EIO,
                              "cannot make '%s/forks': %m", state);
+        if (registered(dfd, s))
+                return 0; /* made again after a crash: registered already */
         fs_layer_id_new(id);
         snprintf(tmp, sizeof(tmp), "%s.tmp", id);
         fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);

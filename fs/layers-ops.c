@@ -107,9 +107,13 @@ static void prune_refs(struct fs_layers *l)
         l->n_layers = out;
 }
 
-/* Make layers/<id>, empty, with its marker: a writable layer to be. */
-static int new_top(const char *state, char id[static FS_LAYER_ID_LEN + 1], char **ret_rel,
-                   int *ret_fd, char **ret_error)
+/*
+ * Make layers/<id>, empty, with its marker: a writable layer to be, whose
+ * root shows what the root of from_rel (a layer's dir, absolute or
+ * relative to state; NULL: none) shows.
+ */
+static int new_top(const char *state, const char *from, char id[static FS_LAYER_ID_LEN + 1],
+                   char **ret_rel, int *ret_fd, char **ret_error)
 {
         _cleanup_close_ int sfd = -1, lfd = -1, fd = -1;
         _cleanup_free_ char *rel = NULL;
@@ -134,6 +138,16 @@ static int new_top(const char *state, char id[static FS_LAYER_ID_LEN + 1], char 
         if (r < 0)
                 return failf(ret_error, r, "cannot write the marker of '%s/%s': %s", state, rel,
                              strerror(-r));
+        if (from) {
+                /* After the marker, which moves the dir's mtime. */
+                _cleanup_close_ int ffd =
+                        openat(sfd, from, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                r = ffd < 0 ? negative_errno() : fs_layer_root_meta_copy(ffd, fd);
+                if (r < 0)
+                        return failf(ret_error, r,
+                                     "cannot carry the root's attributes from '%s': %s", from,
+                                     strerror(-r));
+        }
         (void)fsync(lfd);
         *ret_rel = TAKE_PTR(rel);
         *ret_fd = TAKE_FD(fd);
@@ -192,15 +206,20 @@ int fs_checkpoint_begin(struct fs_layers *l, const char *name, struct fs_checkpo
         if (l->top_id) {
                 snprintf(tx->old_id, sizeof(tx->old_id), "%s", l->top_id);
         } else {
-                /* fs/repo before its first checkpoint: it gets its id now. */
+                /* fs/repo before its first checkpoint: it gets its id now, and its
+                 * root keeps the times the agent gave it (the marker is ours). */
+                struct stat st;
+                bool had = fstat(top, &st) == 0;
                 fs_layer_id_new(tx->old_id);
                 r = fs_layer_marker_write(top, tx->old_id);
                 if (r < 0)
                         return failf(ret_error, r, "cannot mark '%s/%s': %s", l->state, l->top,
                                      strerror(-r));
+                if (had)
+                        (void)futimens(top, (struct timespec[]){st.st_atim, st.st_mtim});
         }
         crashpoint("checkpoint");
-        r = new_top(l->state, tx->new_id, &tx->new_top, &tx->new_top_fd, ret_error);
+        r = new_top(l->state, l->top, tx->new_id, &tx->new_top, &tx->new_top_fd, ret_error);
         if (r < 0)
                 return r;
         tx->depth = l->n_stack + 1;
@@ -558,7 +577,12 @@ int fs_restore(const char *state, const char *name, struct fs_layers_report *rep
         if (!stack)
                 return -ENOMEM;
         crashpoint("restore");
-        r = new_top(state, id, &rel, &fd, ret_error);
+        {
+                const struct fs_layer_ref *ref =
+                        cp->n_stack ? fs_layers_ref(l, cp->stack[cp->n_stack - 1]) : NULL;
+                _cleanup_free_ char *from = ref ? fs_layers_ref_path(l, ref) : NULL;
+                r = new_top(state, from, id, &rel, &fd, ret_error);
+        }
         if (r < 0) {
                 strv_free(stack);
                 return r;

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -513,5 +514,43 @@ int fs_layer_marker_check(int dirfd, const char *id)
         if (n != FS_LAYER_ID_LEN + 1 || buf[FS_LAYER_ID_LEN] != '\n' ||
             memcmp(buf, id, FS_LAYER_ID_LEN) != 0)
                 return -ESTALE;
+        return 0;
+}
+
+/* Copy the xattrs that are ours or the agent's (user.*, trusted.cloister.*). */
+static void root_xattrs_copy(const char *from, const char *to)
+{
+        char names[8192];
+        ssize_t len = listxattr(from, names, sizeof(names));
+
+        for (ssize_t i = 0; i < len;) {
+                const char *name = names + i;
+                char val[4096];
+                ssize_t v;
+
+                i += (ssize_t)strnlen(name, (size_t)(len - i)) + 1;
+                if (!startswith(name, "user.") && !startswith(name, "trusted.cloister."))
+                        continue;
+                v = getxattr(from, name, val, sizeof(val));
+                if (v >= 0)
+                        (void)setxattr(to, name, val, (size_t)v, 0);
+        }
+}
+
+int fs_layer_root_meta_copy(int from, int to)
+{
+        char fp[40], tp[40];
+        struct stat st;
+
+        if (fstat(from, &st) < 0)
+                return negative_errno();
+        if (geteuid() == 0 && fchown(to, st.st_uid, st.st_gid) < 0)
+                return negative_errno();
+        snprintf(fp, sizeof(fp), "/proc/self/fd/%d", from);
+        snprintf(tp, sizeof(tp), "/proc/self/fd/%d", to);
+        root_xattrs_copy(fp, tp);
+        if (fchmod(to, st.st_mode & 07777) < 0 ||
+            futimens(to, (struct timespec[]){st.st_atim, st.st_mtim}) < 0)
+                return negative_errno();
         return 0;
 }

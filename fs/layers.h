@@ -100,6 +100,12 @@ void fs_layer_id_new(char out[static FS_LAYER_ID_LEN + 1]);
 /* Write or check the marker in a layer's root. */
 int fs_layer_marker_write(int dirfd, const char *id);
 int fs_layer_marker_check(int dirfd, const char *id);
+/*
+ * A new writable layer's root shows what the root showed before: owner,
+ * mode, user.* and trusted.cloister.* xattrs, times (from: the root of the
+ * layer it continues; both are directory fds).
+ */
+int fs_layer_root_meta_copy(int from, int to);
 
 /*
  * A checkpoint in two steps, so that the daemon can carry the files open
@@ -132,6 +138,22 @@ struct fs_layers_report {
 };
 void fs_layers_report_clear(struct fs_layers_report *r);
 
+/*
+ * The daemon's control socket, <state>/fs.sock: one JSON request and one
+ * JSON reply per connection, each at most FS_CONTROL_MAX bytes
+ * (layers-online.c serves it, layers-ctl.c asks).
+ */
+#define FS_CONTROL_SOCKET "fs.sock"
+#define FS_CONTROL_MAX    4096
+struct sockaddr_un;
+int fs_control_path(const char *state, struct sockaddr_un *sa);
+
+/* cloister checkpoint: offline, or through the daemon that serves the state. */
+int fs_checkpoint(const char *state, const char *name, struct fs_layers_report *rep,
+                  char **ret_error);
+/* The same through the daemon only: -ENOENT or -ECONNREFUSED if none listens. */
+int fs_checkpoint_online(const char *state, const char *name, struct fs_layers_report *rep,
+                         char **ret_error);
 /* cloister checkpoint with no daemon serving: -EBUSY if one does. */
 int fs_checkpoint_offline(const char *state, const char *name, struct fs_layers_report *rep,
                           char **ret_error);

@@ -18,8 +18,7 @@ struct lower_ops {
         int (*readlink)(struct lower *l, const struct lent *e, char **ret);
         void (*free)(struct lower *l);
         /* NULL: lower.c's own (git blobs in memory); a stack's passes base entries on. */
-        int (*read_small)(struct lower *l, struct lent *e, size_t max, char **ret,
-                          size_t *ret_len);
+        int (*read_small)(struct lower *l, struct lent *e, size_t max, char **ret, size_t *ret_len);
 };
 
 struct lower {

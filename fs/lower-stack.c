@@ -588,3 +588,59 @@ int lower_stack_push(struct lower *below, unsigned part, int root_fd, const char
         *ret = &s->l;
         return 0;
 }
+
+int lower_stack_set_path(struct lent *e, const char *vpath)
+{
+        return set_view_path(e, vpath);
+}
+
+int lower_stack_adopt(struct lower *l, int fd, mode_t type, bool opaque, bool metacopy, void *meta,
+                      struct lent *below, uint64_t ino, const char *path, struct lent *ret)
+{
+        struct fent *f;
+        struct stat st;
+
+        if (!lower_is_stack(l) || fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
+                int r = lower_is_stack(l) ? negative_errno() : -EINVAL;
+                safe_close(fd);
+                return r;
+        }
+        f = fent_new(stack_of(l)->top, fd);
+        if (!f)
+                return -ENOMEM;
+        f->type = type & S_IFMT;
+        f->opaque = opaque;
+        f->metacopy = metacopy;
+        f->meta = meta ? json_incref(meta) : (S_ISDIR(type) ? meta_load(fd) : NULL);
+        if (below) {
+                f->below = *below;
+                *below = (struct lent){0};
+        }
+        *ret = (struct lent){
+                .path = strdup(path),
+                .mode = (type & S_IFMT) | (st.st_mode & (S_ISDIR(type) ? 01777 : 0777)),
+                .size = (uint64_t)st.st_size,
+                .size_known = !metacopy,
+                .mtime = st.st_mtim,
+                .ctime = st.st_ctim,
+                .ino = ino,
+                .fz = f,
+        };
+        if (!ret->path || (S_ISDIR(type) && !f->meta)) {
+                lent_clear(ret);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+size_t lower_stack_layers(const struct lower *l, int *fds, size_t max)
+{
+        size_t n = 0;
+
+        if (!lower_is_stack(l))
+                return 0;
+        for (const struct flayer *f = ((const struct lower_stack *)l)->top; f && n < max;
+             f = f->below)
+                fds[n++] = f->root_fd;
+        return n;
+}

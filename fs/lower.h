@@ -109,8 +109,20 @@ bool lower_git_attr_scope(struct lower *l, const char *path);
 int lower_stack_push(struct lower *below, unsigned part, int root_fd, const char *id,
                      struct lower **ret);
 bool lower_is_stack(const struct lower *l);
+/*
+ * A lent for an entry of the top frozen layer of stack l, from what a node
+ * held of it while it was writable (a checkpoint while mounted): its fd
+ * (taken), a dir's sidecar (a json_t *, a reference is taken; NULL: read
+ * it), what it merges with below (moved from *below), its st_ino and path.
+ */
+int lower_stack_adopt(struct lower *l, int fd, mode_t type, bool opaque, bool metacopy, void *meta,
+                      struct lent *below, uint64_t ino, const char *path, struct lent *ret);
+/* Give a lent of a stack its path in the view (a base entry's goes to vpath). */
+int lower_stack_set_path(struct lent *e, const char *vpath);
 /* Frozen layers in a stack (0 for a base lower). */
 unsigned lower_stack_depth(const struct lower *l);
+/* The root fds of a stack's frozen layers, top first (borrowed); how many. */
+size_t lower_stack_layers(const struct lower *l, int *fds, size_t max);
 
 /* An entry of a frozen layer: what a stack lower's lent carries (lent.fz). */
 struct flayer;
