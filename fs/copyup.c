@@ -454,6 +454,46 @@ static int copyup_orphan(struct fs_workspace *ws, struct node *n, enum copyup_ho
         return 0;
 }
 
+/* Data and metadata of a frozen file with several names, into its link index copy. */
+static int index_fill(struct fs_workspace *ws, struct node *n, int out, uint64_t *ret_charged)
+{
+        uint64_t xc = 0;
+        int r;
+
+        *ret_charged = 0;
+        if (S_ISREG(n->type)) {
+                r = lower_size(n->layer->lower, &n->lower);
+                if (r < 0)
+                        return r;
+                r = quota_charge_bytes(ws, n->lower.size);
+                if (r < 0)
+                        return r;
+                *ret_charged = n->lower.size;
+                r = copy_lower(n, out, n->lower.size);
+                if (r < 0)
+                        return r;
+        }
+        r = frozen_copy_meta(ws, n, out, &xc);
+        *ret_charged += xc;
+        return r;
+}
+
+/* How many names a frozen file has (1 for anything else). */
+static nlink_t lower_names(struct node *n)
+{
+        struct stat st;
+
+        if (S_ISDIR(n->type) || !n->has_lower || !n->lower.fz ||
+            fstatat(n->lower.fz->fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+                return 1;
+        return lower_fent_nlink(n->lower.fz, n->ino, st.st_nlink);
+}
+
+bool copyup_has_names_below(struct node *n)
+{
+        return !n->upper && lower_names(n) > 1;
+}
+
 int copyup(struct fs_workspace *ws, struct node *n, enum copyup_how how)
 {
         struct node *parent = n->parent;
@@ -475,6 +515,14 @@ int copyup(struct fs_workspace *ws, struct node *n, enum copyup_how how)
                 return copyup_dir(ws, n);
         if (!parent)
                 return -ENOENT;
+        {
+                /* Hard links whose names lie in frozen layers: one copy, in the index. */
+                nlink_t names = lower_names(n);
+                /* ... or a name the node no longer has (its hard link was removed):
+                 * the index does not need one. */
+                if (names > 1 || (n->has_lower && n->lower.fz && !cow_name_current(ws, n)))
+                        return links_copyup(ws, n, names, index_fill);
+        }
         r = copyup_dir(ws, parent);
         if (r < 0)
                 return r;

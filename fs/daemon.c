@@ -606,6 +606,7 @@ void fs_workspace_free(fs_workspace *ws)
         for (size_t i = 0; i < ws->n_frozen_own; i++)
                 safe_close(ws->frozen_own_fds[i]);
         free(ws->frozen_own_fds);
+        json_decref(ws->links);
         safe_close(ws->repo.upper_fd);
         safe_close(ws->home.upper_fd);
         for (size_t i = 0; i < ws->n_mirrors; i++)

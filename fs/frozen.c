@@ -42,6 +42,7 @@ int frozen_getattr(struct fs_workspace *ws, struct node *n, struct stat *st)
         }
         owner_show(ws, n, f->fd, st);
         st->st_ino = n->ino;
+        st->st_nlink = lower_fent_nlink(f, n->ino, st->st_nlink);
         if (n->unlinked && !S_ISDIR(n->type))
                 st->st_nlink = 0; /* removed while open: its frozen name is hidden */
         return 0;

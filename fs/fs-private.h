@@ -37,6 +37,7 @@
 #define UPPER_PREFIX   ".cloister~"
 #define UPPER_META     UPPER_PREFIX "meta"
 #define UPPER_ESCAPE   UPPER_PREFIX "="
+#define LINKS_DIR      UPPER_PREFIX "links" /* a layer's link index (links.c) */
 #define UPPER_INO_TAG  (2ULL << 62)
 #define MIRROR_INO_TAG (3ULL << 62)
 
@@ -130,6 +131,7 @@ struct node {
         bool opaque;   /* upper dir hides the lower one */
         bool has_lower;
         struct lent lower;
+        bool indexed;              /* its upper inode is in the link index (links.c) */
         bool reclaimed;            /* unlinked file: its size was given back to the quota */
         uint64_t reclaimed_at;     /* ... at this size (quota_reclaim) */
         int ufd;                   /* dirs with an upper: the upper directory */
@@ -213,6 +215,7 @@ struct fs_workspace {
 
         uint64_t max_bytes, max_files;
         _Atomic uint64_t used_bytes, used_files;
+        json_t *links; /* the writable layer's link index aliases (links.c), once read */
         /* frozen layers this state wrote, counted by quota_init (then closed) */
         int *frozen_own_fds;
         size_t n_frozen_own;
@@ -369,6 +372,30 @@ ssize_t frozen_listxattr(struct node *n, char *buf, size_t size);
  */
 int frozen_copy_meta(struct fs_workspace *ws, struct node *n, int dst, uint64_t *ret_charged);
 
+/* links.c: hard links whose names lie in different layers (ns_lock held) */
+json_t *links_aliases_load(int rootfd);
+unsigned links_aliases_get(json_t *aliases, uint64_t ino);
+bool links_in_index(int rootfd, uint64_t ino, int fd);
+/* Does the writable layer's link index hold anything? */
+bool links_top_any(struct fs_workspace *ws);
+/* The writable layer's index entry for ino (O_PATH), or -ENOENT. */
+int links_open_top(struct fs_workspace *ws, uint64_t ino, int *ret_fd);
+/* Make st_nlink of n's upper inode (fd: any fd on it) the view's. */
+void links_nlink(struct fs_workspace *ws, struct node *n, int fd, struct stat *st);
+nlink_t links_view_nlink(struct fs_workspace *ws, struct node *n);
+/* Copy n (of `names` names, lying below) into the index; fill copies its data and metadata. */
+int links_copyup(struct fs_workspace *ws, struct node *n, nlink_t names,
+                 int (*fill)(struct fs_workspace *ws, struct node *n, int out,
+                             uint64_t *ret_charged));
+/* Make the name (p, name) of indexed n a name of the writable layer, if it lies below. */
+int links_materialize(struct fs_workspace *ws, struct node *p, const char *name, const char *en,
+                      struct node *n);
+/* The name (p, en) of n goes: one alias less if it lies below (*ret_alias). */
+int links_name_gone(struct fs_workspace *ws, struct node *p, const char *en, struct node *n,
+                    bool *ret_alias);
+/* n's last name went: its index entry goes too. */
+void links_drop_if_gone(struct fs_workspace *ws, struct node *n);
+
 /* layers-mount.c: the writable layer and the stack of frozen ones under it */
 int layers_mount(struct fs_workspace *ws, int fsdir, char **ret_error);
 /* layers-online.c: <state>/fs.sock, for checkpoints while mounted */
@@ -389,6 +416,8 @@ int cow_lookup(struct fs_workspace *ws, struct node *parent, const char *name, s
 int cow_getattr(struct fs_workspace *ws, struct node *n, struct stat *st);
 int cow_list(struct fs_workspace *ws, struct node *dir, struct cow_dirent **ret, size_t *ret_n);
 int cow_lower_has(struct fs_workspace *ws, struct node *dir, const char *name);
+/* Is n's recorded name still one of its names? (A hard link's may be removed.) */
+bool cow_name_current(struct fs_workspace *ws, struct node *n);
 int cow_layer_root(struct fs_workspace *ws, struct layer *l, struct node *parent, const char *name,
                    struct node **ret);
 
@@ -400,6 +429,8 @@ enum copyup_how {
         COPYUP_EMPTY, /* the file is about to be truncated to 0 */
 };
 int copyup(struct fs_workspace *ws, struct node *n, enum copyup_how how);
+/* n is a frozen file with more than one name: removing one copies it up first (links.c). */
+bool copyup_has_names_below(struct node *n);
 int copyup_fd_data(int in, int out, uint64_t size);
 
 /* quota.c */

@@ -93,9 +93,9 @@ static int replaceable(const char *new_state, const char *parent, const char *na
         return 1; /* never mounted, and the same fork: made again */
 }
 
-static int write_state(const struct fs_layers *pl, const char *parent_real, const char *parent_name,
-                       const struct fs_checkpoint *cp, const char *tmp, char **ret_base,
-                       char **ret_error)
+static int write_state(const struct fs_layers *pl, const char *parent_real,
+                       const char *parent_name, const struct fs_checkpoint *cp, const char *tmp,
+                       bool with_journal, char **ret_base, char **ret_error)
 {
         _cleanup_layers_ struct fs_layers *l = calloc(1, sizeof(*l));
         _cleanup_close_ int sfd = -1, fsd = -1, top = -1, pfs = -1;
@@ -177,6 +177,10 @@ static int write_state(const struct fs_layers *pl, const char *parent_real, cons
         if (r < 0)
                 return failf(ret_error, r, "cannot copy the parent's fs/ markers: %s",
                              strerror(-r));
+        if (!with_journal) {
+                (void)fsync(fsd);
+                return 0;
+        }
         stack = json_array();
         for (size_t i = 0; stack && i < cp->n_stack; i++)
                 json_array_append_new(stack, json_string(cp->stack[i]));
@@ -315,7 +319,7 @@ int fs_fork_state(const char *state, const char *parent_name, const char *name,
                 if (dfd >= 0)
                         (void)state_rm_rf_at(dfd, slash + 1, 0);
         }
-        r = write_state(l, real, parent_name, cp, tmp, &base, ret_error);
+        r = write_state(l, real, parent_name, cp, tmp, true, &base, ret_error);
         if (r < 0)
                 return r == -ENOMEM ? failf(ret_error, r, "out of memory") : r;
         crashpoint("fork");
@@ -347,4 +351,30 @@ int fs_fork_state(const char *state, const char *parent_name, const char *name,
         rep->fork_state = strdup(new_state);
         rep->base = TAKE_PTR(base);
         return rep->fork_state ? 0 : -ENOMEM;
+}
+
+int fs_checkpoint_view_state(const char *state, const char *name, const char *view_state,
+                             char **ret_base, char **ret_error)
+{
+        _cleanup_close_ int lock = -1;
+        _cleanup_layers_ struct fs_layers *l = NULL;
+        _cleanup_free_ char *real = NULL;
+        const struct fs_checkpoint *cp;
+        int r;
+
+        lock = fs_layers_lock(state);
+        if (lock < 0)
+                return failf(ret_error, lock, "cannot lock '%s/fs/layers.lock': %s", state,
+                             strerror(-lock));
+        r = fs_layers_load(state, &l, ret_error);
+        if (r < 0)
+                return r;
+        cp = fs_layers_checkpoint(l, name);
+        if (!cp)
+                return failf(ret_error, -ENOENT, "no checkpoint '%s' (checkpoint --list)", name);
+        real = realpath(state, NULL);
+        if (!real)
+                return failf(ret_error, negative_errno(), "cannot resolve '%s': %m", state);
+        r = write_state(l, real, "view", cp, view_state, false, ret_base, ret_error);
+        return r == -ENOMEM ? failf(ret_error, r, "out of memory") : r;
 }

@@ -149,6 +149,8 @@ static int prepare_node(struct fs_workspace *ws, struct plan *p, struct rebase *
                               S_ISDIR(n->type) ? upper_meta(n) : NULL, n->has_lower ? &below : NULL,
                               n->ino, path, &rb->lent);
         lent_clear(&below);
+        if (r == 0)
+                rb->lent.fz->indexed = n->indexed; /* a copy in the link index (links.c) */
         return r;
 }
 
@@ -168,7 +170,7 @@ static void apply_node(struct fs_workspace *ws, struct rebase *rb)
         n->lower = rb->lent;
         rb->lent = (struct lent){0};
         n->has_lower = true;
-        n->upper = n->metacopy = n->opaque = false;
+        n->upper = n->metacopy = n->opaque = n->indexed = false;
         fs_dir_changed(n); /* its listing and merged nlink are read afresh */
 }
 
@@ -276,6 +278,8 @@ static int checkpoint(struct fs_workspace *ws, const char *name, size_t *ret_dep
         old_top = ws->repo.upper_fd;
         ws->repo.upper_fd = TAKE_FD(tx.new_top_fd);
         safe_close(old_top);
+        json_decref(ws->links); /* the new writable layer has no link index yet */
+        ws->links = NULL;
         {
                 struct node *root = ws->repo.root;
                 root->ufd = safe_close(root->ufd);

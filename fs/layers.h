@@ -172,6 +172,14 @@ int fs_checkpoint_delete(const char *state, const char *name, struct fs_layers_r
 int fs_fork_state(const char *state, const char *parent_name, const char *name,
                   const char *new_state, struct fs_layers_report *rep, char **ret_error);
 /*
+ * A state at view_state (to be made: its parent must exist) that shows
+ * checkpoint `name` of `state` and nothing else: for a temporary mount
+ * (cloister diff --since), never registered, removed by its caller.
+ * *ret_base: the pinned base commit, if there is one.
+ */
+int fs_checkpoint_view_state(const char *state, const char *name, const char *view_state,
+                             char **ret_base, char **ret_error);
+/*
  * Remove the layer directories of `state` that nothing refers to: not its
  * own layers.json (writable layer, stack, checkpoints), nor any fork's
  * (followed through <state>/forks/ transitively). Caller holds the lock.

@@ -41,6 +41,9 @@ struct flayer {
         _Atomic unsigned refs;
         unsigned k;
         int root_fd;
+        pthread_mutex_t lock; /* aliases, read once */
+        json_t *aliases;      /* its link index's counts (links.c), NULL until read */
+        int has_index;        /* it holds a link index: 1 yes, 0 no, -1 not looked yet */
         char id[33];
         struct flayer *below; /* a reference; NULL: view k-1 is the base */
         struct lower *base;   /* not owned */
@@ -63,6 +66,8 @@ static void flayer_unref(struct flayer *f)
         while (f && atomic_fetch_sub(&f->refs, 1) == 1) {
                 struct flayer *below = f->below;
                 safe_close(f->root_fd);
+                json_decref(f->aliases);
+                pthread_mutex_destroy(&f->lock);
                 free(f);
                 f = below;
         }
@@ -146,13 +151,24 @@ static int set_view_path(struct lent *e, const char *vp)
         return 0;
 }
 
+/*
+ * A view: the base and the frozen layers up to top (NULL: the base alone).
+ * Names are looked up through all of them, and a file with hard links is
+ * the copy in the topmost layer's link index (links.c) that has it.
+ */
+struct view {
+        struct lower *base;
+        struct flayer *top;
+};
+
 static int view_root(struct flayer *f, struct lower *base, struct lent *ret);
-static int view_child(struct lower *base, const struct lent *dir, const char *name,
+static int view_child(const struct view *v, const struct lent *dir, const char *name,
                       struct lent *ret);
 
 /* Look path up in view k (f; NULL: the base). */
 static int view_lookup(struct flayer *f, struct lower *base, const char *path, struct lent *ret)
 {
+        struct view v = {.base = base, .top = f};
         struct lent cur = {0};
         const char *p = path;
         int r;
@@ -171,7 +187,7 @@ static int view_lookup(struct flayer *f, struct lower *base, const char *path, s
                 }
                 memcpy(name, p, (size_t)(e - p));
                 name[e - p] = 0;
-                r = view_child(base, &cur, name, &next);
+                r = view_child(&v, &cur, name, &next);
                 lent_clear(&cur);
                 cur = next;
                 p = *e ? e + 1 : e;
@@ -185,38 +201,90 @@ static int view_lookup(struct flayer *f, struct lower *base, const char *path, s
 }
 
 /* What the entry of layer k continues into below: a dir's merged dir, a metacopy's data. */
-static int entry_below(struct fent *f, struct lower *base, const struct lent *parent,
+static int entry_below(struct fent *f, const struct view *v, const struct lent *parent,
                        const char *name, json_t *rec, struct lent *ret)
 {
         _cleanup_free_ char *origin = upper_json_get_name(rec, "origin");
+        struct view below = {.base = v->base, .top = f->layer->below};
 
         if (origin)
-                return view_lookup(f->layer->below, base, origin, ret);
+                return view_lookup(f->layer->below, v->base, origin, ret);
         /* Not moved: the same name in the dir this one's parent merges with. */
         if (!parent->fz || parent->fz->opaque || !parent->fz->below.mode)
                 return -ENOENT;
-        return view_child(base, &parent->fz->below, name, ret);
+        return view_child(&below, &parent->fz->below, name, ret);
+}
+
+/*
+ * A file with more than one host link may have been copied up, with all its
+ * names, into the link index of a layer above its own (links.c): the
+ * topmost such copy is the file. Returns an O_PATH fd on it (*ret: its
+ * layer), or -1.
+ */
+static int index_find(const struct view *v, struct flayer *own, uint64_t ino,
+                      struct flayer **ret)
+{
+        char name[sizeof(LINKS_DIR) + 20];
+
+        snprintf(name, sizeof(name), LINKS_DIR "/%016llx", (unsigned long long)ino);
+        for (struct flayer *f = v->top; f && f->k > own->k; f = f->below) {
+                int fd, has = __atomic_load_n(&f->has_index, __ATOMIC_RELAXED);
+                if (has < 0) {
+                        has = faccessat(f->root_fd, LINKS_DIR, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
+                        __atomic_store_n(&f->has_index, has, __ATOMIC_RELAXED);
+                }
+                if (!has)
+                        continue;
+                fd = openat(f->root_fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+                if (fd >= 0) {
+                        *ret = f;
+                        return fd;
+                }
+        }
+        return -1;
 }
 
 /* The entry `name` (stored as en, stat st) of layer k's dir `parent`. */
-static int make_entry(struct lower *base, const struct lent *parent, const char *name,
-                      const char *en, const struct stat *st, const char *vpath, struct lent *ret)
+static int make_entry(const struct view *v, const struct lent *parent, const char *name,
+                      const char *en, const struct stat *st_name, const char *vpath,
+                      struct lent *ret)
 {
         struct fent *pf = parent->fz, *f;
-        json_t *rec = meta_rec(parent, name), *ino = json_object_get(rec, "ino");
-        mode_t type = upper_rec_type(rec, st->st_mode);
-        bool dir = S_ISDIR(type);
-        int fd, r;
+        struct flayer *layer = pf->layer;
+        json_t *rec = meta_rec(parent, name), *jino = json_object_get(rec, "ino");
+        mode_t type = upper_rec_type(rec, st_name->st_mode);
+        uint64_t ino = json_is_integer(jino) ? (uint64_t)json_integer_value(jino)
+                                             : upper_ino(st_name);
+        bool dir = S_ISDIR(type), indexed = false;
+        const struct stat *st = st_name;
+        struct stat stx;
+        int fd = -1, r;
 
-        fd = openat(pf->fd, en, (dir ? O_RDONLY | O_DIRECTORY : O_PATH) | O_NOFOLLOW | O_CLOEXEC);
+        if (!dir) {
+                /* Hard links (or a name a copy-up could not use): a copy above, in a
+                 * link index, is the file now (links.c). */
+                fd = index_find(v, layer, ino, &layer);
+                if (fd >= 0 && fstatat(fd, "", &stx, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0) {
+                        st = &stx;
+                        indexed = true;
+                } else {
+                        fd = safe_close(fd);
+                        layer = pf->layer;
+                }
+        }
+        if (fd < 0)
+                fd = openat(pf->fd, en,
+                            (dir ? O_RDONLY | O_DIRECTORY : O_PATH) | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return negative_errno();
-        f = fent_new(pf->layer, fd);
+        f = fent_new(layer, fd);
         if (!f)
                 return -ENOMEM;
         f->type = type;
+        f->indexed = indexed;
+        f->nlink = st->st_nlink;
         f->opaque = dir && json_is_true(json_object_get(rec, "opaque"));
-        f->metacopy = S_ISREG(type) && json_is_true(json_object_get(rec, "metacopy"));
+        f->metacopy = !indexed && S_ISREG(type) && json_is_true(json_object_get(rec, "metacopy"));
         *ret = (struct lent){
                 .path = strdup(vpath),
                 .mode = type | (st->st_mode & (dir ? 01777 : 0777)),
@@ -224,7 +292,7 @@ static int make_entry(struct lower *base, const struct lent *parent, const char 
                 .size_known = !f->metacopy,
                 .mtime = st->st_mtim,
                 .ctime = st->st_ctim,
-                .ino = json_is_integer(ino) ? (uint64_t)json_integer_value(ino) : upper_ino(st),
+                .ino = ino,
                 .fz = f,
         };
         if (!ret->path) {
@@ -238,7 +306,7 @@ static int make_entry(struct lower *base, const struct lent *parent, const char 
                         return -ENOMEM;
                 }
                 if (!f->opaque) {
-                        r = entry_below(f, base, parent, name, rec, &f->below);
+                        r = entry_below(f, v, parent, name, rec, &f->below);
                         if (r == 0 && !S_ISDIR(f->below.mode))
                                 lent_clear(&f->below); /* a file there: nothing to merge */
                         else if (r < 0 && r != -ENOENT && r != -ENOTDIR) {
@@ -247,7 +315,7 @@ static int make_entry(struct lower *base, const struct lent *parent, const char 
                         }
                 }
         } else if (f->metacopy) {
-                r = entry_below(f, base, parent, name, rec, &f->below);
+                r = entry_below(f, v, parent, name, rec, &f->below);
                 if (r == 0 && !S_ISREG(f->below.mode)) {
                         lent_clear(&f->below);
                         r = -EIO;
@@ -260,9 +328,10 @@ static int make_entry(struct lower *base, const struct lent *parent, const char 
         return 0;
 }
 
-static int view_child(struct lower *base, const struct lent *dir, const char *name,
+static int view_child(const struct view *v, const struct lent *dir, const char *name,
                       struct lent *ret)
 {
+        struct lower *base = v->base;
         _cleanup_free_ char *vp = lower_path_join(lent_vpath(dir), name);
         char en[256];
         struct stat st;
@@ -283,12 +352,12 @@ static int view_child(struct lower *base, const struct lent *dir, const char *na
         if (r < 0)
                 return r;
         if (fstatat(dir->fz->fd, en, &st, AT_SYMLINK_NOFOLLOW) == 0)
-                return make_entry(base, dir, name, en, &st, vp, ret);
+                return make_entry(v, dir, name, en, &st, vp, ret);
         if (errno != ENOENT)
                 return negative_errno();
         if (meta_whiteout(dir, name) || dir->fz->opaque || !dir->fz->below.mode)
                 return -ENOENT;
-        r = view_child(base, &dir->fz->below, name, ret);
+        r = view_child(v, &dir->fz->below, name, ret);
         if (r == 0 && (r = set_view_path(ret, vp)) < 0)
                 lent_clear(ret);
         return r;
@@ -337,7 +406,9 @@ static int stack_root(struct lower *l, struct lent *ret)
 
 static int stack_child(struct lower *l, const struct lent *dir, const char *name, struct lent *ret)
 {
-        return view_child(stack_of(l)->base, dir, name, ret);
+        struct view v = {.base = stack_of(l)->base, .top = stack_of(l)->top};
+
+        return view_child(&v, dir, name, ret);
 }
 
 static int stack_lookup_path(struct lower *l, const char *path, struct lent *ret)
@@ -569,6 +640,8 @@ int lower_stack_push(struct lower *below, unsigned part, int root_fd, const char
                 return -ENOMEM;
         }
         atomic_init(&f->refs, 1);
+        pthread_mutex_init(&f->lock, NULL);
+        f->has_index = -1;
         f->root_fd = root_fd;
         f->part = part;
         snprintf(f->id, sizeof(f->id), "%s", id);
@@ -643,4 +716,20 @@ size_t lower_stack_layers(const struct lower *l, int *fds, size_t max)
              f = f->below)
                 fds[n++] = f->root_fd;
         return n;
+}
+
+nlink_t lower_fent_nlink(struct fent *f, uint64_t ino, nlink_t host)
+{
+        struct flayer *l = f->layer;
+        unsigned a;
+
+        if (S_ISDIR(f->type) || (host <= 1 && !f->indexed) ||
+            (!f->indexed && !links_in_index(l->root_fd, ino, f->fd)))
+                return host;
+        pthread_mutex_lock(&l->lock);
+        if (!l->aliases)
+                l->aliases = links_aliases_load(l->root_fd);
+        a = links_aliases_get(l->aliases, ino);
+        pthread_mutex_unlock(&l->lock);
+        return host > 0 ? host - 1 + a : 0;
 }

@@ -133,11 +133,15 @@ struct fent {
         int fd;               /* a dir: O_RDONLY|O_DIRECTORY; else O_PATH|O_NOFOLLOW */
         mode_t type;          /* the agent's type (a device placeholder's too) */
         bool opaque, metacopy;
+        bool indexed;         /* fd is a copy in a layer's link index (links.c) */
+        nlink_t nlink;        /* host links of the inode when found */
         void *meta;           /* dirs: the layer dir's sidecar (json_t *), read at lookup */
         pthread_mutex_t lock; /* below.size, filled once */
         struct lent below;    /* a dir: the dir it merges with below (mode 0: none);
                                  a metacopy: the entry its data is */
 };
+/* st_nlink of a frozen file as the view counts it (links.c), from its host count. */
+nlink_t lower_fent_nlink(struct fent *f, uint64_t ino, nlink_t host);
 void lower_fent_ref(struct fent *f);
 void lower_fent_unref(struct fent *f);
 
