@@ -93,9 +93,9 @@ static int replaceable(const char *new_state, const char *parent, const char *na
         return 1; /* never mounted, and the same fork: made again */
 }
 
-static int write_state(const struct fs_layers *pl, const char *parent_real,
-                       const char *parent_name, const struct fs_checkpoint *cp, const char *tmp,
-                       bool with_journal, char **ret_base, char **ret_error)
+static int write_state(const struct fs_layers *pl, const char *parent_real, const char *parent_name,
+                       const struct fs_checkpoint *cp, const char *tmp, bool with_journal,
+                       char **ret_base, char **ret_error)
 {
         _cleanup_layers_ struct fs_layers *l = calloc(1, sizeof(*l));
         _cleanup_close_ int sfd = -1, fsd = -1, top = -1, pfs = -1;

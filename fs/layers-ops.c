@@ -492,7 +492,8 @@ static void refs_clear(struct refs *rf)
         strv_free(rf->seen);
 }
 
-int fs_layers_gc(const struct fs_layers *l, struct fs_layers_report *rep, char **ret_error)
+int fs_layers_gc(const struct fs_layers *l, const char *op, struct fs_layers_report *rep,
+                 char **ret_error)
 {
         struct refs rf = {0};
         _cleanup_closedir_ DIR *d = NULL;
@@ -537,7 +538,7 @@ int fs_layers_gc(const struct fs_layers *l, struct fs_layers_report *rep, char *
                         break;
                 if (strv_has(rf.dirs, rf.n, rel))
                         continue;
-                crashpoint("gc");
+                crashpoint(op);
                 if (state_rm_rf_at(dirfd(d), de->d_name, 0) == 0)
                         rep->removed++;
         }
@@ -609,7 +610,7 @@ int fs_restore(const char *state, const char *name, struct fs_layers_report *rep
         crashpoint("restore");
         rep->depth = l->n_stack;
         rep->squash_due = l->n_stack >= FS_STACK_SQUASH_DUE;
-        return fs_layers_gc(l, rep, ret_error);
+        return fs_layers_gc(l, "restore", rep, ret_error);
 }
 
 /* Who, besides the checkpoint being deleted, uses layer id. */
@@ -695,5 +696,5 @@ int fs_checkpoint_delete(const char *state, const char *name, struct fs_layers_r
                         return r;
         }
         rep->depth = l->n_stack;
-        return fs_layers_gc(l, rep, ret_error);
+        return fs_layers_gc(l, "delete", rep, ret_error);
 }

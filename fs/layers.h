@@ -182,6 +182,8 @@ int fs_checkpoint_view_state(const char *state, const char *name, const char *vi
 /*
  * Remove the layer directories of `state` that nothing refers to: not its
  * own layers.json (writable layer, stack, checkpoints), nor any fork's
- * (followed through <state>/forks/ transitively). Caller holds the lock.
+ * (followed through <state>/forks/ transitively). Caller holds the lock;
+ * op names the command, for its crash points.
  */
-int fs_layers_gc(const struct fs_layers *l, struct fs_layers_report *rep, char **ret_error);
+int fs_layers_gc(const struct fs_layers *l, const char *op, struct fs_layers_report *rep,
+                 char **ret_error);

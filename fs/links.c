@@ -42,8 +42,8 @@ static void key_of(uint64_t ino, char buf[static 17])
 
 json_t *links_aliases_load(int rootfd)
 {
-        _cleanup_close_ int dfd = openat(rootfd, LINKS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-                                                                    O_CLOEXEC),
+        _cleanup_close_ int dfd = openat(rootfd, LINKS_DIR,
+                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC),
                             fd = -1;
         _cleanup_free_ char *buf = NULL;
         struct stat st;
@@ -70,7 +70,7 @@ unsigned links_aliases_get(json_t *aliases, uint64_t ino)
         key_of(ino, k);
         v = json_object_get(aliases, k);
         return json_is_integer(v) && json_integer_value(v) > 0 ? (unsigned)json_integer_value(v)
-                                                                : 0;
+                                                               : 0;
 }
 
 /* Is fd's inode the one rootfd's index holds for ino? */

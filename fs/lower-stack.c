@@ -221,8 +221,7 @@ static int entry_below(struct fent *f, const struct view *v, const struct lent *
  * topmost such copy is the file. Returns an O_PATH fd on it (*ret: its
  * layer), or -1.
  */
-static int index_find(const struct view *v, struct flayer *own, uint64_t ino,
-                      struct flayer **ret)
+static int index_find(const struct view *v, struct flayer *own, uint64_t ino, struct flayer **ret)
 {
         char name[sizeof(LINKS_DIR) + 20];
 
@@ -253,8 +252,8 @@ static int make_entry(const struct view *v, const struct lent *parent, const cha
         struct flayer *layer = pf->layer;
         json_t *rec = meta_rec(parent, name), *jino = json_object_get(rec, "ino");
         mode_t type = upper_rec_type(rec, st_name->st_mode);
-        uint64_t ino = json_is_integer(jino) ? (uint64_t)json_integer_value(jino)
-                                             : upper_ino(st_name);
+        uint64_t ino =
+                json_is_integer(jino) ? (uint64_t)json_integer_value(jino) : upper_ino(st_name);
         bool dir = S_ISDIR(type), indexed = false;
         const struct stat *st = st_name;
         struct stat stx;

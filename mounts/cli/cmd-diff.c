@@ -95,10 +95,11 @@ static int since_open(const struct config *c, const char *cp, struct since_view 
         k = fs_checkpoint_view_state(c->workspace.state, cp, state, &base, ret_error);
         if (k < 0)
                 return k;
-        k = config_fork_write(c,
-                              &(struct config_fork_edits){
-                                      .name = name, .state = state, .rev = base, .comment = comment},
-                              sv->config, ret_error);
+        k = config_fork_write(
+                c,
+                &(struct config_fork_edits){
+                        .name = name, .state = state, .rev = base, .comment = comment},
+                sv->config, ret_error);
         if (k == 0)
                 k = config_load(sv->config, &sv->c, ret_error);
         if (k == 0)
@@ -109,9 +110,12 @@ static int since_open(const struct config *c, const char *cp, struct since_view 
 static int diff_run(int argc, char **argv)
 {
         static const struct option opts[] = {
-                {"stat", no_argument, NULL, 's'}, {"name-status", no_argument, NULL, 'n'},
-                {"home", no_argument, NULL, 'H'}, {"include-ignored", no_argument, NULL, 'I'},
-                {"since", required_argument, NULL, 'S'}, {"help", no_argument, NULL, 'h'},
+                {"stat", no_argument, NULL, 's'},
+                {"name-status", no_argument, NULL, 'n'},
+                {"home", no_argument, NULL, 'H'},
+                {"include-ignored", no_argument, NULL, 'I'},
+                {"since", required_argument, NULL, 'S'},
+                {"help", no_argument, NULL, 'h'},
                 {},
         };
         struct since_view since = {0};

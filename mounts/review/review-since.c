@@ -28,9 +28,8 @@ int review_since(review *r, const struct review_options *old)
         r->o.progress = NULL;
         r->viewfd = open(old->view, O_PATH | O_DIRECTORY | O_CLOEXEC);
         r->homefd = -1;
-        r->upperfd = old->upper
-                             ? open(old->upper, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                             : -1;
+        r->upperfd =
+                old->upper ? open(old->upper, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
         if (r->viewfd < 0)
                 k = review_fail(r, negative_errno(), "checkpoint view '%s': %m", old->view);
         else
