@@ -222,10 +222,14 @@ static int fill_metacopy(struct fs_workspace *ws, struct node *n, enum copyup_ho
         }
         (void)futimens(out, (struct timespec[]){st.st_atim, st.st_mtim});
         if (!n->unlinked) {
-                /* (an unlinked file's name is gone, or is someone else's now) */
+                /* (an unlinked file's name is gone, or is someone else's now)
+                 * Our bookkeeping, not a change of the dir: its times stay. */
+                struct saved_times saved;
+                times_save(n->parent->ufd, &saved);
                 rec = rec_new(n->ino);
                 r = rec ? upper_meta_set_rec(n->parent, n->name, rec) : -ENOMEM;
                 json_decref(rec);
+                times_restore(n->parent->ufd, &saved);
                 if (r < 0)
                         return r;
         }

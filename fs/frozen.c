@@ -118,17 +118,15 @@ int frozen_copy_meta(struct fs_workspace *ws, struct node *n, int dst, uint64_t 
         if (geteuid() == 0 &&
             fchownat(dst, "", st.st_uid, st.st_gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
                 return negative_errno();
-        if (S_ISLNK(st.st_mode))
-                goto times; /* no mode, and no xattrs the agent can set */
         fs_fd_path(f->fd, src);
         fs_fd_path(dst, dp);
-        /* The records first (attr.c): a marker bit never points at nothing. */
+        /* The records first (attr.c): a marker bit never points at nothing. A
+         * symlink has no mode and no user.* xattrs, but may have owner.c's record. */
         r = copy_xattrs(ws, src, dp, ret_charged);
         if (r < 0)
                 return r;
-        if (chmod(dp, st.st_mode & 07777) < 0)
+        if (!S_ISLNK(st.st_mode) && chmod(dp, st.st_mode & 07777) < 0)
                 return negative_errno();
-times:
         if (utimensat(dst, "", (struct timespec[]){st.st_atim, st.st_mtim},
                       AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
                 return negative_errno();

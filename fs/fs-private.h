@@ -307,6 +307,8 @@ int upper_json_set_name(json_t *o, const char *key, const char *value);
 /* The exact name set by upper_json_set_name() (malloc'd), NULL if absent. */
 char *upper_json_get_name(json_t *o, const char *key);
 int upper_meta_save(struct node *dir);
+/* Write sidecar m (names verbatim) into the directory dfd, atomically. */
+int upper_meta_write(int dfd, json_t *m);
 /* Make dir's sidecar durable (fsync, fsyncdir): saves do not wait for the disk. */
 int upper_meta_sync(struct node *dir);
 /* reap.c: close fd (that of a removed file: the close frees its blocks) in a

@@ -88,7 +88,7 @@ static void mark(const char *state, const char *what, json_t *fields)
 }
 
 /* Drop the refs of layers that neither the stack nor a checkpoint names any more. */
-static void prune_refs(struct fs_layers *l)
+void fs_layers_prune_refs(struct fs_layers *l)
 {
         size_t out = 0;
 
@@ -112,8 +112,8 @@ static void prune_refs(struct fs_layers *l)
  * root shows what the root of from_rel (a layer's dir, absolute or
  * relative to state; NULL: none) shows.
  */
-static int new_top(const char *state, const char *from, char id[static FS_LAYER_ID_LEN + 1],
-                   char **ret_rel, int *ret_fd, char **ret_error)
+int fs_layer_dir_new(const char *state, const char *from, char id[static FS_LAYER_ID_LEN + 1],
+                     char **ret_rel, int *ret_fd, char **ret_error)
 {
         _cleanup_close_ int sfd = -1, lfd = -1, fd = -1;
         _cleanup_free_ char *rel = NULL;
@@ -219,7 +219,8 @@ int fs_checkpoint_begin(struct fs_layers *l, const char *name, struct fs_checkpo
                         (void)futimens(top, (struct timespec[]){st.st_atim, st.st_mtim});
         }
         crashpoint("checkpoint");
-        r = new_top(l->state, l->top, tx->new_id, &tx->new_top, &tx->new_top_fd, ret_error);
+        r = fs_layer_dir_new(l->state, l->top, tx->new_id, &tx->new_top, &tx->new_top_fd,
+                             ret_error);
         if (r < 0)
                 return r;
         tx->depth = l->n_stack + 1;
@@ -582,7 +583,7 @@ int fs_restore(const char *state, const char *name, struct fs_layers_report *rep
                 const struct fs_layer_ref *ref =
                         cp->n_stack ? fs_layers_ref(l, cp->stack[cp->n_stack - 1]) : NULL;
                 _cleanup_free_ char *from = ref ? fs_layers_ref_path(l, ref) : NULL;
-                r = new_top(state, from, id, &rel, &fd, ret_error);
+                r = fs_layer_dir_new(state, from, id, &rel, &fd, ret_error);
         }
         if (r < 0) {
                 strv_free(stack);
@@ -600,7 +601,7 @@ int fs_restore(const char *state, const char *name, struct fs_layers_report *rep
         l->top_id = strdup(id);
         if (!l->top_id)
                 return -ENOMEM;
-        prune_refs(l);
+        fs_layers_prune_refs(l);
         r = fs_layers_save(l, "restore", ret_error);
         if (r < 0) {
                 remove_rel(state, l->top);
@@ -682,7 +683,7 @@ int fs_checkpoint_delete(const char *state, const char *name, struct fs_layers_r
         free(l->cps[i].stack);
         memmove(&l->cps[i], &l->cps[i + 1], (l->n_cps - i - 1) * sizeof(*l->cps));
         l->n_cps--;
-        prune_refs(l);
+        fs_layers_prune_refs(l);
         r = fs_layers_save(l, "delete", ret_error);
         if (r < 0)
                 return r;

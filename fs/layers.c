@@ -520,18 +520,17 @@ int fs_layer_marker_check(int dirfd, const char *id)
 /* Copy the xattrs that are ours or the agent's (user.*, trusted.cloister.*). */
 static void root_xattrs_copy(const char *from, const char *to)
 {
-        char names[8192];
-        ssize_t len = listxattr(from, names, sizeof(names));
+        _cleanup_free_ char *names = malloc(128 * 1024), *val = malloc(64 * 1024);
+        ssize_t len = names ? listxattr(from, names, 128 * 1024) : -1;
 
-        for (ssize_t i = 0; i < len;) {
+        for (ssize_t i = 0; val && i < len;) {
                 const char *name = names + i;
-                char val[4096];
                 ssize_t v;
 
                 i += (ssize_t)strnlen(name, (size_t)(len - i)) + 1;
                 if (!startswith(name, "user.") && !startswith(name, "trusted.cloister."))
                         continue;
-                v = getxattr(from, name, val, sizeof(val));
+                v = getxattr(from, name, val, 64 * 1024);
                 if (v >= 0)
                         (void)setxattr(to, name, val, (size_t)v, 0);
         }
@@ -539,18 +538,28 @@ static void root_xattrs_copy(const char *from, const char *to)
 
 int fs_layer_root_meta_copy(int from, int to)
 {
+        return fs_layer_meta_copy(from, to);
+}
+
+int fs_layer_meta_copy(int from, int to)
+{
         char fp[40], tp[40];
         struct stat st;
 
-        if (fstat(from, &st) < 0)
+        if (fstatat(from, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
                 return negative_errno();
-        if (geteuid() == 0 && fchown(to, st.st_uid, st.st_gid) < 0)
+        if (geteuid() == 0 &&
+            fchownat(to, "", st.st_uid, st.st_gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
                 return negative_errno();
         snprintf(fp, sizeof(fp), "/proc/self/fd/%d", from);
         snprintf(tp, sizeof(tp), "/proc/self/fd/%d", to);
+        /* The records first (attr.c): a marker bit never points at nothing. A
+         * symlink has no mode, but may have owner.c's record. */
         root_xattrs_copy(fp, tp);
-        if (fchmod(to, st.st_mode & 07777) < 0 ||
-            futimens(to, (struct timespec[]){st.st_atim, st.st_mtim}) < 0)
+        if (!S_ISLNK(st.st_mode) && chmod(tp, st.st_mode & 07777) < 0)
+                return negative_errno();
+        if (utimensat(to, "", (struct timespec[]){st.st_atim, st.st_mtim},
+                      AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
                 return negative_errno();
         return 0;
 }

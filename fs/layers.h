@@ -106,6 +106,23 @@ int fs_layer_marker_check(int dirfd, const char *id);
  * layer it continues; both are directory fds).
  */
 int fs_layer_root_meta_copy(int from, int to);
+/* The same for any entry (fds: O_PATH or open; a symlink gets owner and times). */
+int fs_layer_meta_copy(int from, int to);
+
+/*
+ * Make layers/<id> in state, empty but for its marker, its root showing
+ * what the root of from (a layer's dir, absolute or relative to state;
+ * NULL: none) shows. Not referenced by anything until a commit.
+ */
+int fs_layer_dir_new(const char *state, const char *from, char id[static FS_LAYER_ID_LEN + 1],
+                     char **ret_rel, int *ret_fd, char **ret_error);
+struct fs_layers_report;
+/*
+ * cloister squash: the frozen layers of the stack merged into one new
+ * frozen layer (source: the workspace's [repo] source). -EBUSY if mounted.
+ */
+int fs_squash(const char *state, const char *source, struct fs_layers_report *rep,
+              char **ret_error);
 
 /*
  * A checkpoint in two steps, so that the daemon can carry the files open
@@ -179,6 +196,8 @@ int fs_fork_state(const char *state, const char *parent_name, const char *name,
  */
 int fs_checkpoint_view_state(const char *state, const char *name, const char *view_state,
                              char **ret_base, char **ret_error);
+/* Drop the refs of layers that neither the stack nor a checkpoint names any more. */
+void fs_layers_prune_refs(struct fs_layers *l);
 /*
  * Remove the layer directories of `state` that nothing refers to: not its
  * own layers.json (writable layer, stack, checkpoints), nor any fork's

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cmd-checkpoint.c: `cloister checkpoint CONFIG NAME`, `--list CONFIG`
- * and `--delete CONFIG NAME`, and `cloister restore CONFIG CHECKPOINT`:
- * the workspace's frozen layers (docs/cloister-checkpoint.md,
- * docs/cloister-restore.md, docs/fs-design.md).
+ * and `--delete CONFIG NAME`, `cloister restore CONFIG CHECKPOINT` and
+ * `cloister squash CONFIG`: the workspace's frozen layers
+ * (docs/cloister-checkpoint.md, docs/cloister-restore.md,
+ * docs/cloister-squash.md, docs/fs-design.md).
  */
 #include <getopt.h>
 #include <inttypes.h>
@@ -201,4 +202,32 @@ static int restore_run(int argc, char **argv)
 const struct command command_restore = {
         .name = "restore",
         .run = restore_run,
+};
+
+static int squash_run(int argc, char **argv)
+{
+        _cleanup_config_ struct config *c = NULL;
+        _cleanup_free_ char *err = NULL;
+        struct fs_layers_report rep = {0};
+        int r;
+
+        if (argc != 2 || argv[1][0] == '-')
+                return command_fail(&command_squash, EXIT_USAGE, "usage: cloister squash CONFIG");
+        r = load(&command_squash, argv[1], &c);
+        if (r)
+                return r;
+        r = fs_squash(c->workspace.state, c->repo.source, &rep, &err);
+        if (r < 0)
+                return command_fail(&command_squash, 1, "%s", err ? err : strerror(-r));
+        printf("%s: %zu frozen layer%s", c->workspace.name, rep.depth, rep.depth == 1 ? "" : "s");
+        if (rep.removed)
+                printf(", %zu unused layer%s removed", rep.removed, rep.removed == 1 ? "" : "s");
+        putchar('\n');
+        fs_layers_report_clear(&rep);
+        return fflush(stdout) == 0 ? 0 : 1;
+}
+
+const struct command command_squash = {
+        .name = "squash",
+        .run = squash_run,
 };

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # SIGKILL at every step of checkpoint (unmounted, and in the daemon while
-# mounted), restore, fork and checkpoint --delete (docs/fs-design.md,
+# mounted), restore, fork, checkpoint --delete and squash (docs/fs-design.md,
 # "What a crash leaves"): CLOISTER_TEST_CRASH_AT=OP:N kills the process at
 # its Nth step (lib/crashpoint.h), for N = 1, 2, ... until the command
 # completes. After each kill the workspace must hold the old state or the
@@ -153,4 +153,44 @@ done
 check delete_completes bash -c "[ '$(has_cp "$C" c2)' = no ] || '$CLOISTER' checkpoint --delete '$C' c2 2>/dev/null"
 after_crash delete_done "$T/v2"
 same c1_is_still_there "$(has_cp "$C" c1)" yes
+
+# 6. squash of the stack (c3's newest layer, which only the stack uses, goes).
+depth() { "$CLOISTER" checkpoint --list --json "$C" | python3 -c 'import json,sys; print(json.load(sys.stdin)["depth"])'; }
+check mount_for_squash do_mount "$C"
+durable "$W/d/three.txt" "three"
+view >"$T/v3"
+check unmount_for_squash do_unmount "$C"
+check checkpoint_c3 "$CLOISTER" checkpoint "$C" c3
+check delete_c3_deferred "$CLOISTER" checkpoint --delete "$C" c3
+d0=$(depth)
+check several_layers_before_squash test "$d0" -ge 3
+# the newest frozen layer: only the current stack uses it (c3 is deleted)
+c3_dir=$(python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); print(j["layers"][j["stack"][-1]]["dir"])' "$S/fs/layers.json")
+check c3_layer_is_there test -d "$S/$c3_dir"
+steps=0
+for i in $(seq 1 20); do
+        crash "squash:$i" "$CLOISTER" squash "$C"
+        st=$?
+        killed "$st" || break
+        steps=$i
+        after_crash "squash_killed_at_step_$i" "$T/v3"
+        same "squash_killed_at_step_$i: all the layers or one" "$(depth | grep -cx "$d0\|1")" 1
+done
+check squash_had_steps_to_kill test "$steps" -ge 3
+check squash_completes "$CLOISTER" squash "$C"
+same squash_leaves_one_layer "$(depth)" 1
+after_crash squash_done "$T/v3"
+check squash_removed_the_unused_layer test ! -e "$S/$c3_dir"
+check every_layer_left_is_named python3 -c '
+import json, os, sys
+s = sys.argv[1]
+j = json.load(open(s + "/fs/layers.json"))
+named = {j["top"]} | {v["dir"] for v in j["layers"].values() if "state" not in v}
+left = {"layers/" + d for d in os.listdir(s + "/layers") if not d.startswith(".")}
+sys.exit(0 if left <= named else "unnamed: %s" % (left - named))' "$S"
+check fork_still_mounts_after_squash "$CLOISTER" mount "$F"
+same fork_still_shows_c1 "$(cat "$FW/one.txt")" one
+check fork_unmount_after_squash "$CLOISTER" unmount "$F"
+check restore_c1_after_squash "$CLOISTER" restore "$C" c1
+after_crash c1_after_squash "$T/v0"
 finish
