@@ -271,4 +271,22 @@ check restore_to_a_checkpoint_from_before_the_squash "$CLOISTER" restore "$C" d3
 check mount_restored_d30 do_mount "$C"
 same restored_d30_reads "$(cat "$W/one.txt")" one
 check unmount_d30 do_unmount "$C"
+
+# Squash of a fork: its parent's layers and its own merged into one, in its
+# own state; the parent's layers stay, and so does the fork of the fork.
+"$CLOISTER" unmount "$F3" >/dev/null 2>&1
+"$CLOISTER" unmount "$F" >/dev/null 2>&1
+check checkpoint_f1_before_squash "$CLOISTER" checkpoint "$F" pre-squash
+check mount_f1_before_squash "$CLOISTER" mount "$F"
+NO_CTIME=- snap "$FW" >"$T/f1.snap"
+check unmount_f1_before_squash "$CLOISTER" unmount "$F"
+check squash_of_a_fork "$CLOISTER" squash "$F"
+same squashed_fork_has_one_frozen_layer "$("$CLOISTER" checkpoint --list --json "$F" | python3 -c 'import json,sys; print(json.load(sys.stdin)["depth"])')" 1
+check mount_squashed_fork "$CLOISTER" mount "$F"
+NO_CTIME=- snap "$FW" >"$T/f1-squashed.snap"
+check squashed_fork_shows_the_same_tree diff "$T/f1.snap" "$T/f1-squashed.snap"
+check unmount_squashed_fork "$CLOISTER" unmount "$F"
+check fork_of_fork_mounts_after_its_parent_squashed "$CLOISTER" mount "$F3"
+same fork_of_fork_reads_after_squash "$(cat "$F3W/forked.txt" "$F3W/one.txt")" "$(printf 'fork\none')"
+check unmount_fork_of_fork "$CLOISTER" unmount "$F3"
 finish
