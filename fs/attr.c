@@ -158,14 +158,19 @@ int attr_probe(struct fs_workspace *ws)
 
 int attr_dir_load(struct fs_workspace *ws, struct node *dir)
 {
+        return attr_dir_load_fd(ws, dir, dir->ufd);
+}
+
+int attr_dir_load_fd(struct fs_workspace *ws, struct node *dir, int fd)
+{
         mode_t m;
         dev_t rdev;
         int r;
 
         dir->xbits = 0;
-        if (!ws->xattr_ok || dir->ufd < 0)
+        if (!ws->xattr_ok || fd < 0)
                 return 0;
-        r = xget(dir->ufd, &m, &rdev);
+        r = xget(fd, &m, &rdev);
         if (r == -ENODATA || r == -EIO)
                 return 0; /* none, or damaged: the host's mode stands */
         if (r < 0)

@@ -15,9 +15,13 @@
  *              has "metacopy":true and "origin" (+ "origin_hex"), the lower
  *              path its data comes from, so review need not read it.
  *
- * changes is computed when opened, from the upper tree only (its size is
- * what the agent changed, not the repo), under the namespace lock so that
- * it is a consistent snapshot.
+ * changes is computed when opened, from the upper trees only (its size is
+ * what the agent changed, not the repo): the writable layer's and, under
+ * it, every frozen layer's (docs/fs-design.md, "Layers, checkpoints and
+ * forks"), so that a fork's list holds its whole attempt; a path may then
+ * be listed more than once, and a frozen layer's paths may have moved
+ * since (review re-reads each path, so the list is a superset). Under the
+ * namespace lock, a consistent snapshot.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -27,11 +31,15 @@
 #include <unistd.h>
 
 #include "fs-private.h"
+#include "layers.h"
 #include "lib/util.h"
 
 struct out {
         FILE *f;
         unsigned depth;
+        /* The stack under the writable layer, while walking that layer (metacopy
+         * origins are its paths); NULL while walking a frozen layer. */
+        struct lower *below;
 };
 
 static int emit(struct out *o, const char *path, const char *type, bool opaque,
@@ -75,6 +83,29 @@ static const char *type_name(mode_t m)
         if (S_ISCHR(m) || S_ISBLK(m))
                 return "device"; /* an empty placeholder on the host (attr.c) */
         return "file";
+}
+
+/*
+ * A metacopy's origin as review can use it: a path of the base tree. The
+ * writable layer's origins are paths of the stack under it: given only if
+ * the stack resolves it to a base entry (then its base path). A frozen
+ * layer's are left out: review reads such a file through the mount.
+ */
+static char *base_origin(struct out *o, json_t *rec)
+{
+        _cleanup_free_ char *origin = upper_json_get_name(rec, "origin");
+        struct lent e = {0};
+        char *p;
+
+        if (!origin || !o->below)
+                return NULL;
+        if (!lower_is_stack(o->below))
+                return TAKE_PTR(origin); /* the base itself: its own paths */
+        if (lower_lookup_path(o->below, origin, &e) < 0)
+                return NULL;
+        p = e.fz ? NULL : strdup(e.path);
+        lent_clear(&e);
+        return p;
 }
 
 static int walk(struct out *o, int dfd, const char *path)
@@ -132,7 +163,7 @@ static int walk(struct out *o, int dfd, const char *path)
                           json_object_get(rec, "origin") || json_object_get(rec, "origin_hex"));
                 _cleanup_free_ char *origin =
                         S_ISREG(st.st_mode) && json_is_true(json_object_get(rec, "metacopy"))
-                                ? upper_json_get_name(rec, "origin")
+                                ? base_origin(o, rec)
                                 : NULL;
                 r = emit(o, p, type_name(upper_rec_type(rec, st.st_mode)), opaque, origin);
                 if (r < 0)
@@ -165,9 +196,20 @@ int control_changes(struct fs_workspace *ws, char **ret, size_t *ret_len)
         if (!o.f)
                 return -ENOMEM;
         pthread_rwlock_rdlock(&ws->ns_lock);
+        o.below = ws->repo.lower;
         r = walk(&o, ws->repo.upper_fd, ws->repo.mpath);
-        if (r == 0 && ws->has_home)
+        o.below = NULL;
+        {
+                /* Frozen layers: what each changed (a fork's diff is its whole attempt). */
+                int fds[FS_STACK_MAX];
+                size_t n = lower_stack_layers(ws->repo.lower, fds, ELEMENTSOF(fds));
+                for (size_t i = 0; r == 0 && i < n; i++)
+                        r = walk(&o, fds[i], ws->repo.mpath);
+        }
+        if (r == 0 && ws->has_home) {
+                o.below = ws->home.lower;
                 r = walk(&o, ws->home.upper_fd, ws->home.mpath);
+        }
         pthread_rwlock_unlock(&ws->ns_lock);
         if (fclose(o.f) != 0 && r == 0)
                 r = -ENOMEM;

@@ -109,6 +109,7 @@ int copyup_dir(struct fs_workspace *ws, struct node *dir)
         char en[256];
         json_t *rec;
         mode_t mode;
+        uint64_t charged = 0;
         int r;
 
         if (dir->upper)
@@ -142,12 +143,23 @@ int copyup_dir(struct fs_workspace *ws, struct node *dir)
                 r = negative_errno();
                 goto fail;
         }
-        (void)fchmod(dir->ufd, mode);
-        (void)futimens(dir->ufd, (struct timespec[]){dir->lower.mtime, dir->lower.mtime});
+        if (dir->lower.fz) {
+                /* A frozen dir: all of its metadata, as it was (frozen.c). */
+                r = frozen_copy_meta(ws, dir, dir->ufd, &charged);
+                if (r < 0) {
+                        dir->ufd = safe_close(dir->ufd);
+                        (void)unlinkat(parent->ufd, en, AT_REMOVEDIR);
+                        goto fail;
+                }
+        } else {
+                (void)fchmod(dir->ufd, mode);
+                (void)futimens(dir->ufd, (struct timespec[]){dir->lower.mtime, dir->lower.mtime});
+        }
         times_restore(parent->ufd, &saved);
         dir->upper = true;
         return 0;
 fail:
+        quota_refund_bytes(ws, charged);
         quota_refund_files(ws, 1);
         times_restore(parent->ufd, &saved);
         return r;
@@ -210,10 +222,14 @@ static int fill_metacopy(struct fs_workspace *ws, struct node *n, enum copyup_ho
         }
         (void)futimens(out, (struct timespec[]){st.st_atim, st.st_mtim});
         if (!n->unlinked) {
-                /* (an unlinked file's name is gone, or is someone else's now) */
+                /* (an unlinked file's name is gone, or is someone else's now)
+                 * Our bookkeeping, not a change of the dir: its times stay. */
+                struct saved_times saved;
+                times_save(n->parent->ufd, &saved);
                 rec = rec_new(n->ino);
                 r = rec ? upper_meta_set_rec(n->parent, n->name, rec) : -ENOMEM;
                 json_decref(rec);
+                times_restore(n->parent->ufd, &saved);
                 if (r < 0)
                         return r;
         }
@@ -254,8 +270,14 @@ static int make_file(struct fs_workspace *ws, struct node *n, enum copyup_how ho
                 if (r < 0)
                         goto fail;
         }
-        if (fchmod(out, mode) < 0 ||
-            futimens(out, (struct timespec[]){n->lower.mtime, n->lower.mtime}) < 0) {
+        if (n->lower.fz) {
+                uint64_t xc = 0;
+                r = frozen_copy_meta(ws, n, out, &xc);
+                *ret_charged += xc;
+                if (r < 0)
+                        goto fail;
+        } else if (fchmod(out, mode) < 0 ||
+                   futimens(out, (struct timespec[]){n->lower.mtime, n->lower.mtime}) < 0) {
                 r = negative_errno();
                 goto fail;
         }
@@ -264,7 +286,7 @@ static int make_file(struct fs_workspace *ws, struct node *n, enum copyup_how ho
         if (r == 0 && how == COPYUP_META) {
                 r = json_object_set_new(rec, "metacopy", json_true()) < 0 ? -ENOMEM : 0;
                 if (r == 0)
-                        r = upper_json_set_name(rec, "origin", n->lower.path);
+                        r = upper_json_set_name(rec, "origin", lent_vpath(&n->lower));
         }
         if (r == 0)
                 r = upper_meta_set_rec(parent, n->name, rec);
@@ -278,6 +300,63 @@ static int make_file(struct fs_workspace *ws, struct node *n, enum copyup_how ho
         return 0;
 fail:
         (void)unlinkat(parent->ufd, tmp, 0);
+        return r;
+}
+
+/*
+ * A symlink, FIFO, socket or device placeholder (the last two only from a
+ * frozen layer: the git lower has neither). A placeholder is built under a
+ * temporary name with its records and renamed into place (ops-ns.c's
+ * make_entry says why).
+ */
+static int make_special(struct fs_workspace *ws, struct node *n, const char *en,
+                        uint64_t *ret_charged)
+{
+        struct node *parent = n->parent;
+        mode_t type = n->type & S_IFMT, mode = n->lower.mode & 0777;
+        bool dev = S_ISCHR(type) || S_ISBLK(type);
+        const char *at = dev ? UPPER_PREFIX "tmp.dev" : en;
+        _cleanup_close_ int fd = -1;
+        json_t *rec = rec_new(n->ino);
+        int r = rec ? upper_rec_add_type(rec, type) : -ENOMEM;
+
+        if (r == 0)
+                r = upper_meta_set_rec(parent, n->name, rec);
+        json_decref(rec);
+        if (r < 0)
+                return r;
+        if (S_ISLNK(type)) {
+                _cleanup_free_ char *target = NULL;
+                r = lower_readlink(n->layer->lower, &n->lower, &target);
+                if (r == 0 && symlinkat(target, parent->ufd, en) < 0)
+                        r = negative_errno();
+        } else if (S_ISFIFO(type)) {
+                r = mkfifoat(parent->ufd, en, mode) < 0 ? negative_errno() : 0;
+        } else if (S_ISSOCK(type) && n->lower.fz) {
+                r = mknodat(parent->ufd, en, S_IFSOCK | mode, 0) < 0 ? negative_errno() : 0;
+        } else if (dev && n->lower.fz) {
+                (void)unlinkat(parent->ufd, at, 0); /* left by a crash */
+                fd = openat(parent->ufd, at, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                            0);
+                r = fd < 0 ? negative_errno() : 0;
+                fd = safe_close(fd);
+        } else {
+                r = -EIO;
+        }
+        if (r < 0)
+                return r;
+        if (!n->lower.fz) {
+                (void)utimensat(parent->ufd, en,
+                                (struct timespec[]){n->lower.mtime, n->lower.mtime},
+                                AT_SYMLINK_NOFOLLOW);
+                return 0;
+        }
+        fd = openat(parent->ufd, at, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        r = fd < 0 ? negative_errno() : frozen_copy_meta(ws, n, fd, ret_charged);
+        if (r == 0 && dev && renameat2(parent->ufd, at, parent->ufd, en, RENAME_NOREPLACE) < 0)
+                r = negative_errno();
+        if (r < 0)
+                (void)unlinkat(parent->ufd, at, 0);
         return r;
 }
 
@@ -313,7 +392,14 @@ static int copyup_orphan(struct fs_workspace *ws, struct node *n, enum copyup_ho
                         r = mkdirat(dfd, tmp, 0700);
                 else if (S_ISFIFO(type))
                         r = mkfifoat(dfd, tmp, 0600);
-                else
+                else if (S_ISSOCK(type))
+                        r = mknodat(dfd, tmp, S_IFSOCK | 0600, 0);
+                else if (S_ISCHR(type) || S_ISBLK(type)) {
+                        int k = openat(dfd, tmp,
+                                       O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0);
+                        r = k < 0 ? -1 : 0;
+                        safe_close(k);
+                } else
                         return -ENOENT; /* a symlink can't be open */
                 if (r < 0)
                         return negative_errno();
@@ -342,13 +428,21 @@ static int copyup_orphan(struct fs_workspace *ws, struct node *n, enum copyup_ho
                         return r;
                 }
         }
-        {
+        if (n->lower.fz) {
+                uint64_t xc = 0;
+                r = frozen_copy_meta(ws, n, fd, &xc);
+                if (r < 0) {
+                        quota_refund_bytes(ws, size + xc);
+                        return r;
+                }
+        } else {
                 char p[FS_FD_PATH_MAX];
                 fs_fd_path(fd, p);
                 if (chmod(p, mode) < 0)
                         return negative_errno();
+                (void)utimensat(fd, "", (struct timespec[]){n->lower.mtime, n->lower.mtime},
+                                AT_EMPTY_PATH);
         }
-        (void)utimensat(fd, "", (struct timespec[]){n->lower.mtime, n->lower.mtime}, AT_EMPTY_PATH);
         if (S_ISDIR(type)) {
                 n->ufd = TAKE_FD(fd);
         } else {
@@ -364,13 +458,52 @@ static int copyup_orphan(struct fs_workspace *ws, struct node *n, enum copyup_ho
         return 0;
 }
 
+/* Data and metadata of a frozen file with several names, into its link index copy. */
+static int index_fill(struct fs_workspace *ws, struct node *n, int out, uint64_t *ret_charged)
+{
+        uint64_t xc = 0;
+        int r;
+
+        *ret_charged = 0;
+        if (S_ISREG(n->type)) {
+                r = lower_size(n->layer->lower, &n->lower);
+                if (r < 0)
+                        return r;
+                r = quota_charge_bytes(ws, n->lower.size);
+                if (r < 0)
+                        return r;
+                *ret_charged = n->lower.size;
+                r = copy_lower(n, out, n->lower.size);
+                if (r < 0)
+                        return r;
+        }
+        r = frozen_copy_meta(ws, n, out, &xc);
+        *ret_charged += xc;
+        return r;
+}
+
+/* How many names a frozen file has (1 for anything else). */
+static nlink_t lower_names(struct node *n)
+{
+        struct stat st;
+
+        if (S_ISDIR(n->type) || !n->has_lower || !n->lower.fz ||
+            fstatat(n->lower.fz->fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+                return 1;
+        return lower_fent_nlink(n->lower.fz, n->ino, st.st_nlink);
+}
+
+bool copyup_has_names_below(struct node *n)
+{
+        return !n->upper && lower_names(n) > 1;
+}
+
 int copyup(struct fs_workspace *ws, struct node *n, enum copyup_how how)
 {
         struct node *parent = n->parent;
         struct saved_times saved;
         char en[256];
         uint64_t charged = 0;
-        json_t *rec;
         int r;
 
         if (n->kind != NODE_COW)
@@ -386,6 +519,14 @@ int copyup(struct fs_workspace *ws, struct node *n, enum copyup_how how)
                 return copyup_dir(ws, n);
         if (!parent)
                 return -ENOENT;
+        {
+                /* Hard links whose names lie in frozen layers: one copy, in the index. */
+                nlink_t names = lower_names(n);
+                /* ... or a name the node no longer has (its hard link was removed):
+                 * the index does not need one. */
+                if (names > 1 || (n->has_lower && n->lower.fz && !cow_name_current(ws, n)))
+                        return links_copyup(ws, n, names, index_fill);
+        }
         r = copyup_dir(ws, parent);
         if (r < 0)
                 return r;
@@ -399,24 +540,7 @@ int copyup(struct fs_workspace *ws, struct node *n, enum copyup_how how)
         if (S_ISREG(n->type)) {
                 r = make_file(ws, n, how, en, &charged);
         } else {
-                rec = rec_new(n->ino);
-                r = rec ? upper_meta_set_rec(parent, n->name, rec) : -ENOMEM;
-                json_decref(rec);
-                if (r == 0 && S_ISLNK(n->type)) {
-                        _cleanup_free_ char *target = NULL;
-                        r = lower_readlink(n->layer->lower, &n->lower, &target);
-                        if (r == 0 && symlinkat(target, parent->ufd, en) < 0)
-                                r = negative_errno();
-                } else if (r == 0 && S_ISFIFO(n->type)) {
-                        if (mkfifoat(parent->ufd, en, n->lower.mode & 0777) < 0)
-                                r = negative_errno();
-                } else if (r == 0) {
-                        r = -EIO;
-                }
-                if (r == 0)
-                        (void)utimensat(parent->ufd, en,
-                                        (struct timespec[]){n->lower.mtime, n->lower.mtime},
-                                        AT_SYMLINK_NOFOLLOW);
+                r = make_special(ws, n, en, &charged);
         }
         times_restore(parent->ufd, &saved);
         if (r < 0) {

@@ -21,6 +21,8 @@
 
 struct cres {
         bool upper;
+        bool indexed; /* upper: the writable layer's link index copy (links.c), in hfd */
+        int hfd;
         struct stat ust;
         bool has_lower;
         struct lent lower;
@@ -57,7 +59,7 @@ static int resolve(struct fs_workspace *ws, struct node *dir, const char *name, 
         char en[256];
         int r;
 
-        *c = (struct cres){0};
+        *c = (struct cres){.hfd = -1};
         if (strnlen(name, 256) > 255)
                 return -ENAMETOOLONG;
         if (!fs_name_valid(name))
@@ -104,7 +106,21 @@ static int resolve(struct fs_workspace *ws, struct node *dir, const char *name, 
                 return r == -ENOTDIR ? -ENOENT : r;
         c->has_lower = true;
         c->type = c->lower.mode & S_IFMT;
-        c->ino = lower_ino(dir->layer->part, c->lower.path);
+        c->ino = lent_ino(dir->layer->part, &c->lower);
+        if (c->lower.fz && !S_ISDIR(c->type) &&
+            (c->lower.fz->nlink > 1 || c->lower.fz->indexed || links_top_any(ws)) &&
+            links_open_top(ws, c->ino, &c->hfd) == 0) {
+                /* One of several names of a file copied up into the link index (links.c). */
+                if (fstatat(c->hfd, "", &c->ust, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
+                        r = negative_errno();
+                        c->hfd = safe_close(c->hfd);
+                        lent_clear(&c->lower);
+                        return r;
+                }
+                lent_clear(&c->lower);
+                c->has_lower = false;
+                c->upper = c->indexed = true;
+        }
         return 0;
 }
 
@@ -114,6 +130,7 @@ static int node_from(struct fs_workspace *ws, struct node *dir, const char *name
         struct node *n = node_find_lookup(ws, c->ino);
         if (n && !n->unlinked) {
                 lent_clear(&c->lower);
+                safe_close(c->hfd);
                 *ret = n;
                 return 0;
         }
@@ -127,8 +144,11 @@ static int node_from(struct fs_workspace *ws, struct node *dir, const char *name
                 if (n)
                         node_free(n);
                 lent_clear(&c->lower);
+                safe_close(c->hfd);
                 return -ENOMEM;
         }
+        n->hfd = TAKE_FD(c->hfd);
+        n->indexed = c->indexed;
         n->parent = dir;
         n->layer = dir->layer;
         n->upper = c->upper;
@@ -153,6 +173,12 @@ static int node_from(struct fs_workspace *ws, struct node *dir, const char *name
                         node_free(n);
                         return r;
                 }
+        } else if (S_ISDIR(c->type) && n->lower.fz) {
+                int r = attr_dir_load_fd(ws, n, n->lower.fz->fd);
+                if (r < 0) {
+                        node_free(n);
+                        return r;
+                }
         }
         if (c->upper && !S_ISDIR(c->type)) {
                 int r = upper_node_pin(n);
@@ -160,6 +186,9 @@ static int node_from(struct fs_workspace *ws, struct node *dir, const char *name
                         node_free(n);
                         return r;
                 }
+                /* A name of this layer of a file that is in its link index too. */
+                if (!n->indexed && c->ust.st_nlink > 1 && n->layer == &ws->repo)
+                        n->indexed = links_in_index(ws->repo.upper_fd, n->ino, n->hfd);
         }
         *ret = stale ? node_insert_new(ws, n) : node_insert_lookup(ws, n);
         return 0;
@@ -212,6 +241,20 @@ int cow_layer_root(struct fs_workspace *ws, struct layer *l, struct node *parent
         l->root = n;
         *ret = n;
         return 0;
+}
+
+bool cow_name_current(struct fs_workspace *ws, struct node *n)
+{
+        struct cres c;
+        bool same;
+
+        if (!n->parent || n->unlinked || n->parent->kind != NODE_COW ||
+            resolve(ws, n->parent, n->name, &c) < 0)
+                return false;
+        same = c.ino == n->ino;
+        lent_clear(&c.lower);
+        safe_close(c.hfd);
+        return same;
 }
 
 int cow_lower_has(struct fs_workspace *ws, struct node *dir, const char *name)
@@ -277,6 +320,8 @@ static int lower_cb(const char *name, const struct lent *child, void *userdata)
         if ((li->n_upper && bsearch(&key, li->d, li->n_upper, sizeof(*li->d), name_cmp)) ||
             upper_meta_whiteout(li->dir, name))
                 return 0;
+        if (child->ino) /* a stack says (lower-stack.c) */
+                return listing_add(li, name, child->ino, child->mode & S_IFMT);
         p = lower_path_join(li->dir->lower.path, name);
         if (!p)
                 return -ENOMEM;
@@ -396,6 +441,8 @@ int cow_getattr(struct fs_workspace *ws, struct node *n, struct stat *st)
                 r = upper_fstat(ws, n, st);
                 if (r < 0)
                         return r;
+                if (!S_ISDIR(n->type) && n->hfd >= 0)
+                        links_nlink(ws, n, n->hfd, st);
                 if (n->metacopy) {
                         pthread_mutex_lock(&n->lock);
                         r = lower_size(n->layer->lower, &n->lower);
@@ -405,6 +452,10 @@ int cow_getattr(struct fs_workspace *ws, struct node *n, struct stat *st)
                         st->st_size = (off_t)n->lower.size;
                         st->st_blocks = (blkcnt_t)((n->lower.size + 511) / 512);
                 }
+        } else if (n->has_lower && n->lower.fz) {
+                r = frozen_getattr(ws, n, st);
+                if (r < 0)
+                        return r;
         } else {
                 if (!n->has_lower)
                         return -ENOENT;

@@ -174,13 +174,13 @@ static int workspace_json(struct fs_workspace *ws)
         char when[64];
         struct tm tm;
         time_t now = time(NULL);
-        const char *rev = lower_commit_hex(ws->repo.lower);
+        const char *rev = lower_commit_hex(ws->repo.base);
         json_t *j;
 
         gmtime_r(&now, &tm);
         strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
         j = json_pack("{s:s,s:s?,s:s,s:s,s:s,s:s,s:I}", "name", ws->name, "revision", rev, "rev",
-                      ws->rev, "source", lower_is_git(ws->repo.lower) ? "git" : "directory",
+                      ws->rev, "source", lower_is_git(ws->repo.base) ? "git" : "directory",
                       "repo_path", ws->repo.mpath, "mounted_at", when, "mounted_at_unix",
                       (json_int_t)now);
         if (!j)
@@ -278,7 +278,7 @@ static int setup_gitdir(struct fs_workspace *ws, int fsdir, char **ret_error)
         struct gitdir_params p = {0};
         int r;
 
-        if (!lower_is_git(ws->repo.lower))
+        if (!lower_is_git(ws->repo.base))
                 return 0;
         if (faccessat(fsdir, "gitdir-done", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
                 return gitindex_init(ws, fsdir, ret_error);
@@ -298,7 +298,7 @@ static int setup_gitdir(struct fs_workspace *ws, int fsdir, char **ret_error)
         p.alternates = alt;
         p.name = ws->name;
         p.config_extra = ws->git_config_extra;
-        p.lower_mtime = lower_commit_time(ws->repo.lower);
+        p.lower_mtime = lower_commit_time(ws->repo.base);
         p.uid = ws->uid;
         p.gid = ws->gid;
         p.skip_index = true;
@@ -422,6 +422,16 @@ int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_
         }
         randombytes_buf(ws->dir_key, sizeof(ws->dir_key));
         pthread_rwlock_init(&ws->ns_lock, NULL);
+        {
+                /* A steady stream of writers must not keep a checkpoint waiting. */
+                pthread_rwlockattr_t ga;
+                pthread_rwlockattr_init(&ga);
+                pthread_rwlockattr_setkind_np(&ga, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+                pthread_rwlock_init(&ws->write_gate, &ga);
+                pthread_rwlockattr_destroy(&ga);
+        }
+        pthread_mutex_init(&ws->handles_lock, NULL);
+        ws->ctl.listen_fd = ws->ctl.stop_fd = -1;
         pthread_mutex_init(&ws->itable_lock, NULL);
         reap_init(ws);
         pthread_mutex_init(&ws->index.lock, NULL);
@@ -491,13 +501,11 @@ int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_
         }
         fsdir = state_open_dir(ws->state_fd, "fs", true);
         cache = fsdir < 0 ? fsdir : state_open_dir(fsdir, "cache", true);
-        ws->repo.upper_fd = cache < 0 ? cache : state_open_dir(fsdir, "repo", true);
-        if (ws->repo.upper_fd < 0) {
-                r = fail(ret_error, ws->repo.upper_fd, "cannot set up '%s/fs': %s", ws->state,
-                         strerror(-ws->repo.upper_fd));
+        if (cache < 0) {
+                r = fail(ret_error, cache, "cannot set up '%s/fs': %s", ws->state,
+                         strerror(-cache));
                 goto out;
         }
-        (void)fchmod(ws->repo.upper_fd, 0755);
 
         if (is_git_repo(o->repo.source))
                 r = open_git_lower(ws, o, fsdir, cache, ret_error);
@@ -509,6 +517,11 @@ int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_
         }
         ws->repo.part = 1;
         ws->repo.mpath = o->repo.path;
+        ws->repo.base = ws->repo.lower;
+        /* The writable layer, and the frozen ones under it (layers-mount.c). */
+        r = layers_mount(ws, fsdir, ret_error);
+        if (r < 0)
+                goto out;
 
         r = setup_gitdir(ws, fsdir, ret_error);
         if (r < 0)
@@ -536,15 +549,18 @@ int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_
                         goto out;
                 }
         }
-        if (lower_objects_dir(ws->repo.lower)) {
+        if (lower_objects_dir(ws->repo.base)) {
                 ws->objects.part = 15;
                 ws->objects.mpath = "/.cloister/objects";
                 ws->objects.root_fd =
-                        open(lower_objects_dir(ws->repo.lower), O_PATH | O_DIRECTORY | O_CLOEXEC);
+                        open(lower_objects_dir(ws->repo.base), O_PATH | O_DIRECTORY | O_CLOEXEC);
                 ws->has_objects = ws->objects.root_fd >= 0;
         }
 
         r = quota_init(ws);
+        for (size_t i = 0; i < ws->n_frozen_own; i++)
+                safe_close(ws->frozen_own_fds[i]);
+        ws->n_frozen_own = 0;
         if (r < 0) {
                 r = fail(ret_error, r, "cannot count the upper layers' usage: %s", strerror(-r));
                 goto out;
@@ -580,8 +596,17 @@ void fs_workspace_free(fs_workspace *ws)
         node_table_free(ws);
         reap_stop(ws);
         journal_free(ws->journal);
-        lower_free(ws->repo.lower);
+        if (ws->repo.lower != ws->repo.base)
+                lower_free(ws->repo.lower);
+        for (size_t i = 0; i < ws->repo.n_retired; i++)
+                lower_free(ws->repo.retired[i]);
+        free(ws->repo.retired);
+        lower_free(ws->repo.base);
         lower_free(ws->home.lower);
+        for (size_t i = 0; i < ws->n_frozen_own; i++)
+                safe_close(ws->frozen_own_fds[i]);
+        free(ws->frozen_own_fds);
+        json_decref(ws->links);
         safe_close(ws->repo.upper_fd);
         safe_close(ws->home.upper_fd);
         for (size_t i = 0; i < ws->n_mirrors; i++)
@@ -598,7 +623,10 @@ void fs_workspace_free(fs_workspace *ws)
         free(ws->rev);
         free(ws->git_config_extra);
         free(ws->home_upper_path);
+        layers_online_stop(ws);
         pthread_rwlock_destroy(&ws->ns_lock);
+        pthread_rwlock_destroy(&ws->write_gate);
+        pthread_mutex_destroy(&ws->handles_lock);
         pthread_mutex_destroy(&ws->itable_lock);
         pthread_mutex_destroy(&ws->index.lock);
         pthread_cond_destroy(&ws->index.done);

@@ -37,6 +37,7 @@
 #define UPPER_PREFIX   ".cloister~"
 #define UPPER_META     UPPER_PREFIX "meta"
 #define UPPER_ESCAPE   UPPER_PREFIX "="
+#define LINKS_DIR      UPPER_PREFIX "links" /* a layer's link index (links.c) */
 #define UPPER_INO_TAG  (2ULL << 62)
 #define MIRROR_INO_TAG (3ULL << 62)
 
@@ -80,8 +81,13 @@ enum ctl_file {
 struct layer {
         unsigned part;       /* distinguishes lower inode numbers */
         const char *mpath;   /* where it appears in the mount, e.g. "/workspace" */
-        int upper_fd;        /* the upper tree's root directory */
-        struct lower *lower; /* NULL: no lower (never happens today) */
+        int upper_fd;        /* the upper tree's root directory (the writable layer) */
+        struct lower *lower; /* what the upper tree merges with: base, or a stack over it */
+        struct lower *base;  /* the git tree or plain dir at the bottom (owned) */
+        /* stacks replaced by a checkpoint while mounted: their entries may still be
+         * held by nodes and handles, so they are freed only at unmount */
+        struct lower **retired;
+        size_t n_retired;
         struct node *root;
 };
 
@@ -125,6 +131,7 @@ struct node {
         bool opaque;   /* upper dir hides the lower one */
         bool has_lower;
         struct lent lower;
+        bool indexed;              /* its upper inode is in the link index (links.c) */
         bool reclaimed;            /* unlinked file: its size was given back to the quota */
         uint64_t reclaimed_at;     /* ... at this size (quota_reclaim) */
         int ufd;                   /* dirs with an upper: the upper directory */
@@ -191,8 +198,27 @@ struct fs_workspace {
 
         journal *journal;
 
+        /*
+         * A checkpoint while mounted (layers-online.c): every write through an
+         * open file holds write_gate shared, the switch holds it exclusively;
+         * handles lists the open files (handles_lock), whose descriptors the
+         * switch moves to the new writable layer; ctl serves <state>/fs.sock.
+         */
+        pthread_rwlock_t write_gate;
+        pthread_mutex_t handles_lock;
+        struct handle *handles;
+        struct {
+                int listen_fd, stop_fd;
+                pthread_t thread;
+                bool started;
+        } ctl;
+
         uint64_t max_bytes, max_files;
         _Atomic uint64_t used_bytes, used_files;
+        json_t *links; /* the writable layer's link index aliases (links.c), once read */
+        /* frozen layers this state wrote, counted by quota_init (then closed) */
+        int *frozen_own_fds;
+        size_t n_frozen_own;
         uint64_t max_file_size; /* the upper filesystem's, found at mount (attr.c) */
         bool xattr_ok;          /* trusted.* xattrs work in the upper trees (attr.c) */
 
@@ -281,6 +307,8 @@ int upper_json_set_name(json_t *o, const char *key, const char *value);
 /* The exact name set by upper_json_set_name() (malloc'd), NULL if absent. */
 char *upper_json_get_name(json_t *o, const char *key);
 int upper_meta_save(struct node *dir);
+/* Write sidecar m (names verbatim) into the directory dfd, atomically. */
+int upper_meta_write(int dfd, json_t *m);
 /* Make dir's sidecar durable (fsync, fsyncdir): saves do not wait for the disk. */
 int upper_meta_sync(struct node *dir);
 /* reap.c: close fd (that of a removed file: the close frees its blocks) in a
@@ -325,6 +353,8 @@ int owner_mark(struct fs_workspace *ws, struct node *n, int fd, unsigned flags);
 int attr_probe(struct fs_workspace *ws);
 /* Read a dir's special bits into dir->xbits (after its ufd is opened). */
 int attr_dir_load(struct fs_workspace *ws, struct node *dir);
+/* The same from another fd on the dir (a frozen layer's). */
+int attr_dir_load_fd(struct fs_workspace *ws, struct node *dir, int fd);
 /* Turn the host stat of n's upper inode (fd: any fd on it, O_PATH too) into the agent's. */
 void attr_view(struct fs_workspace *ws, struct node *n, int fd, struct stat *st);
 /* Give the upper inode behind fd the agent's mode; xbits: a dir's node->xbits. */
@@ -332,6 +362,50 @@ int attr_set_mode(struct fs_workspace *ws, mode_t type, int fd, mode_t mode, dev
                   mode_t *xbits);
 /* A device node's rdev. */
 int attr_rdev(struct fs_workspace *ws, int fd, dev_t *ret);
+
+/* frozen.c: entries of frozen layers (n->lower.fz) as the agent sees them */
+int frozen_getattr(struct fs_workspace *ws, struct node *n, struct stat *st);
+ssize_t frozen_getxattr(struct node *n, const char *name, void *buf, size_t size);
+ssize_t frozen_listxattr(struct node *n, char *buf, size_t size);
+/*
+ * Give dst (an fd on the copy: O_PATH, or a dir's) the owner, host mode,
+ * trusted.cloister.* and user.* xattrs (the latter charged to the quota:
+ * *ret_charged) and times of n's frozen entry.
+ */
+int frozen_copy_meta(struct fs_workspace *ws, struct node *n, int dst, uint64_t *ret_charged);
+
+/* links.c: hard links whose names lie in different layers (ns_lock held) */
+json_t *links_aliases_load(int rootfd);
+unsigned links_aliases_get(json_t *aliases, uint64_t ino);
+bool links_in_index(int rootfd, uint64_t ino, int fd);
+/* Does the writable layer's link index hold anything? */
+bool links_top_any(struct fs_workspace *ws);
+/* The writable layer's index entry for ino (O_PATH), or -ENOENT. */
+int links_open_top(struct fs_workspace *ws, uint64_t ino, int *ret_fd);
+/* Make st_nlink of n's upper inode (fd: any fd on it) the view's. */
+void links_nlink(struct fs_workspace *ws, struct node *n, int fd, struct stat *st);
+nlink_t links_view_nlink(struct fs_workspace *ws, struct node *n);
+/* Copy n (of `names` names, lying below) into the index; fill copies its data and metadata. */
+int links_copyup(struct fs_workspace *ws, struct node *n, nlink_t names,
+                 int (*fill)(struct fs_workspace *ws, struct node *n, int out,
+                             uint64_t *ret_charged));
+/* Make the name (p, name) of indexed n a name of the writable layer, if it lies below. */
+int links_materialize(struct fs_workspace *ws, struct node *p, const char *name, const char *en,
+                      struct node *n);
+/* The name (p, en) of n goes: one alias less if it lies below (*ret_alias). */
+int links_name_gone(struct fs_workspace *ws, struct node *p, const char *en, struct node *n,
+                    bool *ret_alias);
+/* n's last name went: its index entry goes too. */
+void links_drop_if_gone(struct fs_workspace *ws, struct node *n);
+
+/* layers-mount.c: the writable layer and the stack of frozen ones under it */
+int layers_mount(struct fs_workspace *ws, int fsdir, char **ret_error);
+/* layers-online.c: <state>/fs.sock, for checkpoints while mounted */
+int layers_online_start(struct fs_workspace *ws, char **ret_error);
+void layers_online_stop(struct fs_workspace *ws);
+/* ops-data.c: an open file's handle joins or leaves ws->handles */
+struct handle;
+void handle_track(struct fs_workspace *ws, struct handle *h);
 
 /* cow.c: lookup, attributes and listing of copy-on-write nodes */
 struct cow_dirent {
@@ -344,6 +418,8 @@ int cow_lookup(struct fs_workspace *ws, struct node *parent, const char *name, s
 int cow_getattr(struct fs_workspace *ws, struct node *n, struct stat *st);
 int cow_list(struct fs_workspace *ws, struct node *dir, struct cow_dirent **ret, size_t *ret_n);
 int cow_lower_has(struct fs_workspace *ws, struct node *dir, const char *name);
+/* Is n's recorded name still one of its names? (A hard link's may be removed.) */
+bool cow_name_current(struct fs_workspace *ws, struct node *n);
 int cow_layer_root(struct fs_workspace *ws, struct layer *l, struct node *parent, const char *name,
                    struct node **ret);
 
@@ -355,6 +431,8 @@ enum copyup_how {
         COPYUP_EMPTY, /* the file is about to be truncated to 0 */
 };
 int copyup(struct fs_workspace *ws, struct node *n, enum copyup_how how);
+/* n is a frozen file with more than one name: removing one copies it up first (links.c). */
+bool copyup_has_names_below(struct node *n);
 int copyup_fd_data(int in, int out, uint64_t size);
 
 /* quota.c */

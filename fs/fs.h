@@ -103,7 +103,8 @@ void fs_workspace_free(fs_workspace *w);
  */
 int fs_workspace_serve(fs_workspace *w, int ready_fd, char **ret_error);
 
-/* The repo's upper tree, relative to the state dir (docs/fs-design.md, "State directory"). */
+/* The repo's first writable layer, relative to the state dir (docs/fs-design.md, "State
+ * directory"); after a checkpoint, fs/layers.json names the writable one (layers.h). */
 #define FS_REPO_UPPER "fs/repo"
 
 /*

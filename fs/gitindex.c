@@ -158,9 +158,9 @@ static void *build(void *arg)
         _cleanup_free_ struct size_cache *sc = calloc(1, sizeof(*sc));
         struct gitdir_params p = {
                 .source = ws->source,
-                .rev = lower_commit_hex(ws->repo.lower), /* exactly the tree served */
+                .rev = lower_commit_hex(ws->repo.base), /* exactly the tree served */
                 .name = ws->name,
-                .lower_mtime = lower_commit_time(ws->repo.lower),
+                .lower_mtime = lower_commit_time(ws->repo.base),
                 .uid = ws->index_uid ? ws->index_uid : ws->uid,
                 .gid = ws->index_gid ? ws->index_gid : ws->gid,
                 .worktree_size = sc ? worktree_size : NULL,
@@ -172,7 +172,7 @@ static void *build(void *arg)
         int r;
 
         if (sc) {
-                sc->lower = ws->repo.lower;
+                sc->lower = ws->repo.base;
                 sc->part = ws->repo.part;
                 sc->dir[0] = 1; /* no directory asked yet */
         }

@@ -17,6 +17,8 @@ struct lower_ops {
         int (*open_data)(struct lower *l, const struct lent *e, int *ret_fd);
         int (*readlink)(struct lower *l, const struct lent *e, char **ret);
         void (*free)(struct lower *l);
+        /* NULL: lower.c's own (git blobs in memory); a stack's passes base entries on. */
+        int (*read_small)(struct lower *l, struct lent *e, size_t max, char **ret, size_t *ret_len);
 };
 
 struct lower {
@@ -40,4 +42,4 @@ int lower_git_read_blob(struct lower *l, const git_oid *oid, char **ret, size_t 
 /* The file's data as checked out (converted if its attributes say so), in memory. */
 int lower_git_read_file(struct lower *l, struct lent *e, char **ret, size_t *ret_len);
 
-extern const struct lower_ops lower_git_ops, lower_dir_ops;
+extern const struct lower_ops lower_git_ops, lower_dir_ops, lower_stack_ops;

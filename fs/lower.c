@@ -21,17 +21,32 @@
 void lent_clear(struct lent *e)
 {
         free(e->path);
+        free(e->vpath);
+        if (e->fz)
+                lower_fent_unref(e->fz);
         *e = (struct lent){0};
 }
 
 int lent_copy(const struct lent *from, struct lent *to)
 {
         char *p = strdup(from->path ? from->path : "");
-        if (!p)
+        char *v = from->vpath ? strdup(from->vpath) : NULL;
+        if (!p || (from->vpath && !v)) {
+                free(p);
+                free(v);
                 return -ENOMEM;
+        }
         *to = *from;
         to->path = p;
+        to->vpath = v;
+        if (to->fz)
+                lower_fent_ref(to->fz);
         return 0;
+}
+
+uint64_t lent_ino(unsigned part, const struct lent *e)
+{
+        return e->ino ? e->ino : lower_ino(part, e->path);
 }
 
 char *lower_path_join(const char *dir, const char *name)
@@ -122,6 +137,8 @@ int lower_open_data(struct lower *l, const struct lent *e, int *ret_fd)
 int lower_read_small(struct lower *l, struct lent *e, size_t max, char **ret, size_t *ret_len)
 {
         int r;
+        if (l->ops->read_small)
+                return l->ops->read_small(l, e, max, ret, ret_len);
         if (!lower_is_git(l) || !S_ISREG(e->mode))
                 return -EOPNOTSUPP;
         r = lower_size(l, e);

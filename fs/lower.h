@@ -12,6 +12,8 @@
 #pragma once
 
 #include <git2.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -33,6 +35,11 @@ struct lent {
          * 1 no, 2 yes; conv_key names the conversion in the blob cache */
         uint8_t conv;
         uint32_t conv_key;
+        /* a stack lower (lower-stack.c) also fills: */
+        uint64_t ino;    /* st_ino, when not lower_ino(part, path) (0) */
+        char *vpath;     /* the path in the view, when it is not path (a base entry below a
+                            redirect); owned */
+        struct fent *fz; /* an entry of a frozen layer (a reference), or NULL */
 };
 
 void lent_clear(struct lent *e);
@@ -90,6 +97,61 @@ int lower_git_worktree_size(struct lower *l, const char *path, const git_oid *oi
                             uint64_t *ret_size, bool *ret_converted);
 /* Is a .gitattributes of the base tree in path's directory or above? */
 bool lower_git_attr_scope(struct lower *l, const char *path);
+
+/*
+ * A stack of frozen layers over a base lower (lower-stack.c;
+ * docs/fs-design.md, "Layers, checkpoints and forks"): below, plus one
+ * frozen layer on top, whose tree root_fd is (taken, O_RDONLY|O_DIRECTORY).
+ * below is the base (a git or dir lower) or a stack pushed on it; the new
+ * stack shares below's layers and refers to the base, which must outlive
+ * every stack on it. Entries of the frozen layers carry a struct fent.
+ */
+int lower_stack_push(struct lower *below, unsigned part, int root_fd, const char *id,
+                     struct lower **ret);
+bool lower_is_stack(const struct lower *l);
+/*
+ * A lent for an entry of the top frozen layer of stack l, from what a node
+ * held of it while it was writable (a checkpoint while mounted): its fd
+ * (taken), a dir's sidecar (a json_t *, a reference is taken; NULL: read
+ * it), what it merges with below (moved from *below), its st_ino and path.
+ */
+int lower_stack_adopt(struct lower *l, int fd, mode_t type, bool opaque, bool metacopy, void *meta,
+                      struct lent *below, uint64_t ino, const char *path, struct lent *ret);
+/* Give a lent of a stack its path in the view (a base entry's goes to vpath). */
+int lower_stack_set_path(struct lent *e, const char *vpath);
+/* Frozen layers in a stack (0 for a base lower). */
+unsigned lower_stack_depth(const struct lower *l);
+/* The root fds of a stack's frozen layers, top first (borrowed); how many. */
+size_t lower_stack_layers(const struct lower *l, int *fds, size_t max);
+
+/* An entry of a frozen layer: what a stack lower's lent carries (lent.fz). */
+struct flayer;
+struct fent {
+        _Atomic unsigned refs;
+        struct flayer *layer; /* a reference */
+        unsigned k;           /* its layer: 1 = the lowest frozen one */
+        int fd;               /* a dir: O_RDONLY|O_DIRECTORY; else O_PATH|O_NOFOLLOW */
+        mode_t type;          /* the agent's type (a device placeholder's too) */
+        bool opaque, metacopy;
+        bool indexed;         /* fd is a copy in a layer's link index (links.c) */
+        nlink_t nlink;        /* host links of the inode when found */
+        void *meta;           /* dirs: the layer dir's sidecar (json_t *), read at lookup */
+        pthread_mutex_t lock; /* below.size, filled once */
+        struct lent below;    /* a dir: the dir it merges with below (mode 0: none);
+                                 a metacopy: the entry its data is */
+};
+/* st_nlink of a frozen file as the view counts it (links.c), from its host count. */
+nlink_t lower_fent_nlink(struct fent *f, uint64_t ino, nlink_t host);
+void lower_fent_ref(struct fent *f);
+void lower_fent_unref(struct fent *f);
+
+/* The path of e in the view it was found in. */
+static inline const char *lent_vpath(const struct lent *e)
+{
+        return e->vpath ? e->vpath : e->path;
+}
+/* st_ino of a lower entry of part. */
+uint64_t lent_ino(unsigned part, const struct lent *e);
 
 /* Join a relative lower path and a name ("" + "a" = "a", "a" + "b" = "a/b"). */
 char *lower_path_join(const char *dir, const char *name);

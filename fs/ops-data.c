@@ -58,10 +58,40 @@ int ops_journal(struct fs_workspace *ws, fuse_req_t req, enum journal_op op, str
         return r == -EDQUOT ? r : r < 0 ? -EIO : 0;
 }
 
+void handle_track(struct fs_workspace *ws, struct handle *h)
+{
+        pthread_mutex_lock(&ws->handles_lock);
+        if (!h->tracked) {
+                h->hprev = NULL;
+                h->hnext = ws->handles;
+                if (ws->handles)
+                        ws->handles->hprev = h;
+                ws->handles = h;
+                h->tracked = true;
+        }
+        pthread_mutex_unlock(&ws->handles_lock);
+}
+
+static void handle_untrack(struct fs_workspace *ws, struct handle *h)
+{
+        if (!h->tracked)
+                return;
+        pthread_mutex_lock(&ws->handles_lock);
+        if (h->hprev)
+                h->hprev->hnext = h->hnext;
+        else
+                ws->handles = h->hnext;
+        if (h->hnext)
+                h->hnext->hprev = h->hprev;
+        h->tracked = false;
+        pthread_mutex_unlock(&ws->handles_lock);
+}
+
 static void handle_free(struct fs_workspace *ws, struct handle *h)
 {
         if (!h)
                 return;
+        handle_untrack(ws, h);
         if (h->node && h->node->unlinked && h->fd >= 0) { /* maybe the file's last fd: reap.c */
                 reap_close(ws, h->fd);
                 h->fd = -1;
@@ -104,6 +134,10 @@ static int fill_before_write(struct fs_workspace *ws, struct node *n)
  */
 static void handle_put(struct fs_workspace *ws, struct handle *h)
 {
+        /* (never NULL; said so that GCC's -Wstringop-overflow, which sees
+         * handle_free()'s check through the inlining, does not warn) */
+        if (!h)
+                return;
         if (atomic_fetch_sub(&h->refs, 1) == 1)
                 handle_free(ws, h);
 }
@@ -240,6 +274,8 @@ void ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         fi->noflush = 1; /* writes are synchronous: close has nothing to flush */
         atomic_store(&h->refs, 1);
         fi->fh = (uint64_t)(uintptr_t)h;
+        if (h->is_upper)
+                handle_track(ws, h);             /* a checkpoint may move it (layers-online.c) */
         if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted */
                 handle_free(ws, h);
 }
@@ -361,6 +397,8 @@ reply:
         fi->noflush = 1;
         atomic_store(&h->refs, 1);
         fi->fh = (uint64_t)(uintptr_t)h;
+        if (h->is_upper)
+                handle_track(ws, h);
         if (fuse_reply_create(req, &e, fi) == -ENOENT)
                 handle_free(ws, h);
 }
@@ -380,14 +418,25 @@ static void do_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
                 pthread_rwlock_rdlock(&ws->ns_lock);
                 pthread_mutex_lock(&h->node->lock);
                 r = h->is_upper ? 0 : upper_open(h->node, O_RDONLY | O_NONBLOCK, &ufd);
+                if (r == 0 && ufd >= 0 && h->stale_fd >= 0 && h->fd >= 0) {
+                        /* Again, after a checkpoint froze the file it was switched to
+                         * (layers-online.c): the same number, now on the new file. */
+                        if (dup3(ufd, h->fd, O_CLOEXEC) < 0)
+                                r = negative_errno();
+                        ufd = safe_close(ufd);
+                }
                 if (r == 0 && ufd >= 0) {
                         /* Concurrent reads on this handle may still splice from the
                          * old fd or reply from buf: both stay until the handle is
-                         * freed (this happens at most once per handle). */
+                         * freed (this happens once per handle; later switches, after
+                         * checkpoints, reuse the descriptor: above). */
                         h->stale_fd = h->fd;
                         h->fd = ufd;
+                }
+                if (r == 0 && !h->is_upper) {
                         h->is_upper = true;
                         h->lazy_lower = false;
+                        handle_track(ws, h); /* a later checkpoint re-marks it */
                 }
                 pthread_mutex_unlock(&h->node->lock);
                 pthread_rwlock_unlock(&ws->ns_lock);
@@ -491,6 +540,12 @@ void ops_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off
                 fuse_reply_err(req, -r);
                 return;
         }
+        pthread_rwlock_rdlock(&ws->write_gate);
+        if (h->write_error) {
+                pthread_rwlock_unlock(&ws->write_gate);
+                fuse_reply_err(req, -h->write_error);
+                return;
+        }
         pthread_mutex_lock(&n->lock);
         if (fstat(h->fd, &st) < 0) {
                 r = -errno;
@@ -533,6 +588,7 @@ void ops_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off
         r = 0;
 out:
         pthread_mutex_unlock(&n->lock);
+        pthread_rwlock_unlock(&ws->write_gate);
         if (r == 0) {
                 pthread_rwlock_rdlock(&ws->ns_lock);
                 r = ops_journal(ws, req, JOURNAL_WRITE, n, NULL,
@@ -562,8 +618,10 @@ void ops_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_in
         struct node *p;
         int r = 0;
         (void)ino;
+        pthread_rwlock_rdlock(&ws->write_gate);
         if (h->fd >= 0 && h->writable && (datasync ? fdatasync(h->fd) : fsync(h->fd)) < 0)
                 r = errno;
+        pthread_rwlock_unlock(&ws->write_gate);
         if (r == 0 && h->writable) {
                 /* The file's record (its st_ino) is in its dir's sidecar: sync that too. */
                 pthread_rwlock_rdlock(&ws->ns_lock);
@@ -778,6 +836,12 @@ void ops_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t
                 fuse_reply_err(req, -r);
                 return;
         }
+        pthread_rwlock_rdlock(&ws->write_gate);
+        if (h->write_error) {
+                pthread_rwlock_unlock(&ws->write_gate);
+                fuse_reply_err(req, -h->write_error);
+                return;
+        }
         pthread_mutex_lock(&n->lock);
         if (fstat(h->fd, &st) < 0) {
                 r = errno;
@@ -796,6 +860,7 @@ void ops_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t
         }
 out:
         pthread_mutex_unlock(&n->lock);
+        pthread_rwlock_unlock(&ws->write_gate);
         fuse_reply_err(req, r);
 }
 

@@ -77,6 +77,7 @@ int ops_getattr(struct fs_workspace *ws, struct node *n, struct handle *h, struc
                         attr_view(ws, n, h->fd, st);
                         st->st_ino = n->ino;
                         owner_show(ws, n, h->fd, st);
+                        links_nlink(ws, n, h->fd, st);
                         return 0;
                 }
                 r = cow_getattr(ws, n, st);

@@ -340,10 +340,16 @@ void ops_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *
         json_decref(rec);
         if (r < 0)
                 goto refund;
-        if (n->hfd >= 0 && geteuid() == 0)
+        if (n->hfd >= 0 && geteuid() == 0) {
                 r = linkat(n->hfd, "", p->ufd, en, AT_EMPTY_PATH);
-        else
+        } else if (n->indexed) {
+                /* Its own name may lie below (links.c): the inode itself. */
+                char fdp[FS_FD_PATH_MAX];
+                fs_fd_path(n->hfd, fdp);
+                r = linkat(AT_FDCWD, fdp, p->ufd, en, AT_SYMLINK_FOLLOW);
+        } else {
                 r = linkat(n->parent->ufd, srcen, p->ufd, en, 0);
+        }
         if (r < 0) {
                 r = negative_errno();
                 (void)upper_meta_set_rec(p, newname, NULL);
@@ -383,7 +389,7 @@ static int remove_entry(struct fs_workspace *ws, struct node *p, const char *nam
                         struct node *c)
 {
         int has = cow_lower_has(ws, p, name);
-        bool last = true;
+        bool last = true, alias = false;
         if (has < 0)
                 return has;
         if (has) {
@@ -391,7 +397,21 @@ static int remove_entry(struct fs_workspace *ws, struct node *p, const char *nam
                 if (r < 0)
                         return r;
         }
+        if (copyup_has_names_below(c)) {
+                /* Its other names stay: one copy for them all, counted (links.c). */
+                int r = copyup(ws, c, COPYUP_DATA);
+                if (r < 0)
+                        return r;
+        }
         if (c->upper) {
+                int r = links_name_gone(ws, p, en, c, &alias);
+                if (r < 0)
+                        return r;
+        }
+        if (alias) {
+                /* A name below of an indexed file: hidden, one alias less. */
+                last = links_view_nlink(ws, c) == 0;
+        } else if (c->upper) {
                 struct stat st;
                 bool dir = S_ISDIR(c->type);
                 if (fstatat(p->ufd, en, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -409,7 +429,7 @@ static int remove_entry(struct fs_workspace *ws, struct node *p, const char *nam
                 quota_refund_files(ws, 1);
                 quota_refund_bytes(ws, xattrs);
                 /* Another hard link keeps the node alive (reached through its pinned fd). */
-                last = dir || st.st_nlink <= 1;
+                last = dir || (c->indexed ? links_view_nlink(ws, c) == 0 : st.st_nlink <= 1);
         }
         (void)upper_meta_set_rec(p, name, NULL);
         if (has) {
@@ -418,6 +438,7 @@ static int remove_entry(struct fs_workspace *ws, struct node *p, const char *nam
                         return r;
         }
         if (last) {
+                links_drop_if_gone(ws, c);
                 c->unlinked = true;
                 reclaim_if_closed(ws, c);
         }
@@ -491,13 +512,13 @@ static json_t *moved_rec(struct node *n)
         r = upper_rec_add_type(rec, n->type);
         if (r == 0 && S_ISDIR(n->type)) {
                 if (n->has_lower)
-                        r = upper_json_set_name(rec, "origin", n->lower.path);
+                        r = upper_json_set_name(rec, "origin", lent_vpath(&n->lower));
                 else
                         r = json_object_set_new(rec, "opaque", json_true());
         } else if (r == 0 && n->metacopy) {
                 r = json_object_set_new(rec, "metacopy", json_true());
                 if (r == 0)
-                        r = upper_json_set_name(rec, "origin", n->lower.path);
+                        r = upper_json_set_name(rec, "origin", lent_vpath(&n->lower));
         }
         if (r < 0) {
                 json_decref(rec);
@@ -570,8 +591,13 @@ static int do_rename(struct fs_workspace *ws, fuse_req_t req, struct node *p, co
                 r = copyup_dir(ws, np);
         if (r == 0)
                 r = bring_up(ws, src);
-        if (r == 0 && dst && (flags & RENAME_EXCHANGE))
+        if (r == 0 && dst && ((flags & RENAME_EXCHANGE) || copyup_has_names_below(dst)))
                 r = bring_up(ws, dst);
+        /* Names of indexed files that lie below become names here first (links.c). */
+        if (r == 0)
+                r = links_materialize(ws, p, name, en, src);
+        if (r == 0 && dst)
+                r = links_materialize(ws, np, newname, nen, dst);
         if (r < 0)
                 goto out;
         srec = moved_rec(src);
@@ -612,7 +638,9 @@ static int do_rename(struct fs_workspace *ws, fuse_req_t req, struct node *p, co
                         if (fstatat(np->ufd, nen, &st, AT_SYMLINK_NOFOLLOW) == 0) {
                                 quota_refund_files(ws, 1);
                                 /* Another hard link keeps the replaced file alive. */
-                                dst_last = S_ISDIR(st.st_mode) || st.st_nlink <= 1;
+                                dst_last = S_ISDIR(st.st_mode) ||
+                                           (dst->indexed ? links_view_nlink(ws, dst) <= 1
+                                                         : st.st_nlink <= 1);
                         }
                         if (S_ISDIR(dst->type)) {
                                 dst_xattrs = quota_xattrs_of(dst->ufd);
@@ -635,6 +663,7 @@ static int do_rename(struct fs_workspace *ws, fuse_req_t req, struct node *p, co
                 quota_refund_bytes(ws, dst_xattrs);
                 r = node_set_parent(ws, src, np, newname);
                 if (dst && dst_last) {
+                        links_drop_if_gone(ws, dst);
                         dst->unlinked = true;
                         reclaim_if_closed(ws, dst);
                 }

@@ -3,7 +3,8 @@
  * ops-xattr.c: extended attributes. Only the "user." namespace exists for
  * the agent: security.*, trusted.* and system.* read as absent and cannot be
  * set (a capability or ACL must never reach the host's upper files). A
- * lower file has none; setting one makes a metacopy, not a data copy.
+ * git lower file has none, a frozen layer's has its own (frozen.c); setting
+ * or removing one makes a metacopy, not a data copy.
  * Their names and values count in [limits] bytes, at most FS_XATTR_FILE_MAX
  * per file (fs-private.h).
  */
@@ -25,12 +26,51 @@ static int xattr_fd(struct node *n)
                 errno = EPERM;
                 return -1;
         }
+        if (S_ISSOCK(n->type)) {
+                /* A socket can't be opened: its pinned O_PATH fd, which the
+                 * f*xattr calls take through /proc/self/fd (xattr_* below). */
+                r = upper_node_pin(n);
+                if (r < 0) {
+                        errno = -r;
+                        return -1;
+                }
+                return fcntl(n->hfd, F_DUPFD_CLOEXEC, 3);
+        }
         r = upper_open(n, O_RDONLY | O_NONBLOCK, &fd);
         if (r < 0) {
                 errno = -r;
                 return -1;
         }
         return fd;
+}
+
+/* The f*xattr calls, through /proc/self/fd/N: they then work on O_PATH fds too. */
+static ssize_t xget(int fd, const char *name, void *buf, size_t size)
+{
+        char p[FS_FD_PATH_MAX];
+        fs_fd_path(fd, p);
+        return getxattr(p, name, buf, size);
+}
+
+static ssize_t xlist(int fd, char *buf, size_t size)
+{
+        char p[FS_FD_PATH_MAX];
+        fs_fd_path(fd, p);
+        return listxattr(p, buf, size);
+}
+
+static int xset(int fd, const char *name, const void *value, size_t size, int flags)
+{
+        char p[FS_FD_PATH_MAX];
+        fs_fd_path(fd, p);
+        return setxattr(p, name, value, size, flags);
+}
+
+static int xremove(int fd, const char *name)
+{
+        char p[FS_FD_PATH_MAX];
+        fs_fd_path(fd, p);
+        return removexattr(p, name);
 }
 
 /* Keep only user.* names in a listxattr buffer; returns the new length. */
@@ -70,11 +110,14 @@ void ops_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
                 r = mirror_getxattr(n, name, buf, size);
         } else {
                 pthread_rwlock_rdlock(&ws->ns_lock);
-                if (!n->upper || S_ISLNK(n->type)) {
+                if (S_ISLNK(n->type) || (!n->upper && !(n->has_lower && n->lower.fz))) {
                         r = -ENODATA;
+                } else if (!n->upper) {
+                        ssize_t k = frozen_getxattr(n, name, buf, size); /* frozen.c */
+                        r = (int)k;
                 } else {
                         _cleanup_close_ int fd = xattr_fd(n);
-                        ssize_t k = fd < 0 ? -1 : fgetxattr(fd, name, buf, size);
+                        ssize_t k = fd < 0 ? -1 : xget(fd, name, buf, size);
                         r = k < 0 ? negative_errno() : (int)k;
                 }
                 pthread_rwlock_unlock(&ws->ns_lock);
@@ -114,9 +157,11 @@ void ops_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
                 pthread_rwlock_rdlock(&ws->ns_lock);
                 if (n->upper && !S_ISLNK(n->type)) {
                         _cleanup_close_ int fd = xattr_fd(n);
-                        k = fd < 0 ? -1 : flistxattr(fd, buf, 65536);
+                        k = fd < 0 ? -1 : xlist(fd, buf, 65536);
                         if (k < 0)
                                 k = negative_errno();
+                } else if (n->has_lower && n->lower.fz && !S_ISLNK(n->type)) {
+                        k = frozen_listxattr(n, buf, 65536);
                 }
                 pthread_rwlock_unlock(&ws->ns_lock);
         }
@@ -143,7 +188,7 @@ void ops_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 static int xattr_change_charged(struct fs_workspace *ws, int fd, const char *name,
                                 const char *value, size_t size, int flags, bool remove)
 {
-        ssize_t had = fgetxattr(fd, name, NULL, 0);
+        ssize_t had = xget(fd, name, NULL, 0);
         uint64_t old_cost = had >= 0 ? quota_xattr_cost(name, (size_t)had) : 0;
         uint64_t new_cost = remove ? 0 : quota_xattr_cost(name, size), charged = 0;
         int r;
@@ -160,7 +205,7 @@ static int xattr_change_charged(struct fs_workspace *ws, int fd, const char *nam
                         return r;
                 charged = new_cost - old_cost;
         }
-        if ((remove ? fremovexattr(fd, name) : fsetxattr(fd, name, value, size, flags)) < 0) {
+        if ((remove ? xremove(fd, name) : xset(fd, name, value, size, flags)) < 0) {
                 r = negative_errno();
                 quota_refund_bytes(ws, charged);
                 return r;
@@ -190,9 +235,15 @@ static void change_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, const
                 return;
         }
         pthread_rwlock_wrlock(&ws->ns_lock);
-        if (remove && !n->upper) {
+        if (remove && !n->upper && !(n->has_lower && n->lower.fz)) {
                 r = -ENODATA;
                 goto out;
+        }
+        if (remove && !n->upper) {
+                /* A frozen file's attribute: copy up only if it has it (ENODATA as ext4). */
+                r = (int)frozen_getxattr(n, name, NULL, 0);
+                if (r < 0)
+                        goto out;
         }
         r = copyup(ws, n, COPYUP_META);
         if (r == 0) {

@@ -26,6 +26,10 @@ struct handle {
         bool listed;
         size_t n_ents;
         uint64_t gen; /* dirs: the node's list_gen that ents was read at */
+        /* files: ws->handles (layers-online.c), under ws->handles_lock */
+        struct handle *hprev, *hnext;
+        bool tracked;
+        int write_error; /* a checkpoint could not carry it to the new layer: writes fail */
 };
 
 static inline struct fs_workspace *req_ws(fuse_req_t req)

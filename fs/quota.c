@@ -108,6 +108,37 @@ static uint64_t entry_bytes(int dfd, const char *name, const struct stat *st)
         return fd < 0 ? bytes : bytes + quota_xattrs_of(fd);
 }
 
+/*
+ * A layer's link index (links.c): each entry is one file, as links_copyup()
+ * charged it; its bytes once, whether or not names of the layer share it.
+ */
+static int walk_index(int rootfd, uint64_t *files, uint64_t *bytes, struct linked *links)
+{
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        int fd = openat(rootfd, LINKS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+        if (fd < 0 || !(d = fdopendir(fd))) {
+                safe_close(fd);
+                return 0;
+        }
+        while ((de = readdir(d))) {
+                struct stat st;
+                if (strlen(de->d_name) != 16 || strchr(de->d_name, '.') ||
+                    fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                (*files)++;
+                if (st.st_nlink > 1) {
+                        int r = linked_add(links, &st, entry_bytes(dirfd(d), de->d_name, &st));
+                        if (r < 0)
+                                return r;
+                } else {
+                        *bytes += entry_bytes(dirfd(d), de->d_name, &st);
+                }
+        }
+        return 0;
+}
+
 static int walk(int dfd, uint64_t *files, uint64_t *bytes, unsigned depth, struct linked *links)
 {
         _cleanup_closedir_ DIR *d = NULL;
@@ -126,6 +157,12 @@ static int walk(int dfd, uint64_t *files, uint64_t *bytes, unsigned depth, struc
         }
         while ((de = readdir(d))) {
                 struct stat st;
+                if (depth == 0 && streq(de->d_name, LINKS_DIR)) {
+                        int r = walk_index(dirfd(d), files, bytes, links);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
                 if (streq(de->d_name, ".") || streq(de->d_name, "..") ||
                     !upper_name_unescape(de->d_name))
                         continue;
@@ -159,6 +196,9 @@ int quota_init(struct fs_workspace *ws)
         uint64_t files = 0, bytes = 0;
         struct linked links = {0};
         int r = walk(ws->repo.upper_fd, &files, &bytes, 0, &links);
+        /* Frozen layers count once, for the state that wrote them (docs/fs-design.md). */
+        for (size_t i = 0; r == 0 && i < ws->n_frozen_own; i++)
+                r = walk(ws->frozen_own_fds[i], &files, &bytes, 0, &links);
         if (r == 0 && ws->has_home)
                 r = walk(ws->home.upper_fd, &files, &bytes, 0, &links);
         bytes += linked_bytes(&links);

@@ -211,6 +211,10 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
                         *ret_error = NULL;
                 goto out_unmount;
         }
+        /* Checkpoints while mounted (layers-online.c). */
+        r = layers_online_start(ws, ret_error);
+        if (r < 0)
+                goto out_unmount;
         r = write_start(ws);
         if (r == 0)
                 r = write_pid(ws);
@@ -235,7 +239,8 @@ out_unmount:
 out_signals:
         fuse_remove_signal_handlers(ws->se);
 out_destroy:
-        gitindex_stop(ws); /* it may still notify the session */
+        layers_online_stop(ws); /* before the session goes: a checkpoint may run */
+        gitindex_stop(ws);      /* it may still notify the session */
         fuse_session_destroy(ws->se);
         ws->se = NULL;
         if (ws->has_home && !ws->home_persist) {

@@ -318,16 +318,23 @@ static bool meta_empty(json_t *m)
 
 int upper_meta_save(struct node *dir)
 {
-        json_t *m = upper_meta(dir), *enc;
+        json_t *m = upper_meta(dir);
+
+        if (!m)
+                return -ENOMEM;
+        return upper_meta_write(dir->ufd, m);
+}
+
+int upper_meta_write(int dfd, json_t *m)
+{
+        json_t *enc;
         _cleanup_free_ char *s = NULL;
         _cleanup_close_ int fd = -1;
         const char *tmp = UPPER_PREFIX "meta.tmp";
         int r;
 
-        if (!m)
-                return -ENOMEM;
         if (meta_empty(m)) {
-                if (unlinkat(dir->ufd, UPPER_META, 0) < 0 && errno != ENOENT)
+                if (unlinkat(dfd, UPPER_META, 0) < 0 && errno != ENOENT)
                         return negative_errno();
                 return 0;
         }
@@ -336,7 +343,7 @@ int upper_meta_save(struct node *dir)
         json_decref(enc);
         if (!s)
                 return -ENOMEM;
-        fd = openat(dir->ufd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return negative_errno();
         r = write_all(fd, s, strlen(s));
@@ -353,11 +360,11 @@ int upper_meta_save(struct node *dir)
          * fsyncdir sync the sidecar (upper_meta_sync). No sidecar yet, or a
          * store that cannot exchange: rename.
          */
-        if (renameat2(dir->ufd, tmp, dir->ufd, UPPER_META, RENAME_EXCHANGE) == 0) {
-                (void)unlinkat(dir->ufd, tmp, 0); /* a leftover is truncated by the next save */
+        if (renameat2(dfd, tmp, dfd, UPPER_META, RENAME_EXCHANGE) == 0) {
+                (void)unlinkat(dfd, tmp, 0); /* a leftover is truncated by the next save */
                 return 0;
         }
-        if (renameat(dir->ufd, tmp, dir->ufd, UPPER_META) < 0)
+        if (renameat(dfd, tmp, dfd, UPPER_META) < 0)
                 return negative_errno();
         return 0;
 }

@@ -203,6 +203,39 @@ static char *worktree_find(const char *dir)
         }
 }
 
+/* Keep raw and its expansion, '%' escaped, for a copy of the file elsewhere (config.h). */
+static int expanded_record(struct parse_state *st, const char *raw, const char *out)
+{
+        struct config *c = st->cfg;
+        struct config_expanded *v = realloc(c->expanded, (c->n_expanded + 1) * sizeof(*v));
+        size_t n = 0;
+        char *fixed;
+
+        if (!v)
+                return -ENOMEM;
+        c->expanded = v;
+        for (const char *p = out; *p; p++)
+                n += *p == '%' ? 2 : 1;
+        fixed = malloc(n + 1);
+        if (!fixed)
+                return -ENOMEM;
+        n = 0;
+        for (const char *p = out; *p; p++) {
+                fixed[n++] = *p;
+                if (*p == '%')
+                        fixed[n++] = '%';
+        }
+        fixed[n] = 0;
+        v[c->n_expanded] = (struct config_expanded){
+                .line = config_reader_line(st), .raw = strdup(raw), .fixed = fixed};
+        if (!v[c->n_expanded].raw) {
+                free(fixed);
+                return -ENOMEM;
+        }
+        c->n_expanded++;
+        return 0;
+}
+
 char *config_expand(struct parse_state *st, const char *key, const char *value)
 {
         const char *sec = config_section_names[st->section];
@@ -253,6 +286,10 @@ char *config_expand(struct parse_state *st, const char *key, const char *value)
                 memcpy(out + len, add, n);
                 len += n;
                 out[len] = '\0';
+        }
+        if (expanded_record(st, value, out) < 0) {
+                config_error(st, 0, "out of memory");
+                return NULL;
         }
         return TAKE_PTR(out);
 }
@@ -343,6 +380,11 @@ void config_free(struct config *c)
         if (!c)
                 return;
         free(c->file);
+        for (size_t i = 0; i < c->n_expanded; i++) {
+                free(c->expanded[i].raw);
+                free(c->expanded[i].fixed);
+        }
+        free(c->expanded);
         free(c->workspace.name);
         free(c->workspace.state);
         free(c->workspace.mountpoint);

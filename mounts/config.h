@@ -77,8 +77,22 @@ struct config_mirror {
         unsigned path_line;
 };
 
+/*
+ * A value that used a specifier (%C, %R), where it stands in the file: a
+ * copy of the file written elsewhere (cloister fork) replaces `raw` on
+ * that line by `fixed`, the same value with the specifiers expanded and
+ * any '%' it then holds written "%%", so that it means the same there.
+ */
+struct config_expanded {
+        unsigned line;
+        char *raw;
+        char *fixed;
+};
+
 struct config {
         char *file; /* the path it was loaded from */
+        struct config_expanded *expanded;
+        size_t n_expanded;
 
         struct {
                 char *name;       /* [A-Za-z0-9._-]{1,64}, not "." or ".." */
@@ -174,3 +188,19 @@ static inline void config_freep(struct config **c)
  */
 struct lint;
 int config_lint(const struct config *c, const char *host_home, struct lint *out);
+
+/*
+ * The config of a fork of c (cloister fork; config-fork.c): c's file with
+ * its own [workspace] name and state, [repo] rev pinned (rev NULL: as it
+ * is), no [workspace] mountpoint and no [broker] socket or dir (their
+ * defaults lie in the fork's state), specifiers expanded; checked with
+ * config_load() and written to path, which must not exist.
+ */
+struct config_fork_edits {
+        const char *name;
+        const char *state;
+        const char *rev;
+        const char *comment; /* a first line, "# " + comment, or NULL */
+};
+int config_fork_write(const struct config *c, const struct config_fork_edits *e,
+                      const char *path, char **ret_error);

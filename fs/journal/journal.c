@@ -687,3 +687,77 @@ int journal_append(journal *j, const struct journal_caller *who, const struct jo
         pthread_mutex_unlock(&j->lock);
         return r;
 }
+
+/* A workspace mark (journal.h): fields are JSON text, parsed, never pasted. */
+static json_t *mark_fields(const char *fields_json)
+{
+        json_t *f = json_loads(fields_json ? fields_json : "{}", 0, NULL);
+
+        if (f && !json_is_object(f)) {
+                json_decref(f);
+                return NULL;
+        }
+        return f;
+}
+
+int journal_mark(journal *j, const char *what, const char *fields_json)
+{
+        _cleanup_(json_decrefp) json_t *f = mark_fields(fields_json);
+        _cleanup_free_ char *op = NULL;
+        int r;
+
+        if (!f)
+                return -EINVAL;
+        if (asprintf(&op, JOURNAL_MARK_PREFIX "%s", what) < 0)
+                return -ENOMEM;
+        pthread_mutex_lock(&j->lock);
+        r = journal_pending_flush(j, NULL);
+        if (r == 0) {
+                _cleanup_(json_decrefp) json_t *o = NULL;
+                struct timespec now;
+                const char *k;
+                json_t *v;
+
+                clock_gettime(CLOCK_REALTIME, &now);
+                o = journal_entry_header(&now, op);
+                json_object_foreach (f, k, v)
+                        if (o)
+                                json_object_set(o, k, v);
+                r = o ? journal_line_write(j, o, true) : -ENOMEM;
+        }
+        pthread_mutex_unlock(&j->lock);
+        return r;
+}
+
+int journal_mark_append(int dirfd, const char *name, const char *what, const char *fields_json)
+{
+        _cleanup_(json_decrefp) json_t *f = mark_fields(fields_json), *o = NULL;
+        _cleanup_free_ char *op = NULL, *s = NULL;
+        _cleanup_close_ int fd = -1;
+        struct timespec now;
+        const char *k;
+        json_t *v;
+        size_t n;
+
+        if (!f)
+                return -EINVAL;
+        if (asprintf(&op, JOURNAL_MARK_PREFIX "%s", what) < 0)
+                return -ENOMEM;
+        clock_gettime(CLOCK_REALTIME, &now);
+        o = journal_entry_header(&now, op);
+        if (!o)
+                return -ENOMEM;
+        json_object_foreach (f, k, v)
+                json_object_set(o, k, v);
+        s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        if (!s || (n = strlen(s)) > JOURNAL_LINE_MAX)
+                return -ENOMEM;
+        s[n] = '\n'; /* over the NUL: written as one line, in one write(2) */
+        fd = openat(dirfd, name, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
+                    0600);
+        if (fd < 0)
+                return negative_errno();
+        if (write(fd, s, n + 1) != (ssize_t)(n + 1))
+                return negative_errno();
+        return fsync(fd) < 0 ? negative_errno() : 0;
+}

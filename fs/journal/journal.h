@@ -209,6 +209,21 @@ const char *journal_op_to_string(enum journal_op op);
 #define JOURNAL_MARK_PREFIX "journal_"
 
 /*
+ * Marks about the workspace's layers (docs/fs-design.md, "Layers,
+ * checkpoints and forks"), with an object of fields (JSON text) after
+ * "time" and "op":
+ *   journal_fork        the first entry of a fork's journal: "parent"
+ *                       ({"name", "state"}), "checkpoint", "stack"
+ *   journal_checkpoint  "name", "depth"
+ *   journal_restore     "checkpoint"
+ *   journal_squash      "depth" (before), "layer" (the merged one)
+ * journal_mark() writes through the daemon's open journal; journal_mark_append()
+ * appends to the file at dirfd/name while no daemon has it open.
+ */
+int journal_mark(journal *j, const char *what, const char *fields_json);
+int journal_mark_append(int dirfd, const char *name, const char *what, const char *fields_json);
+
+/*
  * Reading the journal, for `cloister log`. Lines are JSON objects:
  *   {"time":"2026-12-02T16:43:00.123456Z","op":"write","path":"/workspace/a",
  *    "offset":0,"length":4096,"count":1,"result":0,"pid":42,"uid":0,"gid":0,

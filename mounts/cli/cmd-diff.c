@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cmd-diff.c: `cloister diff CONFIG [--stat | --name-status | --home] [--include-ignored]
- * [--json]`: the agent's work as a git patch against the base revision.
+ * [--json] [--since CHECKPOINT]`: the agent's work as a git patch against the base
+ * revision, or against one of the workspace's checkpoints (mounted apart for the command).
  *
  * The source repository is not written: new objects live in an in-memory
  * object database for the duration of the command. If the workspace is not
  * mounted, it is mounted for the command and unmounted after.
  */
+#include <fcntl.h>
 #include <getopt.h>
+#include <stdlib.h>
 #include <signal.h>
 #include <inttypes.h>
 #include <unistd.h>
@@ -18,6 +21,8 @@
 #include "config.h"
 #include "review-workspace.h"
 #include "review.h"
+#include "layers.h"
+#include "state.h"
 #include "lib/quote.h"
 #include "lib/util.h"
 
@@ -39,6 +44,70 @@ static void home_print(FILE *out, const struct review_home_change *c, size_t n)
         }
 }
 
+/* A checkpoint mounted apart, for --since: a temporary state and config (TMPDIR). */
+struct since_view {
+        char *dir, *config;
+        struct config *c;
+        review_workspace *w;
+};
+
+static void since_close(struct since_view *sv)
+{
+        if (sv->w && review_workspace_close(sv->w) < 0)
+                fprintf(stderr, "cloister diff: unmounting the checkpoint's view failed\n");
+        config_free(sv->c);
+        if (sv->dir) {
+                _cleanup_free_ char *parent = strdup(sv->dir);
+                char *slash = parent ? strrchr(parent, '/') : NULL;
+                _cleanup_close_ int pfd = -1;
+                if (slash) {
+                        *slash = 0;
+                        pfd = open(*parent ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                        if (pfd >= 0)
+                                (void)state_rm_rf_at(pfd, slash + 1, 0);
+                }
+        }
+        free(sv->dir);
+        free(sv->config);
+        *sv = (struct since_view){0};
+}
+
+static int since_open(const struct config *c, const char *cp, struct since_view *sv,
+                      char **ret_error)
+{
+        const char *tmp = secure_getenv("TMPDIR");
+        _cleanup_free_ char *state = NULL, *base = NULL, *name = NULL, *comment = NULL;
+        int k;
+
+        if (asprintf(&sv->dir, "%s/cloister-since.XXXXXX", tmp && *tmp ? tmp : "/var/tmp") < 0)
+                return -ENOMEM;
+        if (!mkdtemp(sv->dir)) {
+                k = -errno;
+                free(sv->dir);
+                sv->dir = NULL;
+                return k;
+        }
+        if (asprintf(&state, "%s/state", sv->dir) < 0 ||
+            asprintf(&sv->config, "%s/since.ini", sv->dir) < 0 ||
+            asprintf(&name, "%.58s.since", c->workspace.name) < 0 ||
+            asprintf(&comment, "checkpoint %s of %s, for cloister diff --since", cp,
+                     c->workspace.name) < 0)
+                return -ENOMEM;
+        k = fs_checkpoint_view_state(c->workspace.state, cp, state, &base, ret_error);
+        if (k < 0)
+                return k;
+        k = config_fork_write(
+                c,
+                &(struct config_fork_edits){
+                        .name = name, .state = state, .rev = base, .comment = comment},
+                sv->config, ret_error);
+        if (k == 0)
+                k = config_load(sv->config, &sv->c, ret_error);
+        if (k == 0)
+                k = review_workspace_open(sv->c, sv->config, true, &sv->w, ret_error);
+        return k;
+}
+
 static int diff_run(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -46,10 +115,13 @@ static int diff_run(int argc, char **argv)
                 {"name-status", no_argument, NULL, 'n'},
                 {"home", no_argument, NULL, 'H'},
                 {"include-ignored", no_argument, NULL, 'I'},
+                {"since", required_argument, NULL, 'S'},
                 {"json", no_argument, NULL, 'j'},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
+        struct since_view since = {0};
+        const char *since_cp = NULL;
         _cleanup_config_ struct config *c = NULL;
         _cleanup_free_ char *err = NULL;
         review_workspace *w = NULL;
@@ -79,6 +151,9 @@ static int diff_run(int argc, char **argv)
                         break;
                 case 'I':
                         include_ignored = true;
+                        break;
+                case 'S':
+                        since_cp = optarg;
                         break;
                 case 'j':
                         json = true;
@@ -121,6 +196,23 @@ static int diff_run(int argc, char **argv)
         if (k < 0) {
                 command_fail(&command_diff, 1, "%s", err ? err : strerror(-k));
                 goto out;
+        }
+        if (since_cp) {
+                /* The checkpoint's tree first, from its own mount; the diff starts there. */
+                struct review_options so;
+                k = since_open(c, since_cp, &since, &err);
+                if (k < 0) {
+                        command_fail(&command_diff, 1, "checkpoint %s: %s", since_cp,
+                                     err ? err : strerror(-k));
+                        goto out;
+                }
+                review_workspace_options(since.w, &so);
+                k = review_since(r, &so);
+                if (k < 0) {
+                        command_fail(&command_diff, 1, "checkpoint %s: %s", since_cp,
+                                     review_error(r));
+                        goto out;
+                }
         }
         k = review_build(r);
         if (tty)
@@ -174,6 +266,7 @@ static int diff_run(int argc, char **argv)
 out:
         review_home_changes_free(home, n_home);
         review_free(r);
+        since_close(&since);
         if (review_workspace_close(w) < 0) {
                 command_fail(&command_diff, 1, "unmounting the workspace failed");
                 ret = 1;

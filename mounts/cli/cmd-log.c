@@ -78,6 +78,26 @@ static void mark_print(const struct journal_record *rec)
                 printf("the journal reached its bound ([limits] journal = %" PRId64
                        " bytes): later operations were refused with EDQUOT and are not here",
                        max);
+        } else if (streq(rec->op, JOURNAL_MARK_PREFIX "fork")) {
+                /* docs/cloister-fork.md: the first entry of a fork's journal */
+                json_t *p = json_object_get(o, "parent");
+                const char *pn = json_string_value(json_object_get(p, "name"));
+                const char *ps = json_string_value(json_object_get(p, "state"));
+                const char *cp = json_string_value(json_object_get(o, "checkpoint"));
+                fputs("a fork of ", stdout);
+                quote_fputs(stdout, pn ? pn : "?", 0);
+                fputs(" (", stdout);
+                quote_fputs(stdout, ps ? ps : "?", 0);
+                fputs(") at checkpoint ", stdout);
+                quote_fputs(stdout, cp ? cp : "?", 0);
+        } else if (streq(rec->op, JOURNAL_MARK_PREFIX "checkpoint") ||
+                   streq(rec->op, JOURNAL_MARK_PREFIX "restore")) {
+                const char *cp = json_string_value(json_object_get(o, "name"))
+                                         ?: json_string_value(json_object_get(o, "checkpoint"));
+                quote_fputs(stdout, cp ? cp : "?", 0);
+        } else if (streq(rec->op, JOURNAL_MARK_PREFIX "squash")) {
+                printf("%" JSON_INTEGER_FORMAT " frozen layers merged into one",
+                       json_integer_value(json_object_get(o, "depth")));
         } else if (streq(rec->op, JOURNAL_MARK_PREFIX "coarse")) {
                 printf("the journal passed %" JSON_INTEGER_FORMAT
                        " bytes, three quarters of the way to its cut ([limits] journal = %" PRId64

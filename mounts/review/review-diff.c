@@ -89,7 +89,8 @@ int review_diff(review *r, git_diff **ret)
                 return k;
         g = git_tree_lookup(&tree, repo, &r->tree);
         if (g == 0)
-                g = git_tree_lookup(&base, repo, git_tree_id(r->base_tree));
+                g = git_tree_lookup(&base, repo,
+                                    r->has_since ? &r->since : git_tree_id(r->base_tree));
         if (g < 0) {
                 git_tree_free(tree);
                 return review_git_fail(r, g, "looking up the workspace tree");

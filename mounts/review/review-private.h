@@ -44,6 +44,9 @@ struct review {
         git_oid replaced; /* where review_ref_set() found the ref, if has_replaced */
         bool has_replaced;
 
+        git_oid since; /* review_since(): the tree diffs start from instead of the base's */
+        bool has_since;
+
         char err[1024];
         char warning[1200]; /* something the user should know; "" if none */
 };

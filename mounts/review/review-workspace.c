@@ -15,6 +15,7 @@
 
 #include "config.h"
 #include "fs.h"
+#include "layers.h"
 #include "review-workspace.h"
 #include "lib/util.h"
 
@@ -154,10 +155,15 @@ int review_workspace_open(const struct config *c, const char *config_path, bool 
          * The daemon of this state serves the view: its upper store holds the
          * data of every changed file, readable without a round trip each.
          */
-        if (fs_mount_probe(c->workspace.state, c->workspace.mountpoint, NULL) == 1 &&
-            asprintf(&w->upper, "%s/" FS_REPO_UPPER, c->workspace.state) < 0) {
-                w->upper = NULL;
-                k = -ENOMEM;
+        if (fs_mount_probe(c->workspace.state, c->workspace.mountpoint, NULL) == 1) {
+                /* The writable layer: fs/repo, or the one layers.json names. */
+                _cleanup_layers_ struct fs_layers *l = NULL;
+                _cleanup_free_ char *lerr = NULL;
+                if (fs_layers_load(c->workspace.state, &l, &lerr) == 0 &&
+                    asprintf(&w->upper, "%s/%s", c->workspace.state, l->top) < 0) {
+                        w->upper = NULL;
+                        k = -ENOMEM;
+                }
         }
 out:
         if (k < 0) {

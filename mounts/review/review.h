@@ -111,7 +111,16 @@ enum review_format {
         REVIEW_NAME_STATUS, /* like git diff --name-status */
 };
 
-/* Diff base..workspace with rename detection. Builds first if needed. */
+/*
+ * Build the tree of another view of the same repository, old (its view,
+ * changes and upper; the rest is r's): a checkpoint's, mounted apart
+ * (cloister diff --since). Its tree is kept in r's objects and is from
+ * then on what review_diff() and review_print() start from, not the base.
+ * Call before review_build().
+ */
+int review_since(review *r, const struct review_options *old);
+
+/* Diff base..workspace (or since..workspace) with rename detection. Builds first if needed. */
 int review_diff(review *r, git_diff **ret);
 int review_print(review *r, enum review_format fmt, FILE *out);
 

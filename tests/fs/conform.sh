@@ -47,6 +47,43 @@ make_pre "$REF"
 # The daemon starts under a umask that would mask the modes the agent asks for.
 check mount_under_umask_027 bash -c "umask 027; '$CLOISTER' mount '$C'"
 
+# LAYERS=fork or restore (meson runs both as well as the plain run): the
+# same battery in a fork at a checkpoint, or after a restore to one, with a
+# fourth place, frozen/pre, made through the mount and then frozen, so that
+# every check runs on entries of a frozen layer too (docs/fs-design.md,
+# "Layers, checkpoints and forks").
+EXTRA_PLACE=()
+if [ -n "${LAYERS:-}" ]; then
+        A=$(python3 -c 'import json, sys
+print(json.load(open(sys.argv[1])).get("sandbox", {}).get("host_uid", ""))' "$M/.cloister/workspace")
+        make_pre "$W/frozen"
+        [ -z "$A" ] || chown -hR "$A:$A" "$W/frozen/pre"
+        check unmount_before_the_checkpoint do_unmount "$C"
+        check checkpoint_c1 "$CLOISTER" checkpoint "$C" c1
+        case $LAYERS in
+        fork)
+                F=$T/fork/conform-fork.ini
+                check fork_at_c1 "$CLOISTER" fork "$C" "$F" --from c1
+                CONFIGS+=("$F")
+                C=$F
+                S=$(sed -n 's/^state = //p' "$F")
+                M=$S/mnt
+                W=$M/workspace
+                H=$M/home/agent
+                ;;
+        restore)
+                check mount_to_change_it do_mount "$C"
+                rm -rf "$W/frozen/pre/dir" "$W/pre/file2"
+                echo junk >"$W/frozen/pre/file"
+                mkdir "$W/frozen/pre/junk"
+                check unmount_changed do_unmount "$C"
+                check restore_to_c1 "$CLOISTER" restore "$C" c1
+                ;;
+        esac
+        check mount_under_umask_027_through_the_layers bash -c "umask 027; '$CLOISTER' mount '$C'"
+        EXTRA_PLACE=(frozen)
+fi
+
 # What the mount answers differently from a local filesystem, and why
 # (docs/fs-design.md, "What differs from ext4"):
 declare -A DIFFERS=(
@@ -88,8 +125,11 @@ compare() { # compare PLACE OUTPUT: one TAP line per check
         same "$place: every_check_ran" "$seen" "${#WANT[@]}"
 }
 
-PLACES=(workspace gittree home)
-declare -A DIR=([workspace]=$W [gittree]=$W/deep/tree [home]=$H)
+PLACES=(workspace gittree home "${EXTRA_PLACE[@]}")
+declare -A DIR=([workspace]=$W [gittree]=$W/deep/tree [home]=$H [frozen]=$W/frozen)
+# Every layer of the state on the host (the writable one, and frozen ones).
+STORE=("$S/fs")
+[ -d "$S/layers" ] && STORE+=("$S/layers")
 for place in "${PLACES[@]}"; do
         "$CONFORM" "${DIR[$place]}" >"$T/$place.out" 2>"$T/$place.err"
         compare "$place" "$T/$place.out"
@@ -111,13 +151,13 @@ fi
 
 # Device nodes are inert here (nodev) and never real on the host.
 expect_errno device_node_cannot_be_opened_on_the_mount EACCES "$FSPROBE" open "$W/d_keep" r
-check host_upper_holds_no_device_node bash -c "[ -z \"\$(find '$S/fs' -type b -o -type c)\" ]"
-check host_upper_holds_no_setuid_or_setgid_file bash -c "[ -z \"\$(find '$S/fs' -perm /6000)\" ]"
+check host_upper_holds_no_device_node bash -c "[ -z \"\$(find ${STORE[*]} -type b -o -type c)\" ]"
+check host_upper_holds_no_setuid_or_setgid_file bash -c "[ -z \"\$(find ${STORE[*]} -perm /6000)\" ]"
 check device_placeholder_is_an_unreadable_empty_file bash -c "
-        f=\$(find '$S/fs/repo' -name d_keep | head -1); [ -f \"\$f\" ] && [ ! -s \"\$f\" ] && [ \"\$(stat -c %a \"\$f\")\" = 1000 ]"
+        f=\$(find ${STORE[*]} -name d_keep | head -1); [ -f \"\$f\" ] && [ ! -s \"\$f\" ] && [ \"\$(stat -c %a \"\$f\")\" = 1000 ]"
 same setuid_file_shows_its_bits_in_the_mount "$(stat -c %a "$W/s_g")" 6711
 check diff_never_carries_a_setuid_mode bash -c "'$CLOISTER' diff '$C' >'$T/diff' 2>/dev/null; grep -q 's_g' '$T/diff' && ! grep -Eq 'mode 10[0-7][1-7][0-7]{3}' '$T/diff'"
-check export_commit_holds_only_git_modes bash -c "'$CLOISTER' export '$C' --commit >/dev/null 2>&1 && git -C '$T/repo' ls-tree -r refs/cloister/conform | awk '{print \$1}' | sort -u | grep -vxE '100644|100755|120000|160000' | grep -q . && exit 1 || exit 0"
+check export_commit_holds_only_git_modes bash -c "'$CLOISTER' export '$C' --commit >/dev/null 2>&1 && git -C '$T/repo' ls-tree -r refs/cloister/$(basename "$C" .ini | sed 's/^config$/conform/') | awk '{print \$1}' | sort -u | grep -vxE '100644|100755|120000|160000' | grep -q . && exit 1 || exit 0"
 
 # Everything is kept across remount: modes, owners, types, rdev, links, times.
 # As root, each mount reserves the agent's host uid afresh (the lowest free
@@ -131,7 +171,7 @@ agent_dump() { # DIR: the dump, the mount's agent uid/gid as AGENT
 }
 for place in "${PLACES[@]}"; do agent_dump "${DIR[$place]}" >"$T/$place.dump"; done
 check unmount_conform do_unmount "$C"
-check host_upper_holds_no_setuid_file_after_unmount bash -c "[ -z \"\$(find '$S/fs' -perm /6000 -o -type b -o -type c)\" ]"
+check host_upper_holds_no_setuid_file_after_unmount bash -c "[ -z \"\$(find ${STORE[*]} -perm /6000 -o -type b -o -type c)\" ]"
 check remount_conform bash -c "umask 027; '$CLOISTER' mount '$C'"
 for place in "${PLACES[@]}"; do
         agent_dump "${DIR[$place]}" >"$T/$place.dump2"

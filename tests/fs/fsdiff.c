@@ -44,8 +44,11 @@ static void logop(const char *fmt, ...)
 {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(log_lines[log_n++ % 32], 512, fmt, ap);
+        vsnprintf(log_lines[log_n % 32], 512, fmt, ap);
         va_end(ap);
+        if (getenv("FSDIFF_TRACE")) /* every operation, as it is logged */
+                fprintf(stderr, "  %u: %s\n", log_n, log_lines[log_n % 32]);
+        log_n++;
 }
 
 static void dump_log(void)
