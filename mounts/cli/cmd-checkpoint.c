@@ -17,6 +17,7 @@
 #include "command.h"
 #include "config.h"
 #include "layers.h"
+#include "operations.h"
 #include "lib/util.h"
 
 static int load(const struct command *cmd, const char *path, struct config **ret)
@@ -29,67 +30,49 @@ static int load(const struct command *cmd, const char *path, struct config **ret
         return 0;
 }
 
-static void time_utc(int64_t t, char buf[static 32])
+/* One JSON object on a line, for --json. */
+static int print_json(const struct command *cmd, json_t *o)
 {
-        time_t tt = (time_t)t;
-        struct tm tm;
+        _cleanup_free_ char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
-        gmtime_r(&tt, &tm);
-        strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
+        if (!s)
+                return command_fail(cmd, 1, "out of memory");
+        puts(s);
+        return 0;
 }
 
 static int list(const struct config *c, bool json)
 {
-        _cleanup_layers_ struct fs_layers *l = NULL;
+        _cleanup_(json_decrefp) json_t *o = NULL;
         _cleanup_free_ char *err = NULL;
-        int r = fs_layers_load(c->workspace.state, &l, &err);
+        json_t *parent, *cp;
+        json_int_t depth;
+        size_t i;
+        int r = ops_checkpoint_list(c, &o, &err);
 
         if (r < 0)
                 return command_fail(&command_checkpoint, 1, "%s", err ? err : strerror(-r));
-        if (json) {
-                json_t *o = json_pack("{s:s,s:I,s:I,s:b,s:n,s:[]}", "workspace", c->workspace.name,
-                                      "depth", (json_int_t)l->n_stack, "max_depth",
-                                      (json_int_t)FS_STACK_MAX, "squash_due",
-                                      l->n_stack >= FS_STACK_SQUASH_DUE, "parent", "checkpoints");
-                json_t *a = o ? json_object_get(o, "checkpoints") : NULL;
-                _cleanup_free_ char *s = NULL;
-
-                if (o && l->parent_name)
-                        json_object_set_new(o, "parent",
-                                            json_pack("{s:s,s:s,s:s}", "name", l->parent_name,
-                                                      "state", l->parent_state, "checkpoint",
-                                                      l->parent_checkpoint));
-                for (size_t i = 0; a && i < l->n_cps; i++) {
-                        const struct fs_checkpoint *cp = &l->cps[i];
-                        char when[32];
-                        time_utc(cp->time, when);
-                        json_array_append_new(
-                                a, json_pack("{s:s,s:I,s:s,s:I,s:s?}", "name", cp->name, "depth",
-                                             (json_int_t)cp->n_stack, "created", when,
-                                             "created_unix", (json_int_t)cp->time, "layer",
-                                             cp->n_stack ? cp->stack[cp->n_stack - 1] : NULL));
-                }
-                s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-                json_decref(o);
-                if (!s)
-                        return command_fail(&command_checkpoint, 1, "out of memory");
-                puts(s);
-        } else {
-                printf("workspace %s: %zu frozen layer%s (at most %d)", c->workspace.name,
-                       l->n_stack, l->n_stack == 1 ? "" : "s", FS_STACK_MAX);
-                if (l->parent_name)
-                        printf(", a fork of %s at checkpoint %s", l->parent_name,
-                               l->parent_checkpoint);
+        if (json)
+                r = print_json(&command_checkpoint, o);
+        else {
+                depth = json_integer_value(json_object_get(o, "depth"));
+                printf("workspace %s: %" JSON_INTEGER_FORMAT " frozen layer%s (at most %d)",
+                       c->workspace.name, depth, depth == 1 ? "" : "s", FS_STACK_MAX);
+                parent = json_object_get(o, "parent");
+                if (json_is_object(parent))
+                        printf(", a fork of %s at checkpoint %s",
+                               json_string_value(json_object_get(parent, "name")),
+                               json_string_value(json_object_get(parent, "checkpoint")));
                 putchar('\n');
-                if (l->n_cps)
+                if (json_array_size(json_object_get(o, "checkpoints")))
                         printf("%-32s %5s  %s\n", "NAME", "DEPTH", "CREATED");
-                for (size_t i = 0; i < l->n_cps; i++) {
-                        char when[32];
-                        time_utc(l->cps[i].time, when);
-                        printf("%-32s %5zu  %s\n", l->cps[i].name, l->cps[i].n_stack, when);
-                }
+                json_array_foreach (json_object_get(o, "checkpoints"), i, cp)
+                        printf("%-32s %5" JSON_INTEGER_FORMAT "  %s\n",
+                               json_string_value(json_object_get(cp, "name")),
+                               json_integer_value(json_object_get(cp, "depth")),
+                               json_string_value(json_object_get(cp, "created")));
         }
-        return fflush(stdout) == 0 ? 0 : 1;
+        return r ? r : fflush(stdout) == 0 ? 0 : 1;
 }
 
 static void report_due(const struct command *cmd, const struct config *c, size_t depth)
@@ -112,8 +95,10 @@ static int checkpoint_run(int argc, char **argv)
         };
         _cleanup_config_ struct config *c = NULL;
         _cleanup_free_ char *err = NULL;
-        struct fs_layers_report rep = {0};
+        _cleanup_(json_decrefp) json_t *o = NULL;
         bool do_list = false, do_delete = false, json = false;
+        size_t i;
+        json_t *k;
         int opt, r;
 
         while ((opt = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
@@ -144,29 +129,29 @@ static int checkpoint_run(int argc, char **argv)
         if (do_list)
                 return list(c, json);
         if (do_delete) {
-                r = fs_checkpoint_delete(c->workspace.state, argv[optind + 1], &rep, &err);
+                r = ops_checkpoint_delete(c, argv[optind + 1], &o, &err);
                 if (r < 0)
                         return command_fail(&command_checkpoint, 1, "%s", err ? err : strerror(-r));
-                for (char **k = rep.kept_by; k && *k; k++)
+                json_array_foreach (json_object_get(o, "kept_by"), i, k)
                         fprintf(stderr,
                                 "cloister checkpoint: its layer stays, in use by %s; it goes "
                                 "with its last user\n",
-                                *k);
-                fs_layers_report_clear(&rep);
+                                json_string_value(k));
+                if (json)
+                        return print_json(&command_checkpoint, o) ?: fflush(stdout) == 0 ? 0 : 1;
                 return 0;
         }
-        r = fs_checkpoint(c->workspace.state, argv[optind + 1], &rep, &err);
+        r = ops_checkpoint(c, argv[optind + 1], &o, &err);
         if (r < 0)
                 return command_fail(&command_checkpoint, 1, "%s", err ? err : strerror(-r));
+        json_int_t depth = json_integer_value(json_object_get(o, "depth"));
         if (json)
-                printf("{\"name\":\"%s\",\"depth\":%zu,\"squash_due\":%s}\n", argv[optind + 1],
-                       rep.depth, rep.squash_due ? "true" : "false");
+                r = print_json(&command_checkpoint, o);
         else
-                printf("checkpoint %s: %zu frozen layer%s\n", argv[optind + 1], rep.depth,
-                       rep.depth == 1 ? "" : "s");
-        report_due(&command_checkpoint, c, rep.depth);
-        fs_layers_report_clear(&rep);
-        return fflush(stdout) == 0 ? 0 : 1;
+                printf("checkpoint %s: %" JSON_INTEGER_FORMAT " frozen layer%s\n", argv[optind + 1],
+                       depth, depth == 1 ? "" : "s");
+        report_due(&command_checkpoint, c, (size_t)depth);
+        return r ? r : fflush(stdout) == 0 ? 0 : 1;
 }
 
 const struct command command_checkpoint = {
@@ -178,24 +163,30 @@ static int restore_run(int argc, char **argv)
 {
         _cleanup_config_ struct config *c = NULL;
         _cleanup_free_ char *err = NULL;
-        struct fs_layers_report rep = {0};
+        _cleanup_(json_decrefp) json_t *o = NULL;
+        json_int_t depth, removed;
+        bool json = argc == 4 && streq(argv[3], "--json");
         int r;
 
-        if (argc != 3 || argv[1][0] == '-' || argv[2][0] == '-')
+        if ((argc != 3 && !json) || argv[1][0] == '-' || argv[2][0] == '-')
                 return command_fail(&command_restore, EXIT_USAGE,
-                                    "usage: cloister restore CONFIG CHECKPOINT");
+                                    "usage: cloister restore CONFIG CHECKPOINT [--json]");
         r = load(&command_restore, argv[1], &c);
         if (r)
                 return r;
-        r = fs_restore(c->workspace.state, argv[2], &rep, &err);
+        r = ops_restore(c, argv[2], &o, &err);
         if (r < 0)
                 return command_fail(&command_restore, 1, "%s", err ? err : strerror(-r));
-        printf("restored %s to checkpoint %s: %zu frozen layer%s", c->workspace.name, argv[2],
-               rep.depth, rep.depth == 1 ? "" : "s");
-        if (rep.removed)
-                printf(", %zu unused layer%s removed", rep.removed, rep.removed == 1 ? "" : "s");
+        if (json)
+                return print_json(&command_restore, o) ?: fflush(stdout) == 0 ? 0 : 1;
+        depth = json_integer_value(json_object_get(o, "depth"));
+        removed = json_integer_value(json_object_get(o, "removed"));
+        printf("restored %s to checkpoint %s: %" JSON_INTEGER_FORMAT " frozen layer%s",
+               c->workspace.name, argv[2], depth, depth == 1 ? "" : "s");
+        if (removed)
+                printf(", %" JSON_INTEGER_FORMAT " unused layer%s removed", removed,
+                       removed == 1 ? "" : "s");
         putchar('\n');
-        fs_layers_report_clear(&rep);
         return fflush(stdout) == 0 ? 0 : 1;
 }
 

@@ -5,11 +5,11 @@
  * same frozen layers, read-only and shared, under a writable layer of its
  * own (docs/cloister-fork.md, docs/fs-design.md).
  *
- * Order: the checkpoint (unless --from; through the daemon if the parent
- * is mounted), the fork's state (fs_fork_state: made aside, renamed into
- * place, registered with the parent), then NEW_CONFIG, written last: until
- * it exists there is no fork, and a fork killed before it is made again
- * by the same command.
+ * The work is ops_fork()'s (mounts/ops/ops-layers.c): the checkpoint
+ * (unless --from; through the daemon if the parent is mounted), the fork's
+ * state (fs_fork_state: made aside, renamed into place, registered with
+ * the parent), then NEW_CONFIG, written last: until it exists there is no
+ * fork, and a fork killed before it is made again by the same command.
  */
 #include <getopt.h>
 #include <libgen.h>
@@ -22,8 +22,7 @@
 
 #include "command.h"
 #include "config.h"
-#include "layers.h"
-#include "lib/mkdir.h"
+#include "operations.h"
 #include "lib/util.h"
 #include "lib/values.h"
 
@@ -54,28 +53,6 @@ static char *absolute(const char *p)
         return out;
 }
 
-/* A checkpoint name for the fork's own: fork-NAME, or fork-NAME.2, ... if taken. */
-static int auto_checkpoint(const struct config *c, const char *name, char **ret, char **err)
-{
-        _cleanup_layers_ struct fs_layers *l = NULL;
-        int r = fs_layers_load(c->workspace.state, &l, err);
-
-        if (r < 0)
-                return r;
-        for (unsigned i = 1; i < 1000; i++) {
-                char *cand = NULL;
-                if ((i == 1 ? asprintf(&cand, "fork-%.55s", name)
-                            : asprintf(&cand, "fork-%.55s.%u", name, i)) < 0)
-                        return -ENOMEM;
-                if (!fs_layers_checkpoint(l, cand)) {
-                        *ret = cand;
-                        return 0;
-                }
-                free(cand);
-        }
-        return -EEXIST;
-}
-
 static int fork_run(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -84,10 +61,9 @@ static int fork_run(int argc, char **argv)
                 {"help", no_argument, NULL, 'h'},        {},
         };
         _cleanup_config_ struct config *c = NULL;
-        _cleanup_free_ char *err = NULL, *name = NULL, *state = NULL, *cp = NULL, *out = NULL,
-                            *comment = NULL;
+        _cleanup_free_ char *err = NULL, *name = NULL, *state = NULL, *out = NULL;
+        _cleanup_(json_decrefp) json_t *o = NULL;
         const char *from = NULL;
-        struct fs_layers_report rep = {0}, crep = {0};
         bool json = false;
         struct stat st;
         int opt, r;
@@ -134,66 +110,33 @@ static int fork_run(int argc, char **argv)
                                     "the fork needs a name of its own, not '%s' (--name)", name);
         if (lstat(out, &st) == 0)
                 return command_fail(&command_fork, EXIT_USAGE, "'%s' exists already", out);
-        if (!state) {
-                _cleanup_free_ char *copy = strdup(c->workspace.state);
-                if (!copy || asprintf(&state, "%s/%s", dirname(copy), name) < 0)
-                        return command_fail(&command_fork, 1, "out of memory");
-        } else {
+        if (state) {
                 char *abs = absolute(state);
                 free(state);
                 state = abs;
                 if (!state)
                         return command_fail(&command_fork, 1, "out of memory");
+                if (!value_path_is_clean_absolute(state))
+                        return command_fail(&command_fork, EXIT_USAGE,
+                                            "--state '%s': not a clean absolute path", state);
         }
-        if (!value_path_is_clean_absolute(state))
-                return command_fail(&command_fork, EXIT_USAGE,
-                                    "--state '%s': not a clean absolute path", state);
-        if (startswith(state, c->workspace.state) &&
-            (state[strlen(c->workspace.state)] == '/' || !state[strlen(c->workspace.state)]))
-                return command_fail(&command_fork, EXIT_USAGE,
-                                    "--state '%s' is inside the parent's state", state);
-        if (!from) {
-                r = auto_checkpoint(c, name, &cp, &err);
-                if (r == 0)
-                        r = fs_checkpoint(c->workspace.state, cp, &crep, &err);
-                if (r < 0)
-                        return command_fail(&command_fork, 1, "checkpoint of %s: %s",
-                                            c->workspace.name, err ? err : strerror(-r));
-                fs_layers_report_clear(&crep);
-                from = cp;
-        }
-        r = fs_fork_state(c->workspace.state, c->workspace.name, from, state, &rep, &err);
+        r = ops_fork(c,
+                     &(struct ops_fork_options){
+                             .new_config = out, .name = name, .from = from, .state = state},
+                     &o, &err);
         if (r < 0)
-                return command_fail(&command_fork, 1, "%s", err ? err : strerror(-r));
-        r = mkdir_parents(out, 0755);
-        if (r < 0)
-                return command_fail(&command_fork, 1, "cannot make the directory of '%s': %s", out,
-                                    strerror(-r));
-        if (asprintf(&comment, "A fork of %s at checkpoint %s, made by cloister fork.",
-                     c->workspace.name, from) < 0)
-                comment = NULL;
-        r = config_fork_write(
-                c,
-                &(struct config_fork_edits){
-                        .name = name, .state = state, .rev = rep.base, .comment = comment},
-                out, &err);
-        if (r < 0) {
-                fs_layers_report_clear(&rep);
-                return command_fail(&command_fork, 1, "%s", err ? err : strerror(-r));
-        }
+                return command_fail(&command_fork, r == -EINVAL ? EXIT_USAGE : 1, "%s",
+                                    err ? err : strerror(-r));
         if (json) {
-                json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:s?}", "name", name, "config", out,
-                                      "state", state, "parent", c->workspace.name, "checkpoint",
-                                      from, "depth", (json_int_t)rep.depth, "base", rep.base);
-                _cleanup_free_ char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
-                json_decref(o);
-                if (s)
-                        puts(s);
+                _cleanup_free_ char *s = json_dumps(o, JSON_COMPACT);
+                if (!s)
+                        return command_fail(&command_fork, 1, "out of memory");
+                puts(s);
         } else {
                 printf("fork %s of %s at checkpoint %s: %s (state %s)\n", name, c->workspace.name,
-                       from, out, state);
+                       json_string_value(json_object_get(o, "checkpoint")), out,
+                       json_string_value(json_object_get(o, "state")));
         }
-        fs_layers_report_clear(&rep);
         return fflush(stdout) == 0 ? 0 : 1;
 }
 

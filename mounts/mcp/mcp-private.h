@@ -32,6 +32,9 @@
 #define MCP_INVALID_PARAMS   (-32602)
 #define MCP_INTERNAL_ERROR   (-32603)
 
+/* Forks one server makes (each a config file and a state directory on the host). */
+#define MCP_FORKS_MAX 64
+
 /* One served workspace. */
 struct mcp_ws {
         struct config *c;
@@ -74,6 +77,7 @@ struct mcp_server {
         pthread_cond_t idle;  /* n_workers went down */
         struct mcp_call *calls;
         unsigned n_workers;
+        unsigned forks; /* made by the fork tool, at most MCP_FORKS_MAX */
 
         /* The loop's alone. */
         struct mcp_run *runs;

@@ -10,6 +10,9 @@
  * where the agent itself may.
  */
 #include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +20,9 @@
 
 #include "config.h"
 #include "mcp-private.h"
+#include "lib/errorf.h"
 #include "lib/util.h"
+#include "lib/values.h"
 
 /*
  * The schemas, in JSON (2020-12 draft, the MCP default). The workspace
@@ -296,6 +301,82 @@ static const struct tool tools[] = {
                 false,
                 false,
         },
+        // clang-format off
+        {
+                "checkpoint",
+                "Checkpoint the workspace",
+                "Freeze the workspace's current state as the checkpoint NAME (`cloister "
+                "checkpoint`), mounted or not, runs and all: later writes go on top, and "
+                "restore or fork can come back to it. With list, the checkpoints; with delete, "
+                "delete NAME (its layer stays while a fork or a later checkpoint uses it).",
+                "{\"type\":\"object\",\"properties\":{"
+                "\"name\":{\"type\":\"string\",\"maxLength\":64,\"description\":"
+                "\"the checkpoint's name: 1 to 64 of A-Z a-z 0-9 . _ -\"},"
+                "\"list\":" S_BOOL("list the checkpoints instead") ","
+                "\"delete\":" S_BOOL("delete the checkpoint name instead") "},"
+                "\"additionalProperties\":false}",
+                "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"string\"},"
+                "\"name\":{\"type\":\"string\"},\"depth\":{\"type\":\"integer\"},"
+                "\"max_depth\":{\"type\":\"integer\"},\"squash_due\":{\"type\":\"boolean\"},"
+                "\"parent\":{\"type\":[\"object\",\"null\"]},"
+                "\"checkpoints\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+                "\"properties\":{\"name\":{\"type\":\"string\"},\"depth\":{\"type\":\"integer\"},"
+                "\"created\":{\"type\":\"string\"},\"created_unix\":{\"type\":\"integer\"},"
+                "\"layer\":{\"type\":\"string\"}},\"required\":[\"name\",\"depth\",\"created\"]}},"
+                "\"deleted\":{\"type\":\"string\"},\"removed\":{\"type\":\"integer\"},"
+                "\"kept_by\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}},"
+                "\"required\":[\"workspace\"]}",
+                false,
+                false,
+                false,
+                false,
+        },
+        {
+                "restore",
+                "Restore a checkpoint",
+                "Roll the workspace back to the checkpoint (`cloister restore`): every change "
+                "since it is dropped. Refused while a command runs in the workspace or another "
+                "process keeps it mounted; the file tools mount it again on their next use.",
+                "{\"type\":\"object\",\"properties\":{"
+                "\"checkpoint\":{\"type\":\"string\",\"maxLength\":64,\"description\":"
+                "\"the checkpoint to go back to\"}},"
+                "\"required\":[\"checkpoint\"],\"additionalProperties\":false}",
+                "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"string\"},"
+                "\"checkpoint\":{\"type\":\"string\"},\"depth\":{\"type\":\"integer\"},"
+                "\"removed\":{\"type\":\"integer\"}},"
+                "\"required\":[\"workspace\",\"checkpoint\",\"depth\"]}",
+                false,
+                true,
+                false,
+                false,
+        },
+        {
+                "fork",
+                "Fork the workspace",
+                "A new workspace that shares this one's state at a checkpoint (`cloister "
+                "fork`; made first, named fork-NAME, unless from is given) under a writable "
+                "layer of its own: a second attempt from the same point. Its config is "
+                "new_config, a file name written beside this workspace's config; this server "
+                "does not serve it: run it with `cloister run`, or serve it with `cloister mcp`.",
+                "{\"type\":\"object\",\"properties\":{"
+                "\"new_config\":{\"type\":\"string\",\"maxLength\":128,\"description\":"
+                "\"the fork's config file name (NAME.ini), beside this workspace's config\"},"
+                "\"from\":{\"type\":\"string\",\"maxLength\":64,\"description\":"
+                "\"an existing checkpoint (default: a new one)\"},"
+                "\"name\":{\"type\":\"string\",\"maxLength\":64,\"description\":"
+                "\"the fork's workspace name (default: new_config without .ini)\"}},"
+                "\"required\":[\"new_config\"],\"additionalProperties\":false}",
+                "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+                "\"config\":{\"type\":\"string\"},\"state\":{\"type\":\"string\"},"
+                "\"parent\":{\"type\":\"string\"},\"checkpoint\":{\"type\":\"string\"},"
+                "\"depth\":{\"type\":\"integer\"},\"base\":{\"type\":\"string\"}},"
+                "\"required\":[\"name\",\"config\",\"state\",\"parent\",\"checkpoint\"]}",
+                false,
+                false,
+                false,
+                false,
+        },
+        // clang-format on
 };
 
 static const struct tool *tool_find(const char *name)
@@ -609,6 +690,110 @@ static json_t *diff_result(json_t *o)
         return mcp_result(o, text);
 }
 
+/*
+ * The fork's config: a file name (NAME.ini) beside the served config, never
+ * a path the model picks on the host.
+ */
+static int fork_config_path(const char *config_path, const char *file, char **ret, char **ret_error)
+{
+        _cleanup_free_ char *dir = NULL;
+        size_t n = strlen(file);
+        const char *slash;
+
+        if (n < 5 || !streq(file + n - 4, ".ini") || !value_name_is_valid(file, 128, false))
+                return errorf(ret_error, -EINVAL,
+                              "new_config: '%.128s' is not a config file name (NAME.ini, of "
+                              "A-Z a-z 0-9 . _ -): it is written beside this workspace's config",
+                              file);
+        if (config_path[0] == '/')
+                dir = strdup(config_path);
+        else {
+                char cwd[PATH_MAX];
+                if (getcwd(cwd, sizeof(cwd)) && asprintf(&dir, "%s/%s", cwd, config_path) < 0)
+                        dir = NULL;
+        }
+        if (!dir)
+                return errorf(ret_error, -ENOMEM, "out of memory");
+        slash = strrchr(dir, '/');
+        if (asprintf(ret, "%.*s/%s", (int)(slash - dir), dir, file) < 0)
+                return errorf(ret_error, -ENOMEM, "out of memory");
+        return 0;
+}
+
+/* checkpoint, restore, fork: the layer stack's (mounts/ops/ops-layers.c). */
+static json_t *layers_call(struct mcp_server *s, const char *name, size_t ws, json_t *args)
+{
+        struct mcp_ws *w = &s->ws[ws];
+        _cleanup_free_ char *new_config = NULL, *fname = NULL;
+        const char *cp = str(args, "name");
+        json_t *o = NULL;
+        char *error = NULL;
+        int r;
+
+        if (streq(name, "checkpoint")) {
+                if (flag(args, "list") && flag(args, "delete"))
+                        return mcp_result_error("give list or delete, not both");
+                if (flag(args, "list"))
+                        r = ops_checkpoint_list(w->c, &o, &error);
+                else if (!cp)
+                        return mcp_result_error("argument 'name' is required (or list: true)");
+                else if (flag(args, "delete"))
+                        r = ops_checkpoint_delete(w->c, cp, &o, &error);
+                else
+                        r = ops_checkpoint(w->c, cp, &o, &error);
+                return result_of(r, o, error);
+        }
+        if (streq(name, "restore")) {
+                /*
+                 * Restore needs the workspace unmounted: let go of this
+                 * server's mount (it unmounts if no run or other process
+                 * holds it), and keep the file tools out until it is done.
+                 */
+                pthread_mutex_lock(&w->lock);
+                if (w->hold) {
+                        sandbox_hold_release(w->hold);
+                        w->hold = NULL;
+                }
+                r = ops_restore(w->c, str(args, "checkpoint"), &o, &error);
+                pthread_mutex_unlock(&w->lock);
+                if (r == -EBUSY) {
+                        free(error);
+                        return mcp_result_error(
+                                "workspace '%s' is still mounted (a command runs in it, or "
+                                "another process mounted it): stop the runs (run_kill) and try "
+                                "again",
+                                w->c->workspace.name);
+                }
+                return result_of(r, o, error);
+        }
+        pthread_mutex_lock(&s->lock);
+        bool room = s->forks < MCP_FORKS_MAX;
+        s->forks += room;
+        pthread_mutex_unlock(&s->lock);
+        if (!room)
+                return mcp_result_error("this server has made %d forks, its most: remove some "
+                                        "and restart it",
+                                        MCP_FORKS_MAX);
+        r = fork_config_path(w->config_path, str(args, "new_config"), &new_config, &error);
+        if (r < 0)
+                return result_of(r, NULL, error);
+        if (!cp) {
+                fname = strdup(str(args, "new_config"));
+                if (!fname)
+                        return mcp_result_error("out of memory");
+                fname[strlen(fname) - 4] = '\0';
+        }
+        r = ops_fork(w->c,
+                     &(struct ops_fork_options){.new_config = new_config,
+                                                .name = cp ? cp : fname,
+                                                .from = str(args, "from")},
+                     &o, &error);
+        if (r == 0)
+                mcp_logf(s, "cloister mcp: workspace '%s' forked as '%s' (%s)",
+                         w->c->workspace.name, cp ? cp : fname, new_config);
+        return result_of(r, o, error);
+}
+
 json_t *mcp_tool_call(struct mcp_server *s, const char *name, size_t ws, json_t *args)
 {
         const struct config *c = s->ws[ws].c;
@@ -626,6 +811,8 @@ json_t *mcp_tool_call(struct mcp_server *s, const char *name, size_t ws, json_t 
                 }
                 return mcp_result(json_pack("{s:o}", "workspaces", list), NULL);
         }
+        if (streq(name, "checkpoint") || streq(name, "restore") || streq(name, "fork"))
+                return layers_call(s, name, ws, args);
         /* The rest work in the mount: it is made, and kept, on first use. */
         r = ws_hold(s, ws, &error);
         if (r < 0)

@@ -71,6 +71,33 @@ int ops_config_remember(const char *config_path);
  * ~/.config and ~/.local/state defaults. */
 int ops_xdg_dir(const char *kind, char **ret);
 
+/* --- checkpoints and forks (ops-layers.c; docs/fs-design.md) ------------------------ */
+
+/*
+ * `cloister checkpoint CONFIG NAME`: freeze the workspace's state as the
+ * checkpoint NAME, mounted or not: {"workspace", "name", "depth",
+ * "max_depth", "squash_due"}.
+ */
+int ops_checkpoint(const struct config *c, const char *name, json_t **ret, char **ret_error);
+/* `checkpoint --list`: {"workspace", "depth", "max_depth", "squash_due", "parent",
+ * "checkpoints": [{"name", "depth", "created", "created_unix", "layer"}]}. */
+int ops_checkpoint_list(const struct config *c, json_t **ret, char **ret_error);
+/* `checkpoint --delete`: {"workspace", "deleted", "removed", "kept_by": [who still uses
+ * its layer]}. */
+int ops_checkpoint_delete(const struct config *c, const char *name, json_t **ret, char **ret_error);
+/* `cloister restore`, unmounted only: {"workspace", "checkpoint", "depth", "removed"}. */
+int ops_restore(const struct config *c, const char *name, json_t **ret, char **ret_error);
+
+struct ops_fork_options {
+        const char *new_config; /* absolute: the fork's config, written last; must not exist */
+        const char *name;       /* the fork's workspace name */
+        const char *from;       /* a checkpoint, or NULL: one is made (fork-NAME) */
+        const char *state;      /* absolute, or NULL: beside the parent's state, named NAME */
+};
+/* `cloister fork`: {"name", "config", "state", "parent", "checkpoint", "depth", "base"?}. */
+int ops_fork(const struct config *c, const struct ops_fork_options *o, json_t **ret,
+             char **ret_error);
+
 /* --- runs ------------------------------------------------------------------------- */
 
 #define OPS_OUTPUT_MAX_DEFAULT (64 * 1024) /* bytes kept of stdout and of stderr, each */

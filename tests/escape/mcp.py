@@ -108,8 +108,8 @@ def request(method, params=None):
             return m
 
 
-def tool(name, **args):
-    m = request("tools/call", {"name": name, "arguments": args})
+def tool(tool_name, **args):
+    m = request("tools/call", {"name": tool_name, "arguments": args})
     return (m or {}).get("result") or {"isError": True, "content": [{"text": json.dumps(m)}]}
 
 
@@ -220,6 +220,22 @@ try:
                 "refs/cloister/escx", "refs/tags/v1"]:
         r = tool("export", ref=ref)
         ok(err(r), f"mcp_export_refuses_ref: {ref}", r)
+    # fork writes a config: only a file name, beside the served config; never
+    # a host path the model picks, never over a file that exists.
+    cfg_dir = os.path.dirname(cfg)
+    before = sorted(os.listdir(cfg_dir))
+    for nc in ["../esc-fork.ini", "/tmp/" + MARK + ".ini", "/etc/cron.d/x.ini", "x/../../y.ini",
+               "a.ini/", "fork", ".ini", "..ini", "x.ini\n", "x .ini", os.path.basename(cfg),
+               "a" * 200 + ".ini"]:
+        r = tool("fork", new_config=nc)
+        ok(err(r), f"mcp_fork_refuses_new_config: {nc!r:.60}", r)
+    ok(sorted(os.listdir(cfg_dir)) == before and not os.path.exists("/tmp/" + MARK + ".ini"),
+       "mcp_no_refused_fork_wrote_a_file", sorted(os.listdir(cfg_dir)))
+    for name in ["../x", ".x", "a/b", "-rf", "x" * 65]:
+        r = tool("checkpoint", name=name)
+        ok(err(r), f"mcp_checkpoint_refuses_name: {name:.40}", r)
+        r = tool("restore", checkpoint=name)
+        ok(err(r), f"mcp_restore_refuses_checkpoint: {name:.40}", r)
     heads = subprocess.run(["git", "-C", repo, "for-each-ref", "--format=%(refname)"],
                            capture_output=True, text=True).stdout.split()
     ok(heads == ["refs/heads/main"], "mcp_no_ref_was_made_in_the_source", heads)

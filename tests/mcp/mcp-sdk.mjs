@@ -68,7 +68,8 @@ ok(/Workspaces served: 'ws'/.test(client.getInstructions() ?? ''), 'instructions
 
 const { tools } = await client.listTools();
 const want = ['workspace_list', 'run_command', 'run_output', 'run_kill', 'file_read', 'file_write',
-              'file_edit', 'file_list', 'file_delete', 'diff', 'export'];
+              'file_edit', 'file_list', 'file_delete', 'diff', 'export', 'checkpoint', 'restore',
+              'fork'];
 ok(JSON.stringify(tools.map((t) => t.name).sort()) === JSON.stringify([...want].sort()),
    'tools_list_has_exactly_the_documented_tools', tools.map((t) => t.name));
 const ajv = new Ajv({ strict: false });
@@ -307,7 +308,71 @@ for (const ref of ['refs/heads/main', 'refs/cloister/other', `refs/cloister/${en
 ok(gitIn('status', '--porcelain') === '' && gitIn('rev-parse', '--abbrev-ref', 'HEAD') === 'main',
    'the_source_checkout_is_untouched');
 
+// --- checkpoint, restore, fork (issue 33's commands, as tools) -----------------------
+r = await call('file_write', { path: 'attempt.txt', content: 'first\n' });
+r = await call('checkpoint', { name: 'cp1' });
+ok(!r.isError && r.structuredContent.name === 'cp1' && r.structuredContent.depth >= 1,
+   'checkpoint_freezes_the_mounted_workspace', r);
+r = await call('checkpoint', { name: 'cp1' });
+ok(r.isError === true && /cp1/.test(text(r)), 'a_checkpoint_name_is_taken_once', r);
+for (const bad of ['../x', '.hidden', 'a/b', '-rf', '']) {
+  r = await call('checkpoint', { name: bad });
+  ok(r.isError === true, `checkpoint_refuses_the_name: '${bad}'`, r);
+}
+r = await call('checkpoint', { list: true });
+ok(!r.isError && r.structuredContent.checkpoints.some((c) => c.name === 'cp1'),
+   'checkpoint_list_shows_it', r);
+await call('file_write', { path: 'attempt.txt', content: 'second, a bad turn\n' });
+await call('file_write', { path: 'junk.txt', content: 'junk\n' });
+r = await call('restore', { checkpoint: 'cp1' });
+ok(!r.isError && r.structuredContent.checkpoint === 'cp1', 'restore_goes_back_to_the_checkpoint', r);
+r = await call('file_read', { path: 'attempt.txt' });
+ok(!r.isError && r.structuredContent.content === 'first\n', 'after_restore_the_file_is_as_checkpointed', r);
+r = await call('file_read', { path: 'junk.txt' });
+ok(r.isError === true, 'after_restore_a_later_file_is_gone', r);
+r = await call('restore', { checkpoint: 'no-such' });
+ok(r.isError === true, 'restore_of_an_unknown_checkpoint_is_an_error', r);
+// (the run is known to have started, and to hold the mount, once its file is there)
+const bg = await call('run_command', { command: `echo > started.txt; sleep 1000 # ${env.MARK}-restore`,
+                                       background: true });
+while ((await call('file_read', { path: 'started.txt' })).isError) await sleep(100);
+r = await call('restore', { checkpoint: 'cp1' });
+ok(r.isError === true && /still mounted/.test(text(r)), 'restore_is_refused_while_a_command_runs', r);
+await call('run_kill', { run_id: bg.structuredContent.run_id });
+await untilGone(`${env.MARK}-restore`);
+await call('file_delete', { path: 'started.txt' });
+const cfgDir = env.CFG.slice(0, env.CFG.lastIndexOf('/'));
+for (const bad of ['../evil.ini', '/tmp/evil.ini', 'evil', 'a/b.ini', '.ini', '.x.ini']) {
+  r = await call('fork', { new_config: bad });
+  ok(r.isError === true, `fork_refuses_the_config_name: '${bad}'`, r);
+}
+ok(!existsSync('/tmp/evil.ini') && !existsSync(`${cfgDir}/../evil.ini`), 'no_refused_fork_wrote_a_file');
+r = await call('fork', { new_config: 'attempt-2.ini', from: 'cp1' });
+ok(!r.isError && r.structuredContent.name === 'attempt-2' && r.structuredContent.parent === env.WS &&
+   r.structuredContent.config === `${cfgDir}/attempt-2.ini` && existsSync(`${cfgDir}/attempt-2.ini`),
+   'fork_writes_a_config_beside_the_served_one', r);
+r = await call('fork', { new_config: 'attempt-2.ini' });
+ok(r.isError === true && /exists/.test(text(r)), 'fork_never_overwrites_a_config', r);
+r = await call('fork', { new_config: 'attempt-3.ini', name: env.WS });
+ok(r.isError === true, 'a_fork_needs_a_name_of_its_own', r);
+let forkOut = '';
+try {
+  forkOut = execFileSync(env.CLOISTER, ['run', `${cfgDir}/attempt-2.ini`, '--', 'cat', 'attempt.txt'],
+                         { stdio: ['ignore', 'pipe', 'pipe'] }).toString();
+} catch (e) {
+  forkOut = String(e.stderr ?? e);
+}
+ok(forkOut === 'first\n', 'the_fork_runs_with_the_checkpointed_state', forkOut);
+r = await call('workspace_list', {});
+ok(!r.isError && r.structuredContent.workspaces.every((w) => w.name !== 'attempt-2'),
+   'the_fork_is_not_served_by_this_server', r);
+r = await call('checkpoint', { name: 'cp1', delete: true });
+ok(!r.isError && r.structuredContent.deleted === 'cp1', 'checkpoint_delete_works', r);
+
 await client.close();
+try {
+  execFileSync(env.CLOISTER, ['unmount', `${cfgDir}/attempt-2.ini`], { stdio: 'ignore' });
+} catch {}
 
 // --- the protocol itself, raw --------------------------------------------------------
 const raw = spawn(env.CLOISTER, ['mcp', '--request-max', '64K', env.CFG], { stdio: ['pipe', 'pipe', 'inherit'] });
