@@ -32,6 +32,7 @@ struct lower {
         char *objects_dir;
         struct timespec time; /* committer time of the base commit */
         int cache_dirfd;      /* inflated blobs, named by object id */
+        struct tree_cache *trees; /* parsed trees by id, shared by all threads (lower-tree.c) */
         /* plain directory */
         int root_fd;
 };

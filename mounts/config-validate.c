@@ -157,6 +157,8 @@ void config_finish(struct parse_state *st)
                 c->limits.audit = 64ULL << 20; /* BROKER_AUDIT_MAX_DEFAULT */
         if (!c->limits.netlog)
                 c->limits.netlog = 256ULL << 20; /* PROXY_NETLOG_MAX_DEFAULT */
+        if (!c->limits.tree_cache)
+                c->limits.tree_cache = 32ULL << 20; /* TREE_CACHE_BUDGET_DEFAULT */
         if (!c->run.host_uids.first)
                 c->run.host_uids =
                         (struct config_id_range){CONFIG_HOST_UID_MIN, CONFIG_HOST_UID_MAX};
