@@ -263,7 +263,7 @@ START_TEST(tree_cache_finds_every_entry_of_a_huge_folder_and_keeps_git_order)
         struct tree_cache *c;
         struct tree_index *t;
         struct tree_cache_stats st;
-        const unsigned n = 30000;
+        const unsigned n = 12000;
 
         git_libgit2_init();
         snprintf(path, sizeof(path), "%s/big", tmpdir);
@@ -441,6 +441,9 @@ int main(void)
 {
         Suite *s = suite_create("fs");
         TCase *tc = tcase_create("units");
+        tcase_set_timeout(
+                tc,
+                120); /* the git repos of the tree cache tests, under ASan on a loaded machine */
         SRunner *sr;
         int failed;
 
