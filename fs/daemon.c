@@ -392,7 +392,7 @@ static int setup_home(struct fs_workspace *ws, const struct fs_options *o, int f
  * 256 MiB in all) would only cost memory. Commits and tags stay cached,
  * within 4 MiB.
  */
-static void daemon_tune_memory(void)
+static void daemon_tune_process(void)
 {
         enum { SSH2_INIT_NO_CRYPTO = 0x0001 }; /* LIBSSH2_INIT_NO_CRYPTO */
         static bool done;
@@ -405,10 +405,57 @@ static void daemon_tune_memory(void)
         *(void **)&ssh2_init = dlsym(RTLD_DEFAULT, "libssh2_init");
         if (ssh2_init)
                 (void)ssh2_init(SSH2_INIT_NO_CRYPTO);
+}
+
+static void libgit2_init_tuned(void)
+{
         (void)git_libgit2_init();
         (void)git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, (int)GIT_OBJECT_TREE, (size_t)0);
         (void)git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, (int)GIT_OBJECT_BLOB, (size_t)0);
         (void)git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t)(4 << 20));
+}
+
+/*
+ * git_libgit2_init() is most of a daemon's setup: Debian's libgit2 is built
+ * with mbedTLS, whose init parses the system's CA bundle, 51 M of the 74 M
+ * instructions the daemon runs before it serves (callgrind, issue 35). It
+ * has nothing to do with the rest of the setup (the sandbox identity's
+ * reservation, the state directory), so fs_daemon_prepare() runs it in a
+ * thread beside that, and fs_workspace_new() joins the thread before it
+ * opens the git lower.
+ */
+static pthread_t libgit2_thread;
+static bool libgit2_threaded;
+
+static void *libgit2_init_thread(void *arg)
+{
+        (void)arg;
+        libgit2_init_tuned();
+        return NULL;
+}
+
+void fs_daemon_prepare(void)
+{
+        daemon_tune_process();
+        if (!libgit2_threaded &&
+            pthread_create(&libgit2_thread, NULL, libgit2_init_thread, NULL) == 0)
+                libgit2_threaded = true;
+}
+
+static void daemon_tune_memory(void)
+{
+        static bool done;
+
+        if (done)
+                return;
+        done = true;
+        daemon_tune_process();
+        if (libgit2_threaded) {
+                (void)pthread_join(libgit2_thread, NULL);
+                libgit2_threaded = false;
+        } else {
+                libgit2_init_tuned();
+        }
 }
 
 /* What setup freed (libgit2's init and shutdown in is_git_repo, the probes)
