@@ -582,8 +582,11 @@ void ops_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         struct fs_workspace *ws = req_ws(req);
         struct handle *h = fi_handle(fi);
         (void)ino;
-        if (h->writable && ws->journal)
-                (void)journal_flush(ws->journal);
+        /*
+         * No journal flush here: a file's pending entries are written within
+         * a window anyway, and holding them past the close is what lets a
+         * file made, written, closed and removed within one be summed up.
+         */
         handle_put(ws, h);
         fuse_reply_err(req, 0);
 }

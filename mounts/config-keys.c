@@ -10,6 +10,7 @@
 #include <stddef.h>
 
 #include "config-private.h"
+#include "lib/envname.h"
 #include "lib/util.h"
 #include "lib/values.h"
 #include "proxy/proxy.h"
@@ -32,9 +33,11 @@ enum key_type {
         KEY_NETWORK,
         KEY_ENV_LIST,
         KEY_USER,
-        KEY_SEED,     /* repeatable */
-        KEY_EXCLUDE,  /* mirror only, repeatable */
-        KEY_ID_RANGE, /* FIRST-LAST, two host ids */
+        KEY_SEED,       /* repeatable */
+        KEY_EXCLUDE,    /* mirror only, repeatable */
+        KEY_MIRROR_BIN, /* mirror only: "." or a clean relative path */
+        KEY_MIRROR_ENV, /* mirror only: a variable name the sandbox lets be set */
+        KEY_ID_RANGE,   /* FIRST-LAST, two host ids */
 };
 
 struct key {
@@ -67,6 +70,8 @@ static const struct key keys[] = {
         {SECTION_MIRROR, "source", KEY_HOST_PATH, MIR(source), 0, 0, 0},
         {SECTION_MIRROR, "path", KEY_INSIDE_PATH, MIR(path), 0, 0, 0},
         {SECTION_MIRROR, "exclude", KEY_EXCLUDE, MIR(exclude), 0, 0, 0},
+        {SECTION_MIRROR, "bin", KEY_MIRROR_BIN, MIR(bin), 0, 0, 0},
+        {SECTION_MIRROR, "env", KEY_MIRROR_ENV, MIR(env), 0, 0, 0},
         {SECTION_BROKER, "socket", KEY_HOST_PATH, CFG(broker.socket), 0, 0, 0},
         {SECTION_BROKER, "policy", KEY_HOST_PATH, CFG(broker.policy), 0, 0, 0},
         {SECTION_BROKER, "dir", KEY_HOST_PATH, CFG(broker.dir), 0, 0, 0},
@@ -392,6 +397,21 @@ static int key_value_apply(struct parse_state *st, const struct key *k, void *ba
         case KEY_EXCLUDE:
                 return list_append(st, k, (char ***)field, value, CONFIG_MAX_EXCLUDES,
                                    glob_is_valid, "a glob");
+        case KEY_MIRROR_BIN:
+                if (!streq(value, ".") && !value_path_is_clean_relative(value))
+                        return config_error(st, line,
+                                            "key '%s' in [%s]: '%s' must be '.' or a clean "
+                                            "relative path inside the mirror",
+                                            k->name, sec, value);
+                break;
+        case KEY_MIRROR_ENV:
+                if (!env_name_is_valid(value) || !env_name_settable(value, true))
+                        return config_error(st, line,
+                                            "key '%s' in [%s]: '%s' is not a variable the "
+                                            "sandbox lets a config set (not PATH, HOME, LD_*, "
+                                            "CLOISTER_*, a proxy variable, ...)",
+                                            k->name, sec, value);
+                break;
         case KEY_SEED:
                 return seed_add(st, k, value);
         case KEY_ID_RANGE:

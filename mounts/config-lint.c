@@ -22,8 +22,21 @@
 
 /* Host paths whose exposure hands the agent credentials or host control. */
 static const char *const sensitive_home[] = {
-        ".ssh",  ".aws",    ".config/gh",     ".netrc", ".git-credentials", ".gnupg",
-        ".kube", ".docker", ".config/gcloud", ".azure", ".npmrc",           ".pypirc",
+        ".ssh",
+        ".aws",
+        ".config/gh",
+        ".netrc",
+        ".git-credentials",
+        ".gnupg",
+        ".kube",
+        ".docker",
+        ".config/gcloud",
+        ".azure",
+        ".npmrc",
+        ".pypirc",
+        /* cargo's registry tokens, beside the toolchain that `cloister init` mirrors */
+        ".cargo/credentials",
+        ".cargo/credentials.toml",
 };
 static const char *const sensitive_host[] = {
         "/var/run/docker.sock",
@@ -57,10 +70,28 @@ static bool path_within(const char *a, const char *b)
  * Does exposing host path p (a mirror or seed source) expose something
  * sensitive? section and key say where p was set, line on which line.
  */
-static int lint_exposure(const struct config *c, const char *p, const char *host_home,
-                         const char *section, const char *key, unsigned line, struct lint *out)
+/* Whether a mirror's exclude globs hide sensitive path s, inside its source p. */
+static bool excluded(const char *s, const char *p, char *const *exclude)
+{
+        const char *base = strrchr(s, '/') ? strrchr(s, '/') + 1 : s;
+
+        if (!exclude || streq(s, p) || !path_within(s, p))
+                return false;
+        for (char *const *g = exclude; *g; g++)
+                if (fnmatch(*g, base, 0) == 0)
+                        return true;
+        return false;
+}
+
+static int lint_exposure(const struct config *c, const char *p, char *const *exclude,
+                         const char *host_home, const char *section, const char *key, unsigned line,
+                         struct lint *out)
 {
         char buf[4096];
+        /* The user's own home is judged by what is in it (sensitive_home),
+         * root's too: /root below is someone else's, when it is not ours. */
+        bool in_own_home = host_home && *host_home && !streq(host_home, "/") &&
+                           path_within(p, host_home) && !streq(p, host_home);
 
 #define EXPOSES(...) lint_add(out, LINT_WARNING, c->file, line, section, key, __VA_ARGS__)
         if (host_home && *host_home && !streq(host_home, "/") &&
@@ -68,11 +99,12 @@ static int lint_exposure(const struct config *c, const char *p, const char *host
                 return EXPOSES("'%s' exposes the user's home '%s'", p, host_home);
         for (size_t i = 0; host_home && i < ELEMENTSOF(sensitive_home); i++) {
                 snprintf(buf, sizeof(buf), "%s/%s", host_home, sensitive_home[i]);
-                if (path_within(p, buf) || path_within(buf, p))
+                if ((path_within(p, buf) || path_within(buf, p)) && !excluded(buf, p, exclude))
                         return EXPOSES("'%s' exposes credentials in '%s'", p, buf);
         }
         for (size_t i = 0; i < ELEMENTSOF(sensitive_host); i++)
-                if (path_within(p, sensitive_host[i]) || path_within(sensitive_host[i], p))
+                if ((path_within(p, sensitive_host[i]) || path_within(sensitive_host[i], p)) &&
+                    !(in_own_home && streq(sensitive_host[i], host_home)))
                         return EXPOSES("'%s' exposes '%s' to the agent", p, sensitive_host[i]);
         /* A dotfile directory under any /home/<user> is almost always a credential store. */
         const char *h = startswith(p, "/home/");
@@ -132,11 +164,11 @@ int config_lint(const struct config *c, const char *host_home, struct lint *out)
         for (size_t i = 0; r >= 0 && i < c->n_mirrors; i++) {
                 char section[128];
                 snprintf(section, sizeof(section), "mirror \"%s\"", c->mirrors[i].name);
-                r = lint_exposure(c, c->mirrors[i].source, host_home, section, "source",
-                                  c->mirrors[i].line, out);
+                r = lint_exposure(c, c->mirrors[i].source, c->mirrors[i].exclude, host_home,
+                                  section, "source", c->mirrors[i].line, out);
         }
         for (size_t i = 0; r >= 0 && i < c->home.n_seeds; i++)
-                r = lint_exposure(c, c->home.seeds[i].source, host_home, "home", "seed",
+                r = lint_exposure(c, c->home.seeds[i].source, NULL, host_home, "home", "seed",
                                   c->home.seeds[i].line, out);
         if (r >= 0 && (path_within(c->repo.source, "/proc") || path_within(c->repo.source, "/sys")))
                 r = lint_add(out, LINT_WARNING, c->file, 0, "repo", "source",

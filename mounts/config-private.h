@@ -33,8 +33,8 @@ enum {
         KEY_LINE_REPO_PATH = 5,
         KEY_LINE_HOME_PATH = 6,
         KEY_LINE_MIRROR_FIRST = 9,
-        KEY_LINE_BROKER_SOCKET = 12,
-        KEY_LINE_BROKER_DIR = 14,
+        KEY_LINE_BROKER_SOCKET = 14,
+        KEY_LINE_BROKER_DIR = 16,
 };
 
 struct parse_state {
@@ -45,7 +45,7 @@ struct parse_state {
         enum section_kind section;
         struct config_mirror *mirror;
         unsigned lines[CONFIG_KEYS_MAX];  /* scalar keys, by key index */
-        unsigned mirror_lines[4];         /* per key of the current mirror */
+        unsigned mirror_lines[8];         /* per key of the current mirror */
         struct proxy_inject_rule *inject; /* the current [inject "NAME"] */
         unsigned inject_lines[16];        /* per key of the current [inject] */
         char *config_dir;                 /* canonical directory of the file, for %C and %R */

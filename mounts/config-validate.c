@@ -226,6 +226,17 @@ void config_finish(struct parse_state *st)
                         return;
                 }
         }
+        /* Two mirrors can't both say where one variable points. */
+        for (size_t i = 0; i < c->n_mirrors; i++)
+                for (size_t j = 0; c->mirrors[i].env && j < i; j++)
+                        if (c->mirrors[j].env && streq(c->mirrors[i].env, c->mirrors[j].env)) {
+                                config_error(st, c->mirrors[i].line,
+                                             "key 'env' in [mirror \"%s\"]: '%s' is set by "
+                                             "[mirror \"%s\"] already",
+                                             c->mirrors[i].name, c->mirrors[i].env,
+                                             c->mirrors[j].name);
+                                return;
+                        }
         for (size_t i = 0; i < c->home.n_seeds; i++) {
                 const struct config_seed *s = &c->home.seeds[i];
                 if (paths_overlap(state, s->source) || paths_overlap(mnt, s->source)) {

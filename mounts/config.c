@@ -360,6 +360,8 @@ void config_free(struct config *c)
                 free(c->mirrors[i].source);
                 free(c->mirrors[i].path);
                 strv_free(c->mirrors[i].exclude);
+                free(c->mirrors[i].bin);
+                free(c->mirrors[i].env);
         }
         free(c->mirrors);
         free(c->broker.socket);

@@ -59,6 +59,8 @@ struct config_mirror {
         char *source;   /* absolute host directory */
         char *path;     /* absolute path inside the workspace */
         char **exclude; /* NULL-terminated list of fnmatch(3) globs, never NULL */
+        char *bin;      /* a folder of it (relative; "." itself) put on the sandbox's PATH, or NULL */
+        char *env;      /* a variable set to its path in the sandbox (RUSTUP_HOME, ...), or NULL */
         unsigned line;  /* line of the section header */
         unsigned path_line;
 };

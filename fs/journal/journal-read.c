@@ -34,6 +34,7 @@ struct journal_reader {
         unsigned long long session_start;
         unsigned unclean; /* sessions that ended without their close mark */
         unsigned cuts;    /* journal_truncated marks */
+        unsigned coarse;  /* journal_coarse marks */
         bool at_end;
 };
 
@@ -117,6 +118,8 @@ static bool session_note(journal_reader *r, json_t *o, const char *op)
                 r->session_open = false;
         } else if (streq(op, JOURNAL_MARK_PREFIX "truncated")) {
                 r->cuts++;
+        } else if (streq(op, JOURNAL_MARK_PREFIX "coarse")) {
+                r->coarse++;
         }
         return unclean;
 }
@@ -263,6 +266,7 @@ int journal_reader_next(journal_reader *r, struct journal_record *ret)
                         .sandbox_uid = int_field(o, "sandbox_uid", -1),
                         .result = int_field(o, "result", 0),
                         .count = int_field(o, "count", 1),
+                        .coarse = !mark && json_is_string(json_object_get(o, "coarse")),
                         .mark = mark,
                         .after_unclean_stop = unclean,
                         .json = o,
@@ -300,4 +304,9 @@ bool journal_reader_live(const journal_reader *r)
 unsigned journal_reader_cuts(const journal_reader *r)
 {
         return r->cuts;
+}
+
+unsigned journal_reader_coarse(const journal_reader *r)
+{
+        return r->coarse;
 }

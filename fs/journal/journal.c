@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * journal.c: the writing side of the journal (journal.h).
+ * journal.c: the writing side of the journal (journal.h): the file, its
+ * bound, the marks, the flusher thread, and journal_append(), which hands
+ * each operation to compaction (journal-pending.c) or, past the soft bound,
+ * to coarse entries (journal-coarse.c). What the parts share and the lock
+ * are in journal-internal.h.
  *
  * Each entry is one JSON object on one line, appended with a single write(2)
  * on an O_APPEND descriptor, so entries from concurrent FUSE worker threads
@@ -8,23 +12,18 @@
  * write comes back short (full disk), the next entry starts with a newline
  * so that only the damaged line is lost.
  *
- * Coalescing (see JOURNAL_COALESCE_MS in journal.h) keeps a small table of
- * pending entries: runs of writes, and one run of repeats of the last
- * operation. Each is written at most one window after its first operation,
- * by the flusher thread or by the next append, whichever comes first: the
- * guarantee must hold under a steady stream of operations and on a loaded
- * machine where the flusher is late.
+ * Pending entries are written at most one window after their first
+ * operation, by the flusher thread or by the next append, whichever comes
+ * first: the guarantee must hold under a steady stream of operations and on
+ * a loaded machine where the flusher is late.
  *
  * The bound (max_bytes) is checked before every operation and every line:
  * journal_admit() cuts the journal (one mark) once less than a reserve and
- * a headroom is left, and turns every later mutating operation away before
- * it happens; the headroom takes the entries of operations admitted before
- * the cut (pending writes, requests in flight on other threads). A line
- * that still does not fit is not written (counted as dropped).
- *
- * j->lock protects everything in struct journal except `cut` and `refused`,
- * which journal_admit() reads and counts without it (atomics); it is held
- * across each write(2) so that entries stay ordered.
+ * a headroom is left beyond what is written and what pending entries may
+ * still take, and turns every later mutating operation away before it
+ * happens; the headroom takes the entries of operations admitted just
+ * before the cut (requests in flight on other threads). A line that still
+ * does not fit is not written (counted as dropped).
  *
  * Trust: paths and the command name come from the agent. They are only ever
  * data in JSON strings (jansson escapes them); a name that is not UTF-8 is
@@ -39,38 +38,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "journal.h"
+#include "journal-internal.h"
 #include "lib/util.h"
-
-struct pending {
-        bool used;
-        bool repeat;   /* repeats of the last operation; else a run of writes */
-        char *path;    /* writes */
-        json_t *entry; /* repeat: the entry of the first repeat (its time and pid) */
-        struct journal_caller who;
-        char comm[32];
-        bool have_comm;
-        uint64_t offset, end, count;
-        struct timespec first; /* CLOCK_REALTIME of the first operation */
-        struct timespec due;   /* CLOCK_MONOTONIC: written by then, whatever follows */
-};
-
-struct journal {
-        int fd;
-        pthread_mutex_t lock;
-        pthread_cond_t cond; /* wakes the flusher: new pending entry or stop */
-        pthread_t flusher;
-        bool flusher_running, stop;
-        bool need_newline; /* the file does not end with '\n' (short write, crash) */
-        uint64_t size;     /* bytes in the file, as far as we wrote them (atomic stores) */
-        uint64_t max_bytes;
-        bool cut;         /* the bound was reached (atomic) */
-        uint64_t dropped; /* entries not written after the cut */
-        uint64_t refused; /* operations journal_admit() turned away (atomic) */
-        char *last_sig;   /* the last non-write operation, for repeats (entry_signature) */
-        struct pending slots[JOURNAL_COALESCE_SLOTS];
-        struct pending rep;
-};
 
 static const char *const op_names[] = {
         [JOURNAL_CREATE] = "create",     [JOURNAL_WRITE] = "write",
@@ -91,7 +60,7 @@ const char *journal_op_to_string(enum journal_op op)
 }
 
 /* The caller's command name, from /proc/PID/comm; false if the process is gone. */
-static bool comm_read(pid_t pid, char *buf, size_t size)
+bool journal_comm_read(pid_t pid, char *buf, size_t size)
 {
         char p[64];
         _cleanup_close_ int fd = -1;
@@ -126,18 +95,19 @@ static void time_format(const struct timespec *ts, char buf[40])
         snprintf(buf + n, 9, ".%06uZ", (unsigned)(ts->tv_nsec / 1000) % 1000000u);
 }
 
-static bool timespec_before(const struct timespec *a, const struct timespec *b)
+bool journal_timespec_before(const struct timespec *a, const struct timespec *b)
 {
         return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
-static struct timespec window_end(void)
+/* CLOCK_MONOTONIC, ms from now. */
+struct timespec journal_deadline_in(unsigned ms)
 {
         struct timespec t;
 
         clock_gettime(CLOCK_MONOTONIC, &t);
-        t.tv_sec += JOURNAL_COALESCE_MS / 1000;
-        t.tv_nsec += (JOURNAL_COALESCE_MS % 1000) * 1000000L;
+        t.tv_sec += ms / 1000;
+        t.tv_nsec += (long)(ms % 1000) * 1000000L;
         if (t.tv_nsec >= 1000000000L) {
                 t.tv_sec++;
                 t.tv_nsec -= 1000000000L;
@@ -146,7 +116,7 @@ static struct timespec window_end(void)
 }
 
 /* Store a name; non-UTF-8 names get a lossy "key" and the exact bytes in "key_hex". */
-static int json_set_name(json_t *o, const char *key, const char *value)
+int journal_json_set_name(json_t *o, const char *key, const char *value)
 {
         json_t *s = json_string(value);
         size_t n;
@@ -171,12 +141,12 @@ static int json_set_name(json_t *o, const char *key, const char *value)
         return 0;
 }
 
-static int json_set_int(json_t *o, const char *key, json_int_t v)
+int journal_json_set_int(json_t *o, const char *key, json_int_t v)
 {
         return json_object_set_new(o, key, json_integer(v)) < 0 ? -ENOMEM : 0;
 }
 
-static json_t *entry_header(const struct timespec *when, const char *op)
+json_t *journal_entry_header(const struct timespec *when, const char *op)
 {
         char ts[40];
         json_t *o = json_object();
@@ -192,7 +162,56 @@ static json_t *entry_header(const struct timespec *when, const char *op)
         return o;
 }
 
-static int line_write(journal *j, json_t *o, bool mark);
+/*
+ * The most bytes a name can take in a line: JSON escapes a control byte in
+ * six ("\u0001"), a quote or backslash in two; a name that is not UTF-8 is
+ * stored again in hex. An upper bound, so that pending entries can be
+ * counted against the bound before they are written.
+ */
+static uint64_t name_estimate(const char *s)
+{
+        uint64_t n = 0, len = 0;
+        bool high = false;
+
+        if (!s)
+                return 0;
+        for (const unsigned char *c = (const unsigned char *)s; *c; c++, len++) {
+                n += *c < 0x20 ? 6 : *c == '"' || *c == '\\' ? 2 : 1;
+                high |= *c >= 0x80;
+        }
+        return n + (high ? 2 * len : 0);
+}
+
+/* Fixed fields: time, op, numbers, an error name, a command name escaped, key names. */
+#define LINE_FIXED 512
+
+uint64_t journal_line_estimate(const char *path, const char *path2, const char *name)
+{
+        return LINE_FIXED + name_estimate(path) + name_estimate(path2) + name_estimate(name);
+}
+
+uint64_t journal_path_hash(const char *path)
+{
+        uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+        for (const unsigned char *c = (const unsigned char *)path; *c; c++)
+                h = (h ^ *c) * 1099511628211ull;
+        return h;
+}
+
+bool journal_path_under(const char *path, const char *dir)
+{
+        size_t n = strlen(dir);
+
+        if (n == 1 && dir[0] == '/')
+                return path[0] == '/' && path[1] != 0;
+        return strncmp(path, dir, n) == 0 && path[n] == '/';
+}
+
+void journal_pending_bytes_add(journal *j, uint64_t add, uint64_t sub)
+{
+        __atomic_store_n(&j->pending_bytes, j->pending_bytes + add - sub, __ATOMIC_RELAXED);
+}
 
 /* What is kept free at the cut for the entries of operations then in flight. */
 static uint64_t headroom(const journal *j)
@@ -200,9 +219,19 @@ static uint64_t headroom(const journal *j)
         return MIN((uint64_t)JOURNAL_HEADROOM, j->max_bytes / 4);
 }
 
+/* Does the bound leave too little room for what is written, pending and in flight? */
+static bool bound_near(const journal *j)
+{
+        return j->max_bytes &&
+               __atomic_load_n(&j->size, __ATOMIC_RELAXED) +
+                               __atomic_load_n(&j->pending_bytes, __ATOMIC_RELAXED) +
+                               JOURNAL_RESERVE + headroom(j) >
+                       j->max_bytes;
+}
+
 /*
  * The bound is reached: one mark says so, in the reserve, and from here on
- * journal_admit() refuses. Called with j->lock held.
+ * journal_admit() refuses.
  */
 static void journal_cut(journal *j)
 {
@@ -213,17 +242,16 @@ static void journal_cut(journal *j)
                 return;
         __atomic_store_n(&j->cut, true, __ATOMIC_RELEASE);
         clock_gettime(CLOCK_REALTIME, &now);
-        o = entry_header(&now, JOURNAL_MARK_PREFIX "truncated");
-        if (o && json_set_int(o, "max_bytes", (json_int_t)j->max_bytes) == 0)
-                (void)line_write(j, o, true);
+        o = journal_entry_header(&now, JOURNAL_MARK_PREFIX "truncated");
+        if (o && journal_json_set_int(o, "max_bytes", (json_int_t)j->max_bytes) == 0)
+                (void)journal_line_write(j, o, true);
 }
 
 /*
  * Append one serialized object as one line, in one write(2). Marks may use
  * the reserve; anything else must leave it free, or the journal is cut.
- * Called with j->lock held.
  */
-static int line_write(journal *j, json_t *o, bool mark)
+int journal_line_write(journal *j, json_t *o, bool mark)
 {
         _cleanup_free_ char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
         _cleanup_free_ char *buf = NULL;
@@ -267,23 +295,23 @@ static int line_write(journal *j, json_t *o, bool mark)
         return 0;
 }
 
-static int entry_caller(json_t *o, const struct journal_caller *who, const char *comm, int result)
+int journal_entry_caller(json_t *o, const struct journal_caller *who, const char *comm, int result)
 {
         int r = 0;
 
-        r = json_set_int(o, "result", result);
+        r = journal_json_set_int(o, "result", result);
         if (r == 0 && result < 0 && strerrorname_np(-result))
                 r = json_object_set_new(o, "error", json_string(strerrorname_np(-result))) < 0
                             ? -ENOMEM
                             : 0;
         if (r == 0)
-                r = json_set_int(o, "pid", who ? who->pid : 0);
+                r = journal_json_set_int(o, "pid", who ? who->pid : 0);
         if (r == 0)
-                r = json_set_int(o, "uid", who ? (json_int_t)who->uid : -1);
+                r = journal_json_set_int(o, "uid", who ? (json_int_t)who->uid : -1);
         if (r == 0)
-                r = json_set_int(o, "gid", who ? (json_int_t)who->gid : -1);
+                r = journal_json_set_int(o, "gid", who ? (json_int_t)who->gid : -1);
         if (r == 0 && who && who->in_sandbox)
-                r = json_set_int(o, "sandbox_uid", (json_int_t)who->sandbox_uid);
+                r = journal_json_set_int(o, "sandbox_uid", (json_int_t)who->sandbox_uid);
         if (r == 0)
                 r = json_object_set_new(o, "comm", comm ? json_string(comm) : json_null()) < 0
                             ? -ENOMEM
@@ -291,72 +319,15 @@ static int entry_caller(json_t *o, const struct journal_caller *who, const char 
         return r;
 }
 
-static int pending_write(journal *j, struct pending *p)
-{
-        _cleanup_(json_decrefp) json_t *o = NULL;
-        int r;
-
-        if (p->repeat) {
-                /* The first repeat's entry, saying how many identical ones it stands for. */
-                r = json_set_int(p->entry, "count", (json_int_t)p->count);
-                return r < 0 ? r : line_write(j, p->entry, false);
-        }
-        o = entry_header(&p->first, "write");
-        if (!o)
-                return -ENOMEM;
-        r = json_set_name(o, "path", p->path);
-        if (r == 0)
-                r = json_set_int(o, "offset", (json_int_t)p->offset);
-        if (r == 0)
-                r = json_set_int(o, "length", (json_int_t)(p->end - p->offset));
-        if (r == 0)
-                r = json_set_int(o, "count", (json_int_t)p->count);
-        if (r == 0)
-                r = entry_caller(o, &p->who, p->have_comm ? p->comm : NULL, 0);
-        if (r == 0)
-                r = line_write(j, o, false);
-        return r;
-}
-
-static void pending_clear(struct pending *p)
-{
-        free(p->path);
-        json_decref(p->entry);
-        *p = (struct pending){0};
-}
-
-/*
- * Write out pending entries in the order of their first operation: all of
- * them, or (due_by set) those due by then. Called with j->lock held.
- */
-static int pending_flush(journal *j, const struct timespec *due_by)
-{
-        int ret = 0;
-
-        for (;;) {
-                struct pending *oldest = NULL;
-                for (size_t i = 0; i <= JOURNAL_COALESCE_SLOTS; i++) {
-                        struct pending *p = i < JOURNAL_COALESCE_SLOTS ? &j->slots[i] : &j->rep;
-                        if (!p->used || (due_by && timespec_before(due_by, &p->due)))
-                                continue;
-                        if (!oldest || timespec_before(&p->first, &oldest->first))
-                                oldest = p;
-                }
-                if (!oldest)
-                        return ret;
-                int r = pending_write(j, oldest);
-                if (r < 0 && ret == 0)
-                        ret = r;
-                pending_clear(oldest);
-        }
-}
-
 static int flush_due(journal *j)
 {
         struct timespec now;
+        int r, k;
 
         clock_gettime(CLOCK_MONOTONIC, &now);
-        return pending_flush(j, &now);
+        r = journal_pending_flush(j, &now);
+        k = journal_coarse_flush(j, &now);
+        return r < 0 ? r : k;
 }
 
 static void *flusher_main(void *arg)
@@ -365,15 +336,12 @@ static void *flusher_main(void *arg)
 
         pthread_mutex_lock(&j->lock);
         while (!j->stop) {
-                struct timespec deadline = {0};
-                bool any = false;
+                struct timespec deadline, c;
+                bool any = journal_pending_next_due(j, &deadline);
 
-                for (size_t i = 0; i <= JOURNAL_COALESCE_SLOTS; i++) {
-                        struct pending *p = i < JOURNAL_COALESCE_SLOTS ? &j->slots[i] : &j->rep;
-                        if (!p->used)
-                                continue;
-                        if (!any || timespec_before(&p->due, &deadline))
-                                deadline = p->due;
+                if (journal_coarse_next_due(j, &c) &&
+                    (!any || journal_timespec_before(&c, &deadline))) {
+                        deadline = c;
                         any = true;
                 }
                 if (!any) {
@@ -388,8 +356,8 @@ static void *flusher_main(void *arg)
         return NULL;
 }
 
-/* Called with j->lock held, after a pending entry was added. */
-static void flusher_wake(journal *j)
+/* After a pending entry was added. */
+void journal_flusher_wake(journal *j)
 {
         if (!j->flusher_running) {
                 /* Started lazily, so a process that forks after journal_open keeps it. */
@@ -415,12 +383,68 @@ static void mark_write(journal *j, const char *what, json_t *fields)
         json_t *v;
 
         clock_gettime(CLOCK_REALTIME, &now);
-        o = entry_header(&now, what);
+        o = journal_entry_header(&now, what);
         if (!o)
                 return;
         json_object_foreach (fields, k, v)
                 json_object_set(o, k, v);
-        (void)line_write(j, o, true);
+        (void)journal_line_write(j, o, true);
+}
+
+/*
+ * Past the soft bound: what is pending is written as it is, one mark says
+ * where coarse entries begin, and every later operation is counted in one.
+ */
+static void coarse_enter(journal *j)
+{
+        _cleanup_(json_decrefp) json_t *fields = NULL;
+
+        if (j->coarse || j->cut)
+                return;
+        (void)journal_pending_flush(j, NULL);
+        j->coarse = true;
+        fields = json_pack("{s:I, s:I, s:i}", "max_bytes", (json_int_t)j->max_bytes, "at_bytes",
+                           (json_int_t)j->soft_bytes, "window_ms", (int)j->summary_ms);
+        mark_write(j, JOURNAL_MARK_PREFIX "coarse", fields);
+}
+
+static void soft_check(journal *j)
+{
+        if (j->soft_bytes && !j->coarse && j->size + j->pending_bytes >= j->soft_bytes)
+                coarse_enter(j);
+}
+
+/*
+ * Was the journal cut at this bound (or a larger one) by the session before?
+ * Pending entries count against the bound at their longest, so a cut
+ * journal may end a little short of where the cut comes; its last line
+ * says it was cut: the journal_close mark ("cut": the bound), or the
+ * journal_truncated mark itself if the daemon was killed right after it.
+ */
+static bool cut_before(int fd, uint64_t size, uint64_t max_bytes)
+{
+        _cleanup_(json_decrefp) json_t *o = NULL;
+        char buf[4096];
+        size_t n = MIN(size, sizeof(buf)), start;
+        const char *op;
+        ssize_t k;
+
+        if (!max_bytes || n < 2)
+                return false;
+        k = pread(fd, buf, n, (off_t)(size - n));
+        if (k != (ssize_t)n || buf[n - 1] != '\n')
+                return false;
+        for (start = n - 1; start > 0 && buf[start - 1] != '\n'; start--)
+                ;
+        o = json_loadb(buf + start, n - 1 - start, 0, NULL);
+        op = json_string_value(json_object_get(o, "op"));
+        if (!op)
+                return false;
+        if (streq(op, JOURNAL_MARK_PREFIX "close"))
+                return json_integer_value(json_object_get(o, "cut")) >= (json_int_t)max_bytes;
+        if (streq(op, JOURNAL_MARK_PREFIX "truncated"))
+                return json_integer_value(json_object_get(o, "max_bytes")) >= (json_int_t)max_bytes;
+        return false;
 }
 
 int journal_open(int state_dirfd, const char *name, uint64_t max_bytes, journal **ret)
@@ -429,6 +453,7 @@ int journal_open(int state_dirfd, const char *name, uint64_t max_bytes, journal 
         _cleanup_(json_decrefp) json_t *fields = NULL;
         pthread_condattr_t ca;
         struct stat st;
+        bool was_cut;
         journal *j;
 
         fd = openat(state_dirfd, name,
@@ -449,6 +474,12 @@ int journal_open(int state_dirfd, const char *name, uint64_t max_bytes, journal 
         }
         j->size = (uint64_t)st.st_size;
         j->max_bytes = max_bytes;
+        was_cut = cut_before(fd, j->size, max_bytes);
+        /* The soft bound: three quarters of the way to where the cut comes. */
+        if (max_bytes > JOURNAL_RESERVE + headroom(j))
+                j->soft_bytes = (max_bytes - JOURNAL_RESERVE - headroom(j)) / 4 * 3;
+        j->window_ms = JOURNAL_COALESCE_MS;
+        j->summary_ms = JOURNAL_SUMMARY_MS;
         pthread_mutex_init(&j->lock, NULL);
         pthread_condattr_init(&ca);
         pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -461,8 +492,10 @@ int journal_open(int state_dirfd, const char *name, uint64_t max_bytes, journal 
         pthread_mutex_lock(&j->lock);
         mark_write(j, JOURNAL_MARK_PREFIX "open", fields);
         /* Full already (an earlier run reached the bound, or it was lowered). */
-        if (max_bytes && j->size + JOURNAL_RESERVE + headroom(j) > max_bytes)
+        if (was_cut || bound_near(j))
                 journal_cut(j);
+        else
+                soft_check(j); /* an earlier run went past the soft bound: coarse again */
         pthread_mutex_unlock(&j->lock);
         *ret = j;
         return 0;
@@ -481,11 +514,17 @@ void journal_free(journal *j)
         if (j->flusher_running)
                 pthread_join(j->flusher, NULL);
         pthread_mutex_lock(&j->lock);
-        (void)pending_flush(j, NULL);
+        (void)journal_pending_flush(j, NULL);
+        (void)journal_coarse_flush(j, NULL);
         fields = json_pack("{s:b, s:I, s:I}", "clean", 1, "dropped", (json_int_t)j->dropped,
                            "refused", (json_int_t)__atomic_load_n(&j->refused, __ATOMIC_RELAXED));
+        /* The next session at this bound starts cut, however close to it the file ends. */
+        if (fields && j->cut)
+                json_object_set_new(fields, "cut", json_integer((json_int_t)j->max_bytes));
         mark_write(j, JOURNAL_MARK_PREFIX "close", fields);
         pthread_mutex_unlock(&j->lock);
+        journal_pending_free_all(j);
+        journal_coarse_free_all(j);
         safe_close(j->fd);
         free(j->last_sig);
         pthread_cond_destroy(&j->cond);
@@ -498,7 +537,7 @@ int journal_flush(journal *j)
         int r;
 
         pthread_mutex_lock(&j->lock);
-        r = pending_flush(j, NULL);
+        r = journal_pending_flush(j, NULL);
         pthread_mutex_unlock(&j->lock);
         return r;
 }
@@ -508,9 +547,7 @@ int journal_admit(journal *j)
         if (!j)
                 return 0;
         if (!__atomic_load_n(&j->cut, __ATOMIC_ACQUIRE)) {
-                if (!j->max_bytes ||
-                    __atomic_load_n(&j->size, __ATOMIC_RELAXED) + JOURNAL_RESERVE + headroom(j) <=
-                            j->max_bytes)
+                if (!bound_near(j))
                         return 0;
                 /* Cut before the operation: it is refused, not done and left unrecorded. */
                 pthread_mutex_lock(&j->lock);
@@ -531,118 +568,63 @@ uint64_t journal_size(journal *j)
         return n;
 }
 
-/* Merge a successful write into a pending entry or open a new one. Called with j->lock held. */
-static int write_coalesce(journal *j, const struct journal_caller *who,
-                          const struct journal_entry *e)
+void journal_windows_set(journal *j, unsigned window_ms, unsigned summary_ms)
 {
-        struct timespec now;
-        struct pending *p = NULL, *free_slot = NULL, *oldest = NULL;
-        uint64_t end = e->offset + e->length;
-        pid_t pid = who ? who->pid : 0;
-        int r = 0;
-
-        if (end < e->offset)
-                end = UINT64_MAX;
-        clock_gettime(CLOCK_MONOTONIC, &now);
-        for (size_t i = 0; i < JOURNAL_COALESCE_SLOTS; i++) {
-                struct pending *s = &j->slots[i];
-                if (!s->used) {
-                        if (!free_slot)
-                                free_slot = s;
-                        continue;
-                }
-                if (s->who.pid == pid && streq(s->path, e->path))
-                        p = s;
-                if (!oldest || timespec_before(&s->first, &oldest->first))
-                        oldest = s;
-        }
-        if (p) {
-                /* flush_due() ran first, so p is not due yet: merge if the ranges touch. */
-                if (e->offset <= p->end && end >= p->offset) {
-                        p->offset = MIN(p->offset, e->offset);
-                        p->end = MAX(p->end, end);
-                        p->count++;
-                        return 0;
-                }
-                r = pending_write(j, p);
-                pending_clear(p);
-                free_slot = p;
-        } else if (!free_slot) {
-                r = pending_write(j, oldest);
-                pending_clear(oldest);
-                free_slot = oldest;
-        }
-        p = free_slot;
-        p->path = strdup(e->path);
-        if (!p->path)
-                return -ENOMEM;
-        p->used = true;
-        if (who)
-                p->who = *who;
-        p->have_comm = comm_read(pid, p->comm, sizeof(p->comm));
-        p->offset = e->offset;
-        p->end = end;
-        p->count = 1;
-        p->due = window_end();
-        clock_gettime(CLOCK_REALTIME, &p->first);
-        flusher_wake(j);
-        return r;
+        pthread_mutex_lock(&j->lock);
+        j->window_ms = window_ms;
+        j->summary_ms = summary_ms;
+        pthread_mutex_unlock(&j->lock);
 }
 
 static int entry_build(const struct journal_caller *who, const struct journal_entry *e,
-                       json_t **ret)
+                       const char *comm, json_t **ret)
 {
         _cleanup_(json_decrefp) json_t *o = NULL;
         struct timespec now;
-        char comm[32];
         const char *op = journal_op_to_string(e->op);
         int r;
 
-        if (!op || !e->path)
-                return -EINVAL;
         clock_gettime(CLOCK_REALTIME, &now);
-        o = entry_header(&now, op);
+        o = journal_entry_header(&now, op);
         if (!o)
                 return -ENOMEM;
-        r = json_set_name(o, "path", e->path);
+        r = journal_json_set_name(o, "path", e->path);
         if (r == 0 && e->path2)
-                r = json_set_name(o, "path2", e->path2);
+                r = journal_json_set_name(o, "path2", e->path2);
         if (r < 0)
                 return r;
         switch (e->op) {
         case JOURNAL_WRITE:
-                r = json_set_int(o, "offset", (json_int_t)e->offset);
+                r = journal_json_set_int(o, "offset", (json_int_t)e->offset);
                 if (r == 0)
-                        r = json_set_int(o, "length", (json_int_t)e->length);
+                        r = journal_json_set_int(o, "length", (json_int_t)e->length);
                 if (r == 0)
-                        r = json_set_int(o, "count", 1);
+                        r = journal_json_set_int(o, "count", 1);
                 break;
         case JOURNAL_TRUNCATE:
-                r = json_set_int(o, "size", (json_int_t)e->offset);
+                r = journal_json_set_int(o, "size", (json_int_t)e->offset);
                 break;
         case JOURNAL_CREATE:
         case JOURNAL_MKDIR:
         case JOURNAL_CHMOD:
         case JOURNAL_MKNOD:
-                r = json_set_int(o, "mode", e->mode);
+                r = journal_json_set_int(o, "mode", e->mode);
                 break;
         case JOURNAL_CHOWN:
-                r = json_set_int(o, "owner_uid", e->uid);
+                r = journal_json_set_int(o, "owner_uid", e->uid);
                 if (r == 0)
-                        r = json_set_int(o, "owner_gid", e->gid);
+                        r = journal_json_set_int(o, "owner_gid", e->gid);
                 break;
         case JOURNAL_SETXATTR:
         case JOURNAL_REMOVEXATTR:
                 if (e->name)
-                        r = json_set_name(o, "name", e->name);
+                        r = journal_json_set_name(o, "name", e->name);
                 break;
         default:
                 break;
         }
         if (r == 0)
-                r = entry_caller(o, who,
-                                 comm_read(who ? who->pid : 0, comm, sizeof(comm)) ? comm : NULL,
-                                 e->result);
+                r = journal_entry_caller(o, who, comm, e->result);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(o);
@@ -665,48 +647,41 @@ int journal_append(journal *j, const struct journal_caller *who, const struct jo
 {
         _cleanup_(json_decrefp) json_t *o = NULL;
         _cleanup_free_ char *sig = NULL;
+        char comm[32];
+        bool have_comm;
         int r;
 
-        if (!j || !e || !e->path)
+        if (!j || !e || !e->path || !journal_op_to_string(e->op))
                 return -EINVAL;
         if (e->op == JOURNAL_WRITE && e->result == 0) {
                 pthread_mutex_lock(&j->lock);
+                /* Due entries first: nothing waits longer than its window, however busy we are. */
                 (void)flush_due(j);
-                r = write_coalesce(j, who, e);
+                if (j->coarse) {
+                        have_comm = journal_comm_read(who ? who->pid : 0, comm, sizeof(comm));
+                        r = journal_coarse_add(j, who, e, have_comm ? comm : NULL);
+                } else {
+                        r = journal_pending_write_add(j, who, e);
+                }
+                soft_check(j);
                 pthread_mutex_unlock(&j->lock);
                 return r;
         }
         /* Build outside the lock: reading /proc and serializing need no shared state. */
-        r = entry_build(who, e, &o);
+        have_comm = journal_comm_read(who ? who->pid : 0, comm, sizeof(comm));
+        r = entry_build(who, e, have_comm ? comm : NULL, &o);
         if (r < 0)
                 return r;
         sig = entry_signature(o);
         if (!sig)
                 return -ENOMEM;
         pthread_mutex_lock(&j->lock);
-        /* Due entries first: nothing waits longer than its window, however busy we are. */
         (void)flush_due(j);
-        if (j->last_sig && streq(j->last_sig, sig) && !j->cut) {
-                /* The same operation again: counted, written once per window. */
-                if (!j->rep.used) {
-                        j->rep = (struct pending){.used = true,
-                                                  .repeat = true,
-                                                  .entry = TAKE_PTR(o),
-                                                  .due = window_end()};
-                        clock_gettime(CLOCK_REALTIME, &j->rep.first);
-                        flusher_wake(j);
-                }
-                j->rep.count++;
-                pthread_mutex_unlock(&j->lock);
-                return 0;
-        }
-        /* Pending entries go first to keep order; their failure is not this op's. */
-        (void)pending_flush(j, NULL);
-        r = line_write(j, o, false);
-        if (r == 0) {
-                free(j->last_sig);
-                j->last_sig = TAKE_PTR(sig);
-        }
+        if (j->coarse)
+                r = journal_coarse_add(j, who, e, have_comm ? comm : NULL);
+        else
+                r = journal_pending_op(j, who, e, &o, &sig, have_comm ? comm : NULL);
+        soft_check(j);
         pthread_mutex_unlock(&j->lock);
         return r;
 }

@@ -61,15 +61,19 @@ struct journal_entry {
  * max_bytes bounds the file (0: no bound); see "The bound" below.
  */
 int journal_open(int state_dirfd, const char *name, uint64_t max_bytes, journal **ret);
-/* Flush pending entries, append the "journal_close" mark and close. NULL is a no-op. */
+/* Write pending and coarse entries, append the "journal_close" mark, close. NULL: no-op. */
 void journal_free(journal *j);
 /*
- * Append one entry; writes to the same file and adjacent ranges, and
- * repeats of an identical operation, may be coalesced. -EDQUOT when the
- * entry no longer fits under the bound (the journal is then cut).
+ * Append one entry; it may be held for a window and compacted (see
+ * "Compaction" below). -EDQUOT when the entry no longer fits under the bound
+ * (the journal is then cut).
  */
 int journal_append(journal *j, const struct journal_caller *who, const struct journal_entry *e);
-/* Flush coalesced entries now (e.g. on fsync or release of the file). */
+/*
+ * Write the pending entries now (on fsync, at unmount). Coarse entries wait
+ * for the end of their window or journal_free(): hurrying them would let the
+ * agent undo their bounded rate.
+ */
 int journal_flush(journal *j);
 /*
  * May a mutating operation go ahead? 0, or -EDQUOT once the journal was cut
@@ -79,25 +83,66 @@ int journal_flush(journal *j);
 int journal_admit(journal *j);
 /* Bytes in the journal file now (what the bound counts). */
 uint64_t journal_size(journal *j);
+/*
+ * Change the coalescing and the summary windows (JOURNAL_COALESCE_MS,
+ * JOURNAL_SUMMARY_MS), right after journal_open. For tests: a long window
+ * makes "within one window" independent of the machine's speed.
+ */
+void journal_windows_set(journal *j, unsigned window_ms, unsigned summary_ms);
 
 /* "write", "rename", ...; NULL for an unknown op. */
 const char *journal_op_to_string(enum journal_op op);
 
 /*
- * Coalescing: consecutive writes by the same process to the same path whose
- * ranges touch or overlap are merged into one entry (offset, length, count),
- * and an operation identical to the last one journaled (same op, names,
- * arguments, result, uid, gid and command; only the time and pid differ) is
- * counted instead of written again: the next entry for it carries "count".
- * A pending entry is written at most JOURNAL_COALESCE_MS after its first
- * operation, whatever follows: by a background thread (started by the first
- * pending entry) and, should that thread be late, by the next append. So a
- * crash loses at most the coalesced operations of the last window. Any other
- * operation writes pending entries first, so the journal stays in order.
+ * Compaction (journal-pending.c). Some operations are held pending for one
+ * window (JOURNAL_COALESCE_MS) after their first operation instead of being
+ * written at once:
+ *  - writes by one process to one path merge into one entry: offset and
+ *    length give the extent the writes cover (the lowest offset to the
+ *    highest end, holes included), count how many calls;
+ *  - a successful create, mknod, symlink or mkdir ("make") is held, and the
+ *    chmod, chown, utimens and truncate of the same path by the same command
+ *    (uid, gid, comm) fold into it: its "mode" becomes the final mode,
+ *    "owner_uid"/"owner_gid" the final owner, "folded" counts them; those
+ *    of another command, and set/removexattr, are held after it;
+ *  - if the path is unlinked (rmdir'ed) while its make is held, nothing of
+ *    it is written: the make, what folded in or was held after it, its
+ *    writes and the removal are counted in one "transient" entry per
+ *    making command, held for a summary window (JOURNAL_SUMMARY_MS), whose
+ *    path is the last such name;
+ *  - an operation identical to the last one written (same op, names,
+ *    arguments, result, uid, gid and command; only the time and pid differ)
+ *    is counted: the entry that follows carries "count".
+ * Every other operation is written at once, after the pending entries of
+ * its path(s): the same path, the directories above it and anything below
+ * it, so each path's entries stay in causal order (a rename of a held file
+ * writes its make and writes, then the rename). Entries of unrelated paths
+ * stay pending, so lines of different files may be out of time order by up
+ * to one window ("time" is always the first operation's). A pending entry
+ * is written at most one window after its first operation, whatever
+ * follows: by a background thread (started by the first pending entry)
+ * and, should that thread be late, by the next append. So a crash loses at
+ * most what was held in the last window, and the summaries (transient,
+ * coarse) of the last summary window; nothing else: every other operation
+ * is written before its caller gets its answer. The close of a file writes
+ * nothing (the fs does not flush there); fsync does (journal_flush).
  */
 #define JOURNAL_COALESCE_MS 200
-/* Pending coalesced writes kept at once (distinct files being written). */
-#define JOURNAL_COALESCE_SLOTS 16
+/* How long entries that sum up many operations, transient and coarse, are held. */
+#define JOURNAL_SUMMARY_MS 10000
+/*
+ * Pending entries kept at once. When all are taken, the oldest is written
+ * early. Each holds at most two names of PATH_MAX and one entry: a few MiB
+ * at most.
+ */
+#define JOURNAL_COALESCE_SLOTS 256
+/*
+ * Transient entries stand for nothing that still exists: each is held a
+ * summary window (JOURNAL_SUMMARY_MS) rather than one window, so a
+ * test suite's temporary files are one line per command every few seconds.
+ * At most this many commands' at once; past them the oldest is written early.
+ */
+#define JOURNAL_TRANSIENT_SLOTS 32
 /*
  * The longest line. The writer refuses to write a longer one (the operation
  * then fails: nothing unrecorded happens) and the reader takes a longer one
@@ -108,19 +153,35 @@ const char *journal_op_to_string(enum journal_op op);
  */
 #define JOURNAL_LINE_MAX (128 * 1024)
 /*
- * The bound: once less than JOURNAL_RESERVE + JOURNAL_HEADROOM (at most a
- * quarter of the bound) is left, journal_admit() writes one
- * "journal_truncated" mark and from then on refuses every mutating operation
- * with EDQUOT before it happens, so nothing happens unrecorded. The headroom
- * takes the entries of what was admitted before the cut (pending writes,
- * requests in flight on other threads); the reserve, only marks. An entry
- * that would still not fit is not written and is counted as dropped (only
- * conceivable with many requests in flight, each with names near PATH_MAX).
- * Lines already written are never touched, and the file never grows past
- * the bound.
+ * The bound. Pending entries count against it before they are written (at
+ * their longest possible size). Past the soft bound, three quarters of the
+ * way to the cut, one "journal_coarse" mark is written and from then on
+ * every operation is counted in a coarse entry instead (journal-coarse.c):
+ * one per operation, result, caller (uid, gid, comm) and directory ("path"
+ * is the directory, "coarse":"dir"), written JOURNAL_SUMMARY_MS after its
+ * first operation; past JOURNAL_COARSE_SLOTS such entries open at once, one
+ * per op ("coarse":"tree", "path" the deepest directory above all it counts,
+ * "mixed" if more than one caller or result). File names, rename targets,
+ * modes and offsets are lost; which command changed what in which
+ * directory, and how often, is kept; `cloister diff` still has every
+ * change. So the rate at which the journal grows is bounded (at most
+ * JOURNAL_COARSE_SLOTS + one per op lines per window), and a legitimate day
+ * keeps working long after the soft bound.
+ *
+ * The cut: once less than JOURNAL_RESERVE + JOURNAL_HEADROOM (at most a
+ * quarter of the bound) is left beyond what is written and pending,
+ * journal_admit() writes one "journal_truncated" mark and from then on
+ * refuses every mutating operation with EDQUOT before it happens, so nothing
+ * happens unrecorded. The headroom takes the entries of requests admitted
+ * just before the cut and in flight on other threads; the reserve, only
+ * marks. An entry that would still not fit is not written and is counted as
+ * dropped (only conceivable with many requests in flight, each with names
+ * near PATH_MAX). Lines already written are never touched, and the file
+ * never grows past the bound.
  */
-#define JOURNAL_RESERVE  (4 * 1024)
-#define JOURNAL_HEADROOM (256 * 1024)
+#define JOURNAL_RESERVE      (4 * 1024)
+#define JOURNAL_HEADROOM     (256 * 1024)
+#define JOURNAL_COARSE_SLOTS 128
 /* Bounds of [limits] journal (docs/config.md), and its default. */
 #define JOURNAL_MAX_BYTES_MIN     (1024ull * 1024)
 #define JOURNAL_MAX_BYTES_DEFAULT (256ull * 1024 * 1024)
@@ -132,8 +193,15 @@ const char *journal_op_to_string(enum journal_op op);
  *                      /proc start time, to tell it from a reused pid),
  *                      "max_bytes"
  *   journal_close      it closed it cleanly: "dropped" (entries lost after
- *                      the cut), "refused" (operations refused with EDQUOT)
+ *                      the cut), "refused" (operations refused with EDQUOT),
+ *                      "cut" (the bound it was cut at: the next session at
+ *                      that bound starts cut, however close to it the file
+ *                      ends, since pending entries counted at their longest)
  *   journal_truncated  the bound was reached here: "max_bytes"
+ *   journal_coarse     the soft bound was passed (or already was at open):
+ *                      operations after it are in coarse entries;
+ *                      "max_bytes", "at_bytes" (the soft bound),
+ *                      "window_ms" (the coarse window)
  * A journal_open that follows a session without its journal_close means the
  * daemon before it stopped uncleanly (SIGKILL, crash): operations it did in
  * its last moments may be missing (see docs/fs-design.md, "Journal").
@@ -149,7 +217,11 @@ const char *journal_op_to_string(enum journal_op op);
  * host identity of a root-run sandbox, "path2" (rename/link/symlink target),
  * "mode", "owner_uid"/"owner_gid" (chown), "name" (xattr), "error" ("ENOENT")
  * when result < 0, "path_hex" / "path2_hex" when a name is not valid UTF-8
- * ("path" then has "?" for each byte above 0x7f).
+ * ("path" then has "?" for each byte above 0x7f), "folded" (a make: changes
+ * folded in). A "transient" entry counts names made and removed within a
+ * window ("count"; "ops": the operations they stand for; "path": the last
+ * one). A coarse entry has "coarse" ("dir" or "tree"), its "path" is a
+ * directory, "count" the operations, "bytes" for writes, "mixed" (tree).
  * A line that does not parse (a crash mid-append, a full disk) is skipped and
  * counted, never fatal.
  */
@@ -172,8 +244,13 @@ struct journal_record {
         int64_t pid, uid;
         int64_t sandbox_uid; /* -1 if absent */
         int64_t result;
-        int64_t count; /* write: calls merged; other ops: identical repeats merged (1) */
-        bool mark;     /* a journal_* mark, not an operation */
+        /*
+         * write: calls merged; transient: names; coarse: operations; other
+         * ops: identical repeats merged (1)
+         */
+        int64_t count;
+        bool coarse; /* a coarse entry: path is the directory (journal.h, "The bound") */
+        bool mark;   /* a journal_* mark, not an operation */
         /* A journal_open mark whose previous session never wrote its journal_close. */
         bool after_unclean_stop;
         const void *json; /* the parsed object (a json_t *), valid until the next call */
@@ -201,6 +278,8 @@ unsigned journal_reader_first_corrupt_line(const journal_reader *r);
 unsigned journal_reader_unclean_stops(const journal_reader *r);
 bool journal_reader_live(const journal_reader *r);
 unsigned journal_reader_cuts(const journal_reader *r);
+/* journal_coarse marks read: sessions that wrote coarse entries. */
+unsigned journal_reader_coarse(const journal_reader *r);
 /* A process's start time (/proc/PID/stat field 22); -ESRCH if it is gone or a zombie. */
 int journal_proc_starttime(pid_t pid, unsigned long long *ret);
 /* Parse an RFC 3339 UTC time as written in "time" to seconds; -EINVAL if bad. */

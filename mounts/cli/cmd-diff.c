@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cmd-diff.c: `cloister diff CONFIG [--stat | --name-status | --home] [--include-ignored]`:
- * the agent's work as a git patch against the base revision.
+ * cmd-diff.c: `cloister diff CONFIG [--stat | --name-status | --home] [--include-ignored]
+ * [--json]`: the agent's work as a git patch against the base revision.
  *
  * The source repository is not written: new objects live in an in-memory
  * object database for the duration of the command. If the workspace is not
@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli-review.h"
+#include "operations.h"
 #include "command.h"
 #include "config.h"
 #include "review-workspace.h"
@@ -41,9 +42,13 @@ static void home_print(FILE *out, const struct review_home_change *c, size_t n)
 static int diff_run(int argc, char **argv)
 {
         static const struct option opts[] = {
-                {"stat", no_argument, NULL, 's'}, {"name-status", no_argument, NULL, 'n'},
-                {"home", no_argument, NULL, 'H'}, {"include-ignored", no_argument, NULL, 'I'},
-                {"help", no_argument, NULL, 'h'}, {},
+                {"stat", no_argument, NULL, 's'},
+                {"name-status", no_argument, NULL, 'n'},
+                {"home", no_argument, NULL, 'H'},
+                {"include-ignored", no_argument, NULL, 'I'},
+                {"json", no_argument, NULL, 'j'},
+                {"help", no_argument, NULL, 'h'},
+                {},
         };
         _cleanup_config_ struct config *c = NULL;
         _cleanup_free_ char *err = NULL;
@@ -53,7 +58,7 @@ static int diff_run(int argc, char **argv)
         struct review_home_change *home = NULL;
         size_t n_home = 0;
         enum review_format fmt = REVIEW_PATCH;
-        bool home_only = false, include_ignored = false, tty = isatty(STDERR_FILENO);
+        bool home_only = false, include_ignored = false, json = false, tty = isatty(STDERR_FILENO);
         sigset_t stop_signals, old_mask;
         int opt, k, ret = 1;
 
@@ -75,6 +80,9 @@ static int diff_run(int argc, char **argv)
                 case 'I':
                         include_ignored = true;
                         break;
+                case 'j':
+                        json = true;
+                        break;
                 case 'h':
                         command_usage(&command_diff);
                         return 0;
@@ -85,6 +93,10 @@ static int diff_run(int argc, char **argv)
         if (optind != argc - 1)
                 return command_fail(&command_diff, EXIT_USAGE,
                                     "expected one CONFIG; see 'cloister help diff'");
+        if (json && (fmt == REVIEW_NAME_STATUS || home_only))
+                return command_fail(&command_diff, EXIT_USAGE,
+                                    "--json gives the patch, or with --stat the files; the home's "
+                                    "changes are in both");
         k = config_load(argv[optind], &c, &err);
         if (k < 0)
                 return command_fail(&command_diff, EXIT_USAGE, "%s", err ? err : strerror(-k));
@@ -113,7 +125,7 @@ static int diff_run(int argc, char **argv)
         k = review_build(r);
         if (tty)
                 fputs("\r\033[K", stderr);
-        if (review_warning(r))
+        if (review_warning(r) && !json)
                 fprintf(stderr, "cloister diff: warning: %s\n", review_warning(r));
         if (k >= 0)
                 k = review_home_changes(r, &home, &n_home);
@@ -121,7 +133,18 @@ static int diff_run(int argc, char **argv)
                 command_fail(&command_diff, 1, "%s", review_error(r));
                 goto out;
         }
-        if (home_only) {
+        if (json) {
+                _cleanup_(json_decrefp) json_t *j = NULL;
+                k = ops_review_json(r, fmt == REVIEW_STAT, &j);
+                if (k < 0) {
+                        command_fail(&command_diff, 1, "%s", review_error(r));
+                        goto out;
+                }
+                if (json_dumpf(j, stdout, JSON_COMPACT) < 0 || putchar('\n') == EOF) {
+                        command_fail(&command_diff, 1, "writing the output: %m");
+                        goto out;
+                }
+        } else if (home_only) {
                 home_print(stdout, home, n_home);
         } else {
                 k = review_print(r, fmt, stdout);

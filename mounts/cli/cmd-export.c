@@ -15,6 +15,7 @@
  * not HEAD, the index, the working tree or another ref.
  */
 #include <getopt.h>
+#include <jansson.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -52,6 +53,25 @@ static void replaced_note(const struct config *c, const review *r)
                         c->workspace.name, git_oid_tostr(hex, sizeof(hex), old), c->workspace.name);
 }
 
+/* --json of --commit and --commits: one object on stdout (docs/cloister-export.md). */
+static void json_print(const struct config *c, const review *r, const git_oid *id, size_t n)
+{
+        char hex[GIT_OID_HEXSZ + 1], old[GIT_OID_HEXSZ + 1];
+        const git_oid *replaced = review_ref_replaced(r);
+        json_t *o = json_pack(
+                "{s:s+, s:s, s:I, s:o, s:I}", "ref", "refs/cloister/", c->workspace.name, "commit",
+                git_oid_tostr(hex, sizeof(hex), id), "commits", (json_int_t)n, "replaced",
+                replaced ? json_string(git_oid_tostr(old, sizeof(old), replaced)) : json_null(),
+                "ignored", (json_int_t)review_ignored(r));
+
+        if (o && review_warning(r))
+                json_object_set_new(o, "warning", json_string(review_warning(r)));
+        if (o)
+                json_dumpf(o, stdout, JSON_COMPACT);
+        putchar('\n');
+        json_decref(o);
+}
+
 static int export_run(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -64,6 +84,7 @@ static int export_run(int argc, char **argv)
                 {"output", required_argument, NULL, 'o'},
                 {"yes", no_argument, NULL, 'y'},
                 {"include-ignored", no_argument, NULL, 'I'},
+                {"json", no_argument, NULL, 'j'},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
@@ -77,7 +98,8 @@ static int export_run(int argc, char **argv)
         struct review_options o;
         const char *output = NULL;
         enum mode mode = MODE_NONE;
-        bool series = false, yes = false, include_ignored = false, tty = isatty(STDERR_FILENO);
+        bool series = false, yes = false, include_ignored = false, json = false,
+             tty = isatty(STDERR_FILENO);
         size_t n = 0;
         git_oid id;
         char hex[GIT_OID_HEXSZ + 1];
@@ -115,6 +137,9 @@ static int export_run(int argc, char **argv)
                 case 'I':
                         include_ignored = true;
                         break;
+                case 'j':
+                        json = true;
+                        break;
                 case 'h':
                         command_usage(&command_export);
                         return 0;
@@ -134,6 +159,10 @@ static int export_run(int argc, char **argv)
                                     "--discard; see 'cloister help export'");
         if (output && mode != MODE_MBOX)
                 return command_fail(&command_export, EXIT_USAGE, "--output goes with --mbox");
+        if (json && mode == MODE_MBOX)
+                return command_fail(&command_export, EXIT_USAGE,
+                                    "--json goes with --commit, --commits or --discard (an mbox "
+                                    "is its own format)");
         if ((co.message || co.author) && (series || mode == MODE_DISCARD))
                 return command_fail(&command_export, EXIT_USAGE,
                                     "--message and --author go with --commit or --mbox; "
@@ -181,19 +210,25 @@ static int export_run(int argc, char **argv)
                         k = review_ref_set(r, c->workspace.name, &id);
                 if (tty)
                         fputs("\r\033[K", stderr);
-                if (k >= 0)
+                if (k >= 0 && json)
+                        json_print(c, r, &id, 1);
+                else if (k >= 0)
                         printf("refs/cloister/%s %s\n", c->workspace.name,
                                git_oid_tostr(hex, sizeof(hex), &id));
-                replaced_note(c, r);
+                if (!json)
+                        replaced_note(c, r);
                 break;
         case MODE_COMMITS:
                 k = review_agent_commits(r, &ids, &n);
                 if (k >= 0)
                         k = review_ref_set(r, c->workspace.name, &ids[n - 1]);
-                if (k >= 0)
+                if (k >= 0 && json)
+                        json_print(c, r, &ids[n - 1], n);
+                else if (k >= 0)
                         printf("refs/cloister/%s %s (%zu commit%s)\n", c->workspace.name,
                                git_oid_tostr(hex, sizeof(hex), &ids[n - 1]), n, n == 1 ? "" : "s");
-                replaced_note(c, r);
+                if (!json)
+                        replaced_note(c, r);
                 break;
         case MODE_MBOX:
                 if (series) {
@@ -217,17 +252,20 @@ static int export_run(int argc, char **argv)
                 k = review_discard(r);
                 if (tty)
                         fputs("\r\033[K", stderr);
-                if (k >= 0)
+                if (k >= 0 && json)
+                        printf("{\"discarded\":true,\"base\":\"%s\"}\n",
+                               git_oid_tostr(hex, sizeof(hex), review_base_commit(r)));
+                else if (k >= 0)
                         printf("discarded: the workspace is at %s\n",
                                git_oid_tostr(hex, sizeof(hex), review_base_commit(r)));
                 break;
         default:
                 break;
         }
-        if (review_warning(r))
+        if (review_warning(r) && !json)
                 fprintf(stderr, "cloister export: warning: %s\n", review_warning(r));
         /* The workspace as a commit: say what the ignore rules kept out of it. */
-        if (k >= 0 && (mode == MODE_COMMIT || (mode == MODE_MBOX && !series)))
+        if (k >= 0 && !json && (mode == MODE_COMMIT || (mode == MODE_MBOX && !series)))
                 cli_review_ignored_note(&command_export, r);
         if (k < 0) {
                 command_fail(&command_export, 1, "%s", review_error(r));

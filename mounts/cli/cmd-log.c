@@ -78,6 +78,13 @@ static void mark_print(const struct journal_record *rec)
                 printf("the journal reached its bound ([limits] journal = %" PRId64
                        " bytes): later operations were refused with EDQUOT and are not here",
                        max);
+        } else if (streq(rec->op, JOURNAL_MARK_PREFIX "coarse")) {
+                printf("the journal passed %" JSON_INTEGER_FORMAT
+                       " bytes, three quarters of the way to its cut ([limits] journal = %" PRId64
+                       " bytes): from here on, one entry per operation, command and directory "
+                       "every %" JSON_INTEGER_FORMAT " ms, without file names",
+                       json_integer_value(json_object_get(o, "at_bytes")), max,
+                       json_integer_value(json_object_get(o, "window_ms")));
         }
         putchar('\n');
 }
@@ -99,7 +106,22 @@ static void record_print(const struct journal_record *rec)
                 fputs(" -> ", stdout);
                 quote_fputs(stdout, rec->path2, 0);
         }
-        if ((v = json_object_get(o, "length")) && json_is_integer(v)) {
+        if (rec->coarse) {
+                /* Past the soft bound: a count per directory, not a file. */
+                bool tree = streq_ptr(json_string_value(json_object_get(o, "coarse")), "tree");
+                printf(" [coarse: %" PRId64 " %s this directory", rec->count,
+                       tree ? "anywhere under" : "in");
+                if ((v = json_object_get(o, "bytes")) && json_is_integer(v))
+                        printf(", %" JSON_INTEGER_FORMAT " bytes", json_integer_value(v));
+                if (json_is_true(json_object_get(o, "mixed")))
+                        fputs(", by more than this caller", stdout);
+                putchar(']');
+        } else if (streq(rec->op, "transient")) {
+                v = json_object_get(o, "ops");
+                printf(" [the last of %" PRId64
+                       " made and removed within a window, %" JSON_INTEGER_FORMAT " operations]",
+                       rec->count, json_integer_value(v));
+        } else if ((v = json_object_get(o, "length")) && json_is_integer(v)) {
                 printf(" [%" JSON_INTEGER_FORMAT "+%" JSON_INTEGER_FORMAT,
                        json_integer_value(json_object_get(o, "offset")), json_integer_value(v));
                 v = json_object_get(o, "count");
@@ -111,6 +133,12 @@ static void record_print(const struct journal_record *rec)
                 printf(" size %" JSON_INTEGER_FORMAT, json_integer_value(v));
         if ((v = json_object_get(o, "mode")) && json_is_integer(v))
                 printf(" mode %04llo", (unsigned long long)json_integer_value(v) & 07777);
+        if ((v = json_object_get(o, "owner_uid")) && json_is_integer(v) && !streq(rec->op, "chown"))
+                printf(" owner %" JSON_INTEGER_FORMAT ":%" JSON_INTEGER_FORMAT,
+                       json_integer_value(v), json_integer_value(json_object_get(o, "owner_gid")));
+        if ((v = json_object_get(o, "folded")) && json_is_integer(v))
+                printf(" [and %" JSON_INTEGER_FORMAT " change(s) of its maker folded in]",
+                       json_integer_value(v));
         if (rec->name) {
                 putchar(' ');
                 quote_fputs(stdout, rec->name, 0);
@@ -127,7 +155,8 @@ static void record_print(const struct journal_record *rec)
                 fputs(" failed: ", stdout);
                 quote_fputs(stdout, json_is_string(v) ? json_string_value(v) : "error", 0);
         }
-        if (!streq(rec->op, "write") && rec->count > 1)
+        if (!streq(rec->op, "write") && !streq(rec->op, "transient") && !rec->coarse &&
+            rec->count > 1)
                 printf(" [%" PRId64 " times]", rec->count);
         putchar('\n');
 }
@@ -298,6 +327,12 @@ static int log_run(int argc, char **argv)
                         "moments may be missing (see cloister-log(1))\n",
                         c->workspace.state, journal_reader_unclean_stops(rd));
         }
+        if (r >= 0 && journal_reader_coarse(rd) > 0)
+                fprintf(stderr,
+                        "cloister log: %s/journal.jsonl passed its soft bound ([limits] journal): "
+                        "later entries count operations per command and directory, without file "
+                        "names; cloister diff still shows every change\n",
+                        c->workspace.state);
         if (r >= 0 && journal_reader_cuts(rd) > 0)
                 fprintf(stderr,
                         "cloister log: %s/journal.jsonl was cut at its bound ([limits] journal): "

@@ -9,6 +9,7 @@
  * this workspace. See docs/cloister-mount.md.
  */
 #include <errno.h>
+#include <jansson.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +24,7 @@
 #include "config.h"
 #include "fs.h"
 #include "hostid.h"
+#include "operations.h"
 #include "lib/util.h"
 #include "sandbox.h"
 
@@ -122,11 +124,26 @@ static void redirect_output(const struct config *c)
         }
 }
 
+/* --json: the mount, once it serves (docs/cloister-mount.md). */
+static void json_print(const struct config *c, int pid, bool already)
+{
+        json_t *o =
+                json_pack("{s:s, s:s, s:s, s:o, s:b}", "workspace", c->workspace.name, "mountpoint",
+                          c->workspace.mountpoint, "state", c->workspace.state, "pid",
+                          pid > 0 ? json_integer(pid) : json_null(), "already_mounted", already);
+
+        if (o)
+                json_dumpf(o, stdout, JSON_COMPACT);
+        putchar('\n');
+        fflush(stdout);
+        json_decref(o);
+}
+
 static int mount_run(int argc, char **argv)
 {
         _cleanup_config_ struct config *c = NULL;
         const char *file = NULL;
-        bool foreground = false;
+        bool foreground = false, json = false;
         int p[2], r, pid = 0, status;
         pid_t child;
         char byte;
@@ -134,6 +151,8 @@ static int mount_run(int argc, char **argv)
         for (int i = 1; i < argc; i++) {
                 if (streq(argv[i], "--foreground") || streq(argv[i], "-f"))
                         foreground = true;
+                else if (streq(argv[i], "--json"))
+                        json = true;
                 else if (argv[i][0] == '-')
                         return command_fail(&command_mount, EXIT_USAGE, "unknown option '%s'",
                                             argv[i]);
@@ -156,7 +175,17 @@ static int mount_run(int argc, char **argv)
                         return command_fail(&command_mount, 1, "%s: %s", c->file,
                                             why ? why : strerror(-r));
         }
+        /* For `cloister list`: a workspace once mounted is one this user knows. */
+        (void)ops_config_remember(file);
+        if (json && foreground)
+                return command_fail(&command_mount, EXIT_USAGE,
+                                    "--json tells how a mount in the background went; with "
+                                    "--foreground nothing returns until it ends");
         r = fs_mount_probe(c->workspace.state, c->workspace.mountpoint, &pid);
+        if (r > 0 && json) {
+                json_print(c, pid, true);
+                return EXIT_ALREADY;
+        }
         if (r > 0)
                 return command_fail(&command_mount, EXIT_ALREADY,
                                     "'%s' (state '%s') is already served by pid %d",
@@ -202,6 +231,10 @@ static int mount_run(int argc, char **argv)
         close(p[1]);
         r = (int)read(p[0], &byte, 1);
         close(p[0]);
+        if (r == 1 && json) {
+                (void)fs_mount_probe(c->workspace.state, c->workspace.mountpoint, &pid);
+                json_print(c, pid, false);
+        }
         if (r == 1)
                 return 0;
         if (waitpid(child, &status, 0) < 0)

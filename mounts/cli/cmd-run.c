@@ -5,10 +5,15 @@
  *
  * Exit status: CMD's, or 128+signal; 2 for a usage or config error; 125 if
  * the sandbox could not be set up, in which case nothing ran.
+ *
+ * --json: a summary for a program, as the last line on stderr (stdout is
+ * the command's): docs/cloister-run.md has its schema.
  */
 #include <getopt.h>
+#include <jansson.h>
 #include <stdbool.h>
 #include <string.h>
+#include <time.h>
 
 #include "command.h"
 #include "config.h"
@@ -23,12 +28,48 @@ static void run_warn(const char *msg)
         fprintf(stderr, "cloister: %s\n", msg);
 }
 
+static int64_t now_ms(void)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* The --json summary, one line on stderr; returns status. */
+static int summary_print(const struct config *c, int status, const struct sandbox_result *res,
+                         int64_t ms, const char *error)
+{
+        json_t *limits = json_array(), *o;
+        char *text;
+
+        if (res && res->timed_out)
+                json_array_append_new(limits, json_string("timeout"));
+        if (res && res->memory_hit)
+                json_array_append_new(limits, json_string("memory"));
+        if (res && res->processes_hit)
+                json_array_append_new(limits, json_string("processes"));
+        o = json_pack("{s:s, s:i, s:o, s:I, s:b, s:o}", "workspace", c->workspace.name, "exit_code",
+                      status, "signal",
+                      res && res->signal ? json_integer(res->signal) : json_null(), "duration_ms",
+                      (json_int_t)ms, "timed_out", res && res->timed_out, "limits_hit", limits);
+        if (o && error)
+                json_object_set_new(o, "error", json_string(error));
+        text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        if (text)
+                fprintf(stderr, "%s\n", text);
+        free(text);
+        json_decref(o);
+        return status;
+}
+
 int run_common(const struct command *cmd, int argc, char **argv, bool interactive)
 {
         static const struct option opts[] = {
                 {"allow-host-network", no_argument, NULL, 'N'},
                 {"no-mount", no_argument, NULL, 'M'},
                 {"verbose", no_argument, NULL, 'v'},
+                {"json", no_argument, NULL, 'j'},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
@@ -36,7 +77,8 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
         _cleanup_free_ char *error = NULL;
         struct sandbox_result res = {0};
         char *shell_argv[] = {(char *)"/bin/bash", (char *)"-l", NULL};
-        bool allow_host_network = false, no_mount = false, verbose = false;
+        bool allow_host_network = false, no_mount = false, verbose = false, json = false;
+        int64_t start;
         int opt, r;
 
         optind = 1;
@@ -51,6 +93,13 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
                         break;
                 case 'M':
                         no_mount = true;
+                        break;
+                case 'j':
+                        if (interactive)
+                                return command_fail(cmd, EXIT_USAGE,
+                                                    "--json is for 'cloister run'; a shell "
+                                                    "has no summary");
+                        json = true;
                         break;
                 case 'h':
                         command_usage(cmd);
@@ -95,10 +144,16 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
                 .verbose = verbose,
                 .warn = run_warn,
         };
+        start = now_ms();
         r = sandbox_session_run(&so, &res, &error);
+        if (r < 0 && json)
+                return summary_print(c, RUN_EXIT_SETUP, NULL, now_ms() - start,
+                                     error ? error : strerror(-r));
         if (r < 0)
                 return command_fail(cmd, RUN_EXIT_SETUP, "%s; nothing was run",
                                     error ? error : strerror(-r));
+        if (json)
+                return summary_print(c, res.status, &res, now_ms() - start, NULL);
         if (res.timed_out)
                 fprintf(stderr,
                         "cloister %s: [limits] timeout of %llus reached; the sandbox was stopped\n",

@@ -31,7 +31,8 @@ struct command {
 
 extern const struct command command_help, command_check, command_mount, command_unmount,
         command_log, command_diff, command_export, command_broker, command_token, command_secret,
-        command_audit, command_run, command_shell, command_proxy;
+        command_audit, command_run, command_shell, command_proxy, command_mcp, command_init,
+        command_status, command_list;
 
 extern const struct command *const commands[];
 

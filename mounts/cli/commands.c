@@ -27,7 +27,8 @@
 const struct command *const commands[] = {
         &command_check,  &command_mount, &command_unmount, &command_diff,
         &command_export, &command_log,   &command_broker,  &command_token,
-        &command_secret, &command_audit, &command_proxy,   NULL,
+        &command_secret, &command_audit, &command_proxy,   &command_mcp,    &command_init,
+        &command_status, &command_list,  NULL,
 };
 
 /*

@@ -42,11 +42,16 @@ MODULE_COMMAND(token);
 MODULE_COMMAND(secret);
 MODULE_COMMAND(audit);
 MODULE_COMMAND(proxy);
+MODULE_COMMAND(mcp);
+MODULE_COMMAND(init);
+MODULE_COMMAND(status);
+MODULE_COMMAND(list);
 
 const struct command *const commands[] = {
         &command_help,  &module_check,  &module_mount,  &module_unmount, &command_run,
         &command_shell, &module_diff,   &module_export, &module_log,     &module_broker,
-        &module_token,  &module_secret, &module_audit,  &module_proxy,   NULL,
+        &module_token,  &module_secret, &module_audit,  &module_proxy,   &module_mcp,
+        &module_init,   &module_status, &module_list,   NULL,
 };
 
 static int module_run(int argc, char **argv)

@@ -324,6 +324,8 @@ static int str_cmp(const void *a, const void *b)
  * The fs's changes file may list the repo only. Then the journal, which
  * records every mutating operation on every writable layer, names the home
  * paths the agent touched (both sides of a rename); each is looked at now.
+ * A transient entry names a file that never outlived its window: nothing
+ * to look at. A coarse entry names a directory, which is looked at as one.
  */
 static int home_paths_from_journal(review *r)
 {
@@ -343,6 +345,8 @@ static int home_paths_from_journal(review *r)
                 return review_fail(r, k, "%s/journal.jsonl: %s", r->o.state, strerror(-k));
         while ((k = journal_reader_next(jr, &rec)) > 0) {
                 const char *ps[2] = {rec.path, rec.path2};
+                if (streq(rec.op, "transient"))
+                        continue;
                 for (int i = 0; i < 2 && k >= 0; i++) {
                         const char *rest = ps[i] ? startswith(ps[i], r->o.home_prefix) : NULL;
                         if (!rest || *rest != '/' || rec.result < 0)

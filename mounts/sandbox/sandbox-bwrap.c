@@ -416,6 +416,7 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
                 sandbox_strv_add(&b, "--ro-bind");
                 sandbox_strv_add(&b, from);
                 sandbox_strv_add(&b, SANDBOX_BROKER_SOCKET);
+                free(TAKE_PTR(from));
                 clients_bind(o, fds, &b);
         }
         /* The command through cloister-exec, for sh's 127 and 126; without

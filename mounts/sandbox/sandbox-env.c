@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "sandbox-private.h"
+#include "lib/envname.h"
 #include "lib/util.h"
 
 #define SANDBOX_PATH "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
@@ -30,12 +31,6 @@ static const char *const secret_value_prefixes[] = {
         "ghp_",  "gho_",      "ghu_",       "ghs_",       "ghr_", "github_pat_", "glpat-",
         "xoxb-", "xoxp-",     "xoxa-",      "sk-",        "AKIA", "ASIA",        "AIza",
         "ya29.", "v4.local.", "v4.public.", "-----BEGIN", "eyJ",
-};
-
-/* Names the sandbox owns. */
-static const char *const reserved_names[] = {
-        "PATH",   "HOME", "USER", "LOGNAME",  "SHELL", "TMPDIR",         "PWD",
-        "OLDPWD", "IFS",  "ENV",  "BASH_ENV", "PS4",   "PROMPT_COMMAND", "MAIL",
 };
 
 bool sandbox_env_is_secret(const char *name, const char *value)
@@ -56,20 +51,9 @@ bool sandbox_env_is_secret(const char *name, const char *value)
         return false;
 }
 
-/* Set in proxy mode; the first four name the proxy, the last two what bypasses it. */
-static const char *const proxy_vars[] = {
-        "HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NO_PROXY", "no_proxy",
-};
-
-static bool env_is_reserved(const char *name)
+bool sandbox_env_name_allowed(const char *name, bool proxy)
 {
-        if (startswith(name, "LD_") || startswith(name, "CLOISTER_") ||
-            startswith(name, "BASH_FUNC_"))
-                return true;
-        for (size_t i = 0; i < ELEMENTSOF(reserved_names); i++)
-                if (streq(name, reserved_names[i]))
-                        return true;
-        return false;
+        return env_name_settable(name, proxy);
 }
 
 static const char *env_lookup(char *const *env, const char *name)
@@ -90,9 +74,37 @@ int sandbox_env_build(const struct sandbox_options *o, char *const *host_env, ch
         const char *term;
         int r;
 
-        /* With a broker, its clients are on PATH: `cloister token issue`, git's helper. */
-        sandbox_strv_add(&env, o->broker_socket ? "PATH=" SANDBOX_CLIENT_DIR ":" SANDBOX_PATH
-                                                : "PATH=" SANDBOX_PATH);
+        /*
+         * With a broker, its clients are on PATH: `cloister token issue`,
+         * git's helper. Then the mirrors' bin folders ([mirror] bin: a
+         * toolchain from the user's home, ~/.cargo/bin say), in the
+         * config's order, before the system's, as the user's own PATH has
+         * them.
+         */
+        {
+                _cleanup_free_ char *path = NULL;
+                size_t len = 0;
+                FILE *f = open_memstream(&path, &len);
+
+                if (!f)
+                        return -ENOMEM;
+                fputs("PATH=", f);
+                if (o->broker_socket)
+                        fputs(SANDBOX_CLIENT_DIR ":", f);
+                for (size_t i = 0; i < c->n_mirrors; i++)
+                        if (c->mirrors[i].bin)
+                                fprintf(f, "%s%s%s:", c->mirrors[i].path,
+                                        streq(c->mirrors[i].bin, ".") ? "" : "/",
+                                        streq(c->mirrors[i].bin, ".") ? "" : c->mirrors[i].bin);
+                fputs(SANDBOX_PATH, f);
+                if (fclose(f) != 0)
+                        return -ENOMEM;
+                sandbox_strv_add(&env, path);
+        }
+        /* [mirror] env: where a toolchain finds itself (RUSTUP_HOME, ...). */
+        for (size_t i = 0; i < c->n_mirrors; i++)
+                if (c->mirrors[i].env && env_name_settable(c->mirrors[i].env, o->proxy_socket))
+                        sandbox_strv_addf(&env, "%s=%s", c->mirrors[i].env, c->mirrors[i].path);
         sandbox_strv_addf(&env, "HOME=%s", c->home.path);
         sandbox_strv_addf(&env, "USER=%s", c->run.user);
         sandbox_strv_addf(&env, "LOGNAME=%s", c->run.user);
@@ -104,8 +116,8 @@ int sandbox_env_build(const struct sandbox_options *o, char *const *host_env, ch
                 sandbox_strv_add(&env, "CLOISTER_BROKER=" SANDBOX_BROKER_SOCKET);
         /* Every client that honours a proxy variable goes through the proxy; nothing else is out
          * there. */
-        for (size_t i = 0; o->proxy_socket && i < ELEMENTSOF(proxy_vars); i++)
-                sandbox_strv_addf(&env, "%s=%s", proxy_vars[i],
+        for (size_t i = 0; o->proxy_socket && i < ELEMENTSOF(env_proxy_vars); i++)
+                sandbox_strv_addf(&env, "%s=%s", env_proxy_vars[i],
                                   i >= 4 ? "localhost,127.0.0.1,::1" : SANDBOX_PROXY_URL);
         /* A terminal needs to know what it is talking to; TERM is no secret. */
         term = env_lookup(host_env, "TERM");
@@ -121,15 +133,29 @@ int sandbox_env_build(const struct sandbox_options *o, char *const *host_env, ch
                 if (o->interactive && streq(*n, "TERM"))
                         continue; /* set above */
                 bool proxy_var = false;
-                for (size_t i = 0; o->proxy_socket && i < ELEMENTSOF(proxy_vars); i++)
-                        proxy_var |= streq(*n, proxy_vars[i]) || strcasecmp(*n, "all_proxy") == 0;
-                if (proxy_var || env_is_reserved(*n) || sandbox_env_is_secret(*n, v)) {
+                for (size_t i = 0; o->proxy_socket && i < ELEMENTSOF(env_proxy_vars); i++)
+                        proxy_var |=
+                                streq(*n, env_proxy_vars[i]) || strcasecmp(*n, "all_proxy") == 0;
+                if (proxy_var || env_name_reserved(*n) || sandbox_env_is_secret(*n, v)) {
                         sandbox_strv_add(&refused, *n);
                         continue;
                 }
                 if (streq(*n, "LANG"))
                         have_lang = true;
                 sandbox_strv_addf(&env, "%s=%s", *n, v);
+        }
+        /* A tool caller's own (cloister mcp): validated there, checked again. */
+        for (char *const *e = o->extra_env; e && *e; e++) {
+                const char *eq = strchr(*e, '=');
+                _cleanup_free_ char *name = eq ? strndup(*e, (size_t)(eq - *e)) : NULL;
+                if (!name || !sandbox_env_name_allowed(name, o->proxy_socket != NULL) ||
+                    env_lookup(env.v, name)) {
+                        if (name)
+                                sandbox_strv_add(&refused, name);
+                        continue;
+                }
+                have_lang |= streq(name, "LANG");
+                sandbox_strv_add(&env, *e);
         }
         if (!have_lang)
                 sandbox_strv_add(&env, "LANG=C.UTF-8");

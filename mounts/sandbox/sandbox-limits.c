@@ -352,6 +352,33 @@ static void rmdir_retry(const char *path)
                 nanosleep(&(struct timespec){0, 20 * 1000 * 1000}, NULL);
 }
 
+/* The count after `key ` in a flat keyed file (memory.events, pids.events), or 0. */
+static uint64_t events_count(const char *dir, const char *file, const char *key)
+{
+        _cleanup_free_ char *p = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        char k[64];
+        uint64_t v;
+
+        if (!dir || asprintf(&p, "%s/%s", dir, file) < 0)
+                return 0;
+        f = fopen(p, "re");
+        while (f && fscanf(f, "%63s %" SCNu64, k, &v) == 2)
+                if (streq(k, key))
+                        return v;
+        return 0;
+}
+
+void sandbox_cgroup_hits(const struct sandbox_cgroup *cg, struct sandbox_result *res)
+{
+        if (!cg)
+                return;
+        /* v2 counts both in the one cgroup; v1 keeps the OOM kills in memory.oom_control. */
+        res->memory_hit = events_count(cg->path, "memory.events", "oom_kill") > 0 ||
+                          events_count(cg->memory_path, "memory.oom_control", "oom_kill") > 0;
+        res->processes_hit = events_count(cg->path, "pids.events", "max") > 0;
+}
+
 void sandbox_cgroup_free(struct sandbox_cgroup *cg)
 {
         if (!cg)

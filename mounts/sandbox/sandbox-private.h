@@ -150,6 +150,8 @@ void sandbox_cgroup_prime(void);
  */
 int sandbox_limits_apply(const struct config *c, pid_t pid, struct sandbox_limiter *l,
                          const struct sandbox_cgroup *cg, char **ret_error);
+/* Whether the memory cap killed a process, or the pids cap refused a fork (as root). */
+void sandbox_cgroup_hits(const struct sandbox_cgroup *cg, struct sandbox_result *res);
 void sandbox_cgroup_free(struct sandbox_cgroup *cg);
 
 /* Kill every process of the sandbox whose first process is pid1. */

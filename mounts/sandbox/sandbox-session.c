@@ -235,7 +235,7 @@ static int mount_finish(const struct sandbox_session_options *o, pid_t *pid, cha
         return 0;
 }
 
-static bool socket_live(const char *path)
+bool sandbox_socket_live(const char *path)
 {
         struct sockaddr_un sa = {.sun_family = AF_UNIX};
         _cleanup_close_ int fd = -1;
@@ -350,7 +350,7 @@ static void daemon_close(struct daemon *d)
 /* Start `cloister VERB CONFIG` unless socket already answers; don't wait. */
 static int daemon_spawn(const struct sandbox_session_options *o, struct daemon *d, char **ret_error)
 {
-        if (socket_live(d->socket))
+        if (sandbox_socket_live(d->socket))
                 return 0; /* one already serves this workspace */
         d->watch = socket_watch(d->socket);
         d->pid = self_spawn(d->verb, o->config_path, SPAWN_DAEMON | (o->verbose ? 0 : SPAWN_QUIET));
@@ -382,7 +382,7 @@ static int daemon_ready(struct daemon *d, char **ret_error)
                                 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
                 }
                 fd_drain(d->watch);
-                if (socket_live(d->socket)) {
+                if (sandbox_socket_live(d->socket)) {
                         daemon_close(d);
                         return 0;
                 }
@@ -573,6 +573,7 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
         }
         daemons_fd = safe_close(daemons_fd);
 
+        so.extra_env = o->extra_env;
         r = sandbox_env_build(&so, o->host_env, &env, &refused);
         if (r < 0) {
                 sandbox_errorf(ret_error, r, "cannot build the environment: %s", strerror(-r));
@@ -598,4 +599,54 @@ out:
         run_release(o, lock_fd, broker.pid, egress.pid);
         sigprocmask(SIG_SETMASK, &old, NULL);
         return r;
+}
+
+struct sandbox_hold {
+        struct sandbox_session_options o;
+        int lock_fd;
+};
+
+int sandbox_hold_take(const struct sandbox_session_options *o, sandbox_hold **ret, char **ret_error)
+{
+        const struct config *c = o->config;
+        _cleanup_free_ char *lock = NULL, *dlock = NULL;
+        _cleanup_close_ int lock_fd = -1, daemons_fd = -1;
+        sandbox_hold *h;
+        pid_t mount_pid = -1;
+        int r;
+
+        r = mkdir_p(c->workspace.state, 0755, 0700);
+        if (r < 0)
+                return sandbox_errorf(ret_error, r, "cannot create %s: %s", c->workspace.state,
+                                      strerror(-r));
+        if (state_file(c, "run.lock", &lock) < 0 || state_file(c, "daemons.lock", &dlock) < 0)
+                return -ENOMEM;
+        lock_fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (lock_fd < 0 || flock(lock_fd, LOCK_SH) < 0)
+                return sandbox_errorf(ret_error, negative_errno(), "cannot lock %s: %m", lock);
+        daemons_fd = open(dlock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (daemons_fd < 0 || flock(daemons_fd, LOCK_EX) < 0)
+                return sandbox_errorf(ret_error, negative_errno(), "cannot lock %s: %m", dlock);
+        r = mount_begin(o, &mount_pid, ret_error);
+        if (r == 0)
+                r = mount_finish(o, &mount_pid, ret_error);
+        if (r < 0)
+                return r;
+        h = calloc(1, sizeof(*h));
+        if (!h)
+                return -ENOMEM;
+        h->o = (struct sandbox_session_options){
+                .config_path = o->config_path, .config = o->config, .warn = o->warn};
+        h->lock_fd = TAKE_FD(lock_fd);
+        *ret = h;
+        return 0;
+}
+
+void sandbox_hold_release(sandbox_hold *h)
+{
+        if (!h)
+                return;
+        run_release(&h->o, h->lock_fd, -1, -1);
+        safe_close(h->lock_fd);
+        free(h);
 }

@@ -546,6 +546,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
          * the sandbox's processes ended on the SIGTERM and SIGKILL we sent. */
         if (res.signal)
                 res.status = 128 + res.signal;
+        sandbox_cgroup_hits(cg, &res);
         *ret = res;
         r = 0;
 out:

@@ -62,6 +62,7 @@ struct sandbox_options {
         bool host_network;         /* share the host's network namespace (explicitly allowed) */
         bool interactive;          /* a shell: keep the terminal, pass TERM, ignore SIGINT */
         char *const *env;          /* for sandbox_run: from sandbox_env_build() */
+        char *const *extra_env;    /* NAME=VALUE a tool caller adds (cloister mcp), or NULL */
         /* As root: the agent's unprivileged host identity (hostid.h); 0 when not root. */
         uid_t host_uid;
         gid_t host_gid;
@@ -83,6 +84,12 @@ int sandbox_env_build(const struct sandbox_options *o, char *const *host_env, ch
                       char ***ret_refused);
 /* True if a variable name or value looks like it carries a secret. */
 bool sandbox_env_is_secret(const char *name, const char *value);
+/*
+ * May a caller set this variable (cloister mcp's run_command env)? Not a
+ * name the sandbox sets itself (PATH, HOME, ...), LD_*, CLOISTER_*,
+ * BASH_FUNC_*, nor a proxy variable; [A-Za-z_][A-Za-z0-9_]*, at most 255.
+ */
+bool sandbox_env_name_allowed(const char *name, bool proxy);
 
 /*
  * Run the command and wait for it. Blocks SIGINT/SIGTERM/SIGHUP while it
@@ -97,6 +104,8 @@ struct sandbox_result {
         int status;
         int signal;
         bool timed_out;
+        bool memory_hit;    /* [limits] memory killed a process (known as root: its cgroup) */
+        bool processes_hit; /* [limits] processes refused a fork (likewise) */
 };
 int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, char **ret_error);
 
@@ -118,14 +127,30 @@ struct sandbox_session_options {
         char *const *host_env;
         bool interactive;
         bool allow_host_network;
-        bool no_mount; /* use the mountpoint as it is (a prepared layout); for tests */
-        bool verbose;  /* the broker and the proxy say when they start and stop */
+        bool no_mount;          /* use the mountpoint as it is (a prepared layout); for tests */
+        bool verbose;           /* the broker and the proxy say when they start and stop */
+        char *const *extra_env; /* NAME=VALUE set for the command (sandbox_env_name_allowed) */
         void (*warn)(const char *msg);
 };
 /* Seconds to wait for the broker's (or the proxy's) socket and for it to exit. */
 #define SANDBOX_BROKER_WAIT_SECONDS 10
 int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_result *ret,
                         char **ret_error);
+
+/*
+ * Hold the workspace as a run does, with nothing run: mounted (by this
+ * call if it was not, with the marker that makes the last run's end
+ * unmount it), and kept so, since no run ends as the last one while it is
+ * held. For a front end that works on the files between runs (cloister
+ * mcp). sandbox_hold_release() ends it as a run ends. Only config_path,
+ * config and warn of o are used.
+ */
+typedef struct sandbox_hold sandbox_hold;
+/* Whether a daemon answers on the unix socket at path (a connect works). */
+bool sandbox_socket_live(const char *path);
+int sandbox_hold_take(const struct sandbox_session_options *o, sandbox_hold **ret,
+                      char **ret_error);
+void sandbox_hold_release(sandbox_hold *h);
 
 /*
  * With CLOISTER_TRACE_STARTUP set in the environment, print to stderr

@@ -58,6 +58,19 @@ check() { # check NAME COMMAND...: passes when the command succeeds
         fi
 }
 
+# journal_has PATTERN FILE: the journal has a line matching PATTERN (grep).
+# Creates and writes are held for up to 200 ms before they are written (the
+# journal's compaction); a loaded machine may be later: wait up to 20 s.
+journal_has() {
+        local i
+        for i in $(seq 200); do
+                grep -q -- "$1" "$2" && return 0
+                sleep 0.1
+        done
+        echo "no line matches $1 in $2"
+        return 1
+}
+
 finish() {
         local c logs=""
         for c in "${CONFIGS[@]}"; do

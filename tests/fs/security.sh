@@ -48,7 +48,7 @@ same char_device_is_reported_truthfully "$(stat -c '%F %t:%T' "$W/null")" "chara
 check device_node_never_reaches_the_upper_store bash -c "[ -f '$U/null' ] && [ ! -s '$U/null' ] && [ -z \"\$(find '$(state_of "$C")' -type c -o -type b)\" ]"
 expect_errno device_node_cannot_be_opened_as_a_device EACCES "$P" open "$W/null" r
 expect_errno device_node_cannot_be_opened_for_writing EACCES "$P" open "$W/sda" w
-check device_node_is_journaled_with_its_type grep -q '"op":"mknod","path":"/workspace/null",.*"mode":8612' "$(state_of "$C")/journal.jsonl"
+check device_node_is_journaled_with_its_type journal_has '"op":"mknod","path":"/workspace/null",.*"mode":8612' "$(state_of "$C")/journal.jsonl"
 check fifo_can_be_made "$P" mknod "$W/fifo" fifo
 check fifo_is_a_fifo test -p "$W/fifo"
 cp /bin/true "$W/suid"

@@ -21,7 +21,7 @@ ok() { n=$((n + 1)); echo "ok $n - $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
 # st: the exit status of the command just before the check.
 check() { st=$?; if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
-echo "1..15"
+echo "1..18"
 
 out=$("$CLOISTER" log "$t/ws.ini" 2>&1)
 check "missing_journal_prints_nothing_and_succeeds" '[ $st -eq 0 ] && [ -z "$out" ]'
@@ -102,3 +102,24 @@ check "all_shows_every_entry" '[ $(wc -l <<<"$out") -eq 10 ]'
 out=$("$CLOISTER" log "$t/ws.ini" --json)
 check "json_has_the_same_default_as_text" \
         '[ $(wc -l <<<"$out") -eq 5 ] && ! grep -q index.lock <<<"$out" && [ $("$CLOISTER" log "$t/ws.ini" --json --all | wc -l) -eq 10 ]'
+
+# Compaction (issue 34): a create with what folded into it, the count of
+# files made and removed within a window, and past the soft bound its mark
+# and coarse entries, each printed as what it stands for.
+cat >"$t/state/journal.jsonl" <<'J'
+{"time":"2026-01-01T10:00:00.000000Z","op":"journal_open","pid":41,"start":5,"max_bytes":1048576}
+{"time":"2026-01-01T10:00:01.000000Z","op":"create","path":"/workspace/sedX","mode":33188,"result":0,"pid":7,"uid":1000,"gid":1000,"comm":"sed","owner_uid":1000,"owner_gid":1000,"folded":2}
+{"time":"2026-01-01T10:00:02.000000Z","op":"transient","path":"/workspace/tmp/t.9","ops":30,"count":10,"result":0,"pid":8,"uid":1000,"gid":1000,"comm":"bash"}
+{"time":"2026-01-01T10:00:03.000000Z","op":"journal_coarse","max_bytes":1048576,"at_bytes":586752,"window_ms":10000}
+{"time":"2026-01-01T10:00:04.000000Z","op":"write","path":"/workspace/build","coarse":"dir","count":120,"bytes":4096,"result":0,"pid":9,"uid":1000,"gid":1000,"comm":"as"}
+{"time":"2026-01-01T10:00:05.000000Z","op":"unlink","path":"/workspace","coarse":"tree","count":7,"mixed":true,"result":0,"pid":10,"uid":1000,"gid":1000,"comm":"rm"}
+{"time":"2026-01-01T10:00:06.000000Z","op":"journal_close","clean":true,"dropped":0,"refused":0}
+J
+out=$("$CLOISTER" log "$t/ws.ini" 2>"$t/err")
+check "log_prints_folded_creates_transient_counts_and_coarse_entries" \
+        '[ $st -eq 0 ] && [ $(wc -l <<<"$out") -eq 5 ] && grep -qF "create    /workspace/sedX mode 0644 owner 1000:1000 [and 2 change(s) of its maker folded in]  (sed[7] uid 1000)" <<<"$out" && grep -qF "transient /workspace/tmp/t.9 [the last of 10 made and removed within a window, 30 operations]  (bash[8] uid 1000)" <<<"$out" && grep -qF "journal_coarse the journal passed 586752 bytes" <<<"$out" && grep -qF "write     /workspace/build [coarse: 120 in this directory, 4096 bytes]  (as[9] uid 1000)" <<<"$out" && grep -qF "unlink    /workspace [coarse: 7 anywhere under this directory, by more than this caller]  (rm[10] uid 1000)" <<<"$out" && ! grep -q "times\]" <<<"$out"'
+check "log_says_on_stderr_that_entries_became_coarse" 'grep -q "passed its soft bound" "$t/err"'
+out=$("$CLOISTER" log "$t/ws.ini" --json 2>/dev/null)
+# (The reader skips a line that is not a JSON object: each was read as one.)
+check "json_of_compacted_entries_is_the_lines_verbatim" \
+        '[ "$out" = "$(sed -n "2,6p" "$t/state/journal.jsonl")" ]'

@@ -108,11 +108,16 @@ is host_sees_the_agent_as_owner "$(stat -c %u "$A_MNT/workspace/made-by-agent")"
 contains mount_names_the_identity "$(cat "$A_MNT/.cloister/workspace")" "\"host_uid\":$U,"
 daemon=$(pgrep -f "cloister mount $A_CFG" | head -n 1)
 is daemon_holds_the_reservation "$(held_by "$U")" "$daemon"
-contains log_shows_the_writers_sandbox_identity \
-        "$("$CLOISTER" log "$A_CFG" --path /workspace/made-by-agent 2>&1)" "uid 1000, host uid $U)"
 # The journal's own marks (journal_open, ...) match any glob: take the entry.
 entry() { "$CLOISTER" log "$A_CFG" --json --path "$1" 2>&1 | grep -F "\"path\":\"$1\"" | head -n 1; }
-line=$(entry /workspace/made-by-agent)
+# A create is written at most 200 ms after it; a loaded machine may take longer.
+for _ in $(seq 100); do
+        line=$(entry /workspace/made-by-agent)
+        [ -z "$line" ] || break
+        sleep 0.1
+done
+contains log_shows_the_writers_sandbox_identity \
+        "$("$CLOISTER" log "$A_CFG" --path /workspace/made-by-agent 2>&1)" "uid 1000, host uid $U)"
 contains journal_records_host_and_sandbox_uid "$line" "\"uid\":$U,\"gid\":$U,\"sandbox_uid\":1000,"
 # Root writing through the mount on the host is not the agent.
 echo host >"$A_MNT/workspace/made-by-root"

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * operations.h: the operations a user (a person at the CLI, or an agent platform
+ * through `cloister mcp`) asks of a workspace, each a library function that
+ * returns a structured result and prints nothing. Both front ends call
+ * these: mounts/cli prints the result for a person or as JSON (--json),
+ * mounts/mcp hands it to an MCP client as structuredContent.
+ *
+ * Trust: every argument may come from a model (through MCP). Paths are
+ * resolved inside the workspace's view (ops-files.c), never joined onto a
+ * host path; sizes and counts are bounded; nothing here widens what the
+ * config grants (the same sandbox, limits, network and broker as
+ * `cloister run`).
+ *
+ * Errors: a negative errno and a malloc'd one-line message (*ret_error)
+ * that a model can act on ("'x' is not in the workspace: ...").
+ */
+#pragma once
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct config;
+
+/* --- workspaces ------------------------------------------------------------ */
+
+/* One workspace's summary: name, config, repo, rev, mounted, usage, runs live. */
+int ops_workspace_summary(const struct config *c, json_t **ret, char **ret_error);
+/* The state of one workspace: the summary, the limits and what is used of
+ * them, the broker and the proxy, the last export. */
+int ops_status(const struct config *c, json_t **ret, char **ret_error);
+/* Mount it if no daemon serves it (as `cloister mount` does), until
+ * ops_unmount(), which unmounts only what this call mounted. */
+struct review_workspace;
+int ops_mount(const struct config *c, const char *config_path, struct review_workspace **ret,
+              char **ret_error);
+void ops_unmount(struct review_workspace *w);
+/*
+ * The patch a reviewer gets (`cloister diff`), or with stat the per-file
+ * counts: {"patch": TEXT, "bytes"} or {"files": [{"path", "status",
+ * "added", "removed", "binary", "from"?}], "changed", "insertions",
+ * "deletions"}; both with "home" (the hidden home's changes, names and
+ * sizes only), "ignored" (paths the ignore rules left out) and "warning"?.
+ * ops_review_json() is the same of a review the caller opened.
+ */
+int ops_diff(const struct config *c, const char *config_path, bool stat, json_t **ret,
+             char **ret_error);
+typedef struct review review;
+int ops_review_json(review *r, bool stat, json_t **ret);
+/*
+ * `export --commit`: {"ref", "commit", "replaced"}. The ref is
+ * refs/cloister/NAME, or with a label refs/cloister/NAME+LABEL (one export
+ * per attempt, say); never another workspace's.
+ */
+int ops_export(const struct config *c, const char *config_path, const char *label, json_t **ret,
+               char **ret_error);
+
+/*
+ * Every workspace this user's configs know, mounted or not: the configs in
+ * $XDG_CONFIG_HOME/cloister (`cloister init` writes there), then those
+ * `cloister mount` mounted once; {"workspaces": [summary, or {"config",
+ * "error"} for one that does not load]}.
+ */
+int ops_list(json_t **ret, char **ret_error);
+/* Remember a config for ops_list() ($XDG_STATE_HOME/cloister/configs). */
+int ops_config_remember(const char *config_path);
+/* $XDG_CONFIG_HOME/cloister or $XDG_STATE_HOME/cloister (kind "config" or "state"), or the
+ * ~/.config and ~/.local/state defaults. */
+int ops_xdg_dir(const char *kind, char **ret);
+
+/* --- runs ------------------------------------------------------------------------- */
+
+#define OPS_OUTPUT_MAX_DEFAULT (64 * 1024) /* bytes kept of stdout and of stderr, each */
+#define OPS_STDIN_MAX          (1024 * 1024)
+
+struct ops_run_options {
+        const struct config *config;
+        const char *config_path;
+        const char *command;    /* run by /bin/sh -c in the sandbox */
+        const char *cwd;        /* in the sandbox; NULL: [repo] path */
+        char *const *env;       /* NAME=VALUE, checked by ops_run_check_env(); or NULL */
+        const char *stdin_data; /* fed to the command, then closed; NULL: /dev/null */
+        size_t stdin_len;
+        uint64_t timeout_s; /* 0: the config's [limits] timeout; never more than it */
+        size_t output_max;  /* 0: OPS_OUTPUT_MAX_DEFAULT */
+};
+
+typedef struct ops_run ops_run;
+
+/* Refuse what a caller may not set (see sandbox_env_name_allowed()). */
+int ops_run_check_env(const struct config *c, char *const *env, char **ret_error);
+/*
+ * Start the command in a new sandbox, exactly as `cloister run` would (the
+ * same code, in a child process of ours: no `cloister` binary is run for
+ * it). Returns at once; output is collected by ops_run_pump(). Call it
+ * from a thread that lives as long as the run may: the run is stopped
+ * when the thread that started it ends (its parent-death signal).
+ */
+int ops_run_start(const struct ops_run_options *o, ops_run **ret, char **ret_error);
+/* The fds to poll for output (stdout, stderr, the result): up to 3, -1 when closed. */
+void ops_run_fds(const ops_run *r, int fds[3]);
+/*
+ * Read what is there (never blocks). Returns 1 when the run has ended and
+ * everything is read, else 0; < 0 on error.
+ */
+int ops_run_pump(ops_run *r);
+/* Stop the command and every process it started (the sandbox's teardown:
+ * SIGTERM, SIGKILL 5 s later). why: "timeout", "cancelled", "killed". */
+void ops_run_stop(ops_run *r, const char *why);
+/* Milliseconds since the start; whether it was stopped, and why. */
+int64_t ops_run_elapsed_ms(const ops_run *r);
+/*
+ * The result: {"exit_code", "stdout", "stderr", "duration_ms", "truncated",
+ * "stdout_bytes", "stderr_bytes", "timed_out", "stopped", "limits_hit"};
+ * only once ops_run_pump() returned 1. Output is text (invalid UTF-8
+ * replaced); "truncated" says some was dropped (the byte counts are whole).
+ */
+json_t *ops_run_result(const ops_run *r);
+/*
+ * For a background run: the output since the last call (and how much of it
+ * was dropped because it was not read in time), as {"stdout", "stderr",
+ * "dropped", "running"}, and once it has ended, "exit_code",
+ * "duration_ms", "timed_out", "stopped" and "limits_hit" as in
+ * ops_run_result().
+ */
+json_t *ops_run_take_output(ops_run *r);
+/* Stop it if it still runs, wait for its end and free it. NULL: no-op. */
+void ops_run_free(ops_run *r);
+
+/* n bytes as a JSON string: invalid UTF-8 as U+FFFD, NUL as a space. */
+json_t *ops_json_text(const char *p, size_t n);
+
+/* --- files, as the agent sees them ------------------------------------------------- */
+
+#define OPS_FILE_READ_MAX  (256 * 1024)      /* bytes a file_read returns */
+#define OPS_FILE_WRITE_MAX (8 * 1024 * 1024) /* bytes a file_write or file_edit writes */
+#define OPS_LIST_MAX       10000             /* entries a file_list returns */
+
+/*
+ * The file tools of `cloister mcp`. path is as the agent sees it in the
+ * sandbox: relative to [repo] path, or absolute in the sandbox's view (the
+ * repo, the home, the mirrors). Reads resolve in the mount like the
+ * sandbox does (its symlinks, absolute or not, stay inside the view);
+ * writes go only under [repo] path, and never through a symlink that
+ * leaves it. Run as the agent's identity, so permissions, owners and the
+ * journal are the agent's.
+ */
+int ops_file_read(const struct config *c, const char *path, int64_t offset_line, int64_t limit,
+                  bool numbered, json_t **ret, char **ret_error);
+int ops_file_write(const struct config *c, const char *path, const char *content, size_t len,
+                   json_t **ret, char **ret_error);
+int ops_file_edit(const struct config *c, const char *path, const char *old_string,
+                  const char *new_string, bool replace_all, json_t **ret, char **ret_error);
+int ops_file_list(const struct config *c, const char *path, const char *pattern, bool recursive,
+                  json_t **ret, char **ret_error);
+int ops_file_delete(const struct config *c, const char *path, json_t **ret, char **ret_error);
