@@ -232,7 +232,8 @@ static int open_git_lower(struct fs_workspace *ws, const struct fs_options *o, i
                 if (n < GIT_OID_HEXSZ || strspn(pinned, "0123456789abcdef") < GIT_OID_HEXSZ)
                         return fail(ret_error, -EINVAL, "%s/fs/base: not a commit id", ws->state);
                 pinned[GIT_OID_HEXSZ] = 0;
-                r = lower_git_open(o->repo.source, pinned, cache, &ws->repo.lower, ret_error);
+                r = lower_git_open(o->repo.source, pinned, cache, o->tree_cache, &ws->repo.lower,
+                                   ret_error);
                 if (r < 0)
                         return fail(ret_error, r,
                                     "the base commit %s of this state is gone from '%s'", pinned,
@@ -241,7 +242,8 @@ static int open_git_lower(struct fs_workspace *ws, const struct fs_options *o, i
         }
         if (errno != ENOENT)
                 return fail(ret_error, negative_errno(), "cannot read %s/fs/base: %m", ws->state);
-        r = lower_git_open(o->repo.source, o->repo.rev, cache, &ws->repo.lower, ret_error);
+        r = lower_git_open(o->repo.source, o->repo.rev, cache, o->tree_cache, &ws->repo.lower,
+                           ret_error);
         if (r < 0)
                 return r;
         fd = openat(fsdir, "base.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -382,8 +384,15 @@ static int setup_home(struct fs_workspace *ws, const struct fs_options *o, int f
  * is_git_repo()'s init and shutdown tear libgit2's global state down and
  * lower_git_open() builds it again, and each git_libgit2_init parses the
  * system's CA bundle with mbedTLS (about 54 M of its 55 M instructions).
+ *
+ * libgit2's object cache keeps no tree or blob: the git lower keeps its own
+ * index of every tree it reads, bounded by [limits] tree_cache
+ * (lower-tree.c), and a second copy of the small trees in each worker's
+ * handle (libgit2's default keeps trees up to 4 KiB, per repository, up to
+ * 256 MiB in all) would only cost memory. Commits and tags stay cached,
+ * within 4 MiB.
  */
-static void daemon_tune_memory(void)
+static void daemon_tune_process(void)
 {
         enum { SSH2_INIT_NO_CRYPTO = 0x0001 }; /* LIBSSH2_INIT_NO_CRYPTO */
         static bool done;
@@ -396,7 +405,57 @@ static void daemon_tune_memory(void)
         *(void **)&ssh2_init = dlsym(RTLD_DEFAULT, "libssh2_init");
         if (ssh2_init)
                 (void)ssh2_init(SSH2_INIT_NO_CRYPTO);
+}
+
+static void libgit2_init_tuned(void)
+{
         (void)git_libgit2_init();
+        (void)git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, (int)GIT_OBJECT_TREE, (size_t)0);
+        (void)git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, (int)GIT_OBJECT_BLOB, (size_t)0);
+        (void)git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t)(4 << 20));
+}
+
+/*
+ * git_libgit2_init() is most of a daemon's setup: Debian's libgit2 is built
+ * with mbedTLS, whose init parses the system's CA bundle, 51 M of the 74 M
+ * instructions the daemon runs before it serves (callgrind, issue 35). It
+ * has nothing to do with the rest of the setup (the sandbox identity's
+ * reservation, the state directory), so fs_daemon_prepare() runs it in a
+ * thread beside that, and fs_workspace_new() joins the thread before it
+ * opens the git lower.
+ */
+static pthread_t libgit2_thread;
+static bool libgit2_threaded;
+
+static void *libgit2_init_thread(void *arg)
+{
+        (void)arg;
+        libgit2_init_tuned();
+        return NULL;
+}
+
+void fs_daemon_prepare(void)
+{
+        daemon_tune_process();
+        if (!libgit2_threaded &&
+            pthread_create(&libgit2_thread, NULL, libgit2_init_thread, NULL) == 0)
+                libgit2_threaded = true;
+}
+
+static void daemon_tune_memory(void)
+{
+        static bool done;
+
+        if (done)
+                return;
+        done = true;
+        daemon_tune_process();
+        if (libgit2_threaded) {
+                (void)pthread_join(libgit2_thread, NULL);
+                libgit2_threaded = false;
+        } else {
+                libgit2_init_tuned();
+        }
 }
 
 /* What setup freed (libgit2's init and shutdown in is_git_repo, the probes)

@@ -64,6 +64,7 @@ struct fs_options {
         uint64_t max_bytes;   /* bytes the writable layers may hold */
         uint64_t max_files;   /* entries the writable layers may hold */
         uint64_t max_journal; /* bytes of <state>/journal.jsonl; 0: the default */
+        uint64_t tree_cache;  /* bytes of parsed git trees the daemon keeps; 0: the default */
         /*
          * The sandbox identity of the agent, when the daemon runs as root
          * and the agent as an unprivileged host uid (host_uid 0: none, the
@@ -93,6 +94,12 @@ struct fs_options {
  * errno and, if ret_error is not NULL, a malloc'd one-line reason.
  */
 int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_error);
+/*
+ * Optional, in a process that will call fs_workspace_new() (a daemon): start
+ * the slow part of its setup (libgit2's initialization) in a thread now,
+ * so that what the caller does first runs beside it.
+ */
+void fs_daemon_prepare(void);
 void fs_workspace_free(fs_workspace *w);
 
 /*

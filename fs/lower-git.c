@@ -5,7 +5,9 @@
  * Nothing is walked at mount: listings read one tree object, sizes come
  * from object headers (git_odb_read_header), and a blob is inflated once,
  * on first open, into a cache file named by its object id; every later
- * read and copy-up is served from that file.
+ * read and copy-up is served from that file. A tree is read and parsed
+ * once while it is hot: lookups and listings go through the daemon's own
+ * index of it (lower-tree.c), shared by every thread and bounded.
  *
  * libgit2's git_repository is not safe for concurrent use, so each FUSE
  * worker thread opens its own repository handle (a pthread key, freed with
@@ -33,11 +35,13 @@
 #include <unistd.h>
 
 #include "lower-private.h"
+#include "lower-tree.h"
 #include "lib/util.h"
 
 struct thread_git {
         git_repository *repo;
         git_odb *odb;
+        git_index *index; /* the repo's: the .gitattributes of the base met so far */
 };
 
 static void thread_git_free(void *p)
@@ -45,16 +49,10 @@ static void thread_git_free(void *p)
         struct thread_git *t = p;
         if (!t)
                 return;
+        git_index_free(t->index);
         git_odb_free(t->odb);
         git_repository_free(t->repo);
         free(t);
-}
-
-static int git_errno(int r)
-{
-        if (r == GIT_ENOTFOUND)
-                return -ENOENT;
-        return -EIO;
 }
 
 /*
@@ -67,7 +65,6 @@ static struct thread_git *thread_git(struct lower *l)
         struct thread_git *t = pthread_getspecific(l->thread_key);
         git_repository *src = NULL;
         git_config *cfg = NULL;
-        git_index *idx = NULL;
         int g;
 
         if (t)
@@ -90,10 +87,9 @@ static struct thread_git *thread_git(struct lower *l)
         if (g == 0)
                 g = git_repository_set_config(t->repo, cfg);
         if (g == 0)
-                g = git_index_new(&idx);
+                g = git_index_new(&t->index);
         if (g == 0)
-                g = git_repository_set_index(t->repo, idx);
-        git_index_free(idx);
+                g = git_repository_set_index(t->repo, t->index);
         git_config_free(cfg);
         git_repository_free(src);
         if (g < 0 || pthread_setspecific(l->thread_key, t) != 0) {
@@ -103,17 +99,11 @@ static struct thread_git *thread_git(struct lower *l)
         return t;
 }
 
-/* Does tree (a directory of the base) hold a .gitattributes? */
-static bool tree_has_attributes(const git_tree *tree)
-{
-        return git_tree_entry_byname(tree, ".gitattributes") != NULL;
-}
-
-static void fill_from_entry(const git_tree_entry *te, struct lower *l, bool attr_scope,
+static void fill_from_entry(const struct tree_ent *te, struct lower *l, bool attr_scope,
                             struct lent *e)
 {
-        git_filemode_t fm = git_tree_entry_filemode(te);
-        e->oid = *git_tree_entry_id(te);
+        git_filemode_t fm = te->mode;
+        e->oid = te->oid;
         e->attr_scope = attr_scope;
         switch (fm) {
         case GIT_FILEMODE_TREE:
@@ -141,14 +131,20 @@ static void fill_from_entry(const git_tree_entry *te, struct lower *l, bool attr
         }
 }
 
-static int tree_get(struct lower *l, const git_oid *oid, git_tree **ret)
+/* The index of tree oid (tree_put() it back); -ENOENT for a submodule. */
+static int tree_get(struct lower *l, const git_oid *oid, struct tree_index **ret)
 {
         struct thread_git *t = thread_git(l);
         if (!t)
                 return -EIO;
         if (git_oid_is_zero(oid))
                 return -ENOENT; /* submodule */
-        return git_tree_lookup(ret, t->repo, oid) < 0 ? -EIO : 0;
+        return tree_cache_get(l->trees, t->repo, oid, ret);
+}
+
+static void tree_put(struct lower *l, struct tree_index *t)
+{
+        tree_cache_put(l->trees, t);
 }
 
 static int git_root(struct lower *l, struct lent *ret)
@@ -168,18 +164,18 @@ static int git_root(struct lower *l, struct lent *ret)
 
 static int git_child(struct lower *l, const struct lent *dir, const char *name, struct lent *ret)
 {
-        git_tree *tree = NULL;
-        const git_tree_entry *te;
+        struct tree_index *tree = NULL;
+        const struct tree_ent *te;
         struct lent e = {0};
         int r = tree_get(l, &dir->oid, &tree);
         if (r < 0)
                 return r;
-        te = git_tree_entry_byname(tree, name);
+        te = tree_index_find(tree, name);
         if (!te) {
                 r = -ENOENT;
                 goto out;
         }
-        fill_from_entry(te, l, dir->attr_scope || tree_has_attributes(tree), &e);
+        fill_from_entry(te, l, dir->attr_scope || tree->has_attributes, &e);
         e.path = lower_path_join(dir->path, name);
         if (!e.path) {
                 r = -ENOMEM;
@@ -188,72 +184,143 @@ static int git_child(struct lower *l, const struct lent *dir, const char *name, 
         *ret = e;
         r = 0;
 out:
-        git_tree_free(tree);
+        tree_put(l, tree);
         return r;
 }
 
-/* Is a .gitattributes in the base tree in path's directory or above? */
-static bool path_attr_scope(git_tree *root, const char *path)
+/*
+ * Walk path from the root: the entry it names (its mode and id into *ret)
+ * and whether a .gitattributes is in a folder on the way (the root, and
+ * each folder that holds the next component). -ENOENT if a component is
+ * missing, -ENOTDIR if one before the last is not a folder.
+ */
+static int path_walk(struct lower *l, const char *path, struct tree_ent *ret, bool *ret_scope)
 {
-        static const char name[] = "/.gitattributes";
-        char buf[PATH_MAX + sizeof(name)];
-        git_tree_entry *te = NULL;
+        char comp[NAME_MAX + 1];
+        git_oid cur = l->tree_oid;
+        bool scope = false;
+        const char *s = path;
 
-        if (tree_has_attributes(root))
-                return true;
-        /* "a/b/c": a/.gitattributes, then a/b/.gitattributes. */
-        for (const char *s = strchr(path, '/'); s; s = strchr(s + 1, '/')) {
-                size_t n = (size_t)(s - path);
-                if (n + sizeof(name) > sizeof(buf))
-                        return true; /* cannot tell: look the attributes up, only slower */
-                memcpy(buf, path, n);
-                memcpy(buf + n, name, sizeof(name));
-                if (git_tree_entry_bypath(&te, root, buf) == 0) {
-                        git_tree_entry_free(te);
-                        return true;
+        for (;;) {
+                struct tree_index *tree = NULL;
+                const struct tree_ent *te;
+                const char *end = strchrnul(s, '/');
+                size_t n = (size_t)(end - s);
+                int r;
+
+                if (n == 0 || n > NAME_MAX)
+                        return -ENOENT;
+                memcpy(comp, s, n);
+                comp[n] = 0;
+                r = tree_get(l, &cur, &tree);
+                if (r < 0)
+                        return r == -ENOENT ? -ENOTDIR : r; /* a submodule has no entries */
+                scope = scope || tree->has_attributes;
+                te = tree_index_find(tree, comp);
+                if (te && !*end)
+                        *ret = *te;
+                else if (te)
+                        cur = te->oid;
+                r = !te ? -ENOENT : (*end && te->mode != GIT_FILEMODE_TREE) ? -ENOTDIR : 0;
+                tree_put(l, tree);
+                if (r < 0)
+                        return r;
+                if (!*end) {
+                        *ret_scope = scope;
+                        return 0;
                 }
+                s = end + 1;
         }
-        return false;
 }
 
 static int git_lookup_path(struct lower *l, const char *path, struct lent *ret)
 {
-        git_tree *root = NULL;
-        git_tree_entry *te = NULL;
+        struct tree_ent te;
         struct lent e = {0};
+        bool scope;
         int r;
 
         if (!*path)
                 return git_root(l, ret);
-        r = tree_get(l, &l->tree_oid, &root);
+        r = path_walk(l, path, &te, &scope);
         if (r < 0)
-                return r;
-        r = git_tree_entry_bypath(&te, root, path);
-        if (r < 0) {
-                r = git_errno(r);
-                goto out;
-        }
-        fill_from_entry(te, l, path_attr_scope(root, path), &e);
+                return r == -ENOTDIR ? -ENOENT : r;
+        fill_from_entry(&te, l, scope, &e);
         e.path = strdup(path);
-        if (!e.path) {
-                r = -ENOMEM;
-                goto out;
-        }
+        if (!e.path)
+                return -ENOMEM;
         *ret = e;
-        r = 0;
-out:
-        git_tree_entry_free(te);
-        git_tree_free(root);
-        return r;
+        return 0;
 }
 
 /* The attributes that make a checkout change a blob (git's convert.c, libgit2's crlf.c). */
 static const char *const conv_attrs[] = {"text", "eol", "crlf", "ident"};
 
 /*
+ * Put the .gitattributes files of the base tree that apply to path (in its
+ * folder and the folders above) into the thread's index, with their blob
+ * ids, if they are not there yet; the base tree is fixed, so an entry, once
+ * there, stays right.
+ *
+ * Why an index: libgit2 reads attributes from a commit by walking the
+ * commit's tree to each folder's .gitattributes, and checks each cached
+ * file against the commit's root tree, for every query. With no tree in
+ * libgit2's object cache (fs/daemon.c) that was three to four parses of the
+ * root tree (530 entries in git.git) per stat of a file in attribute scope.
+ * From the index, a cached file costs one lookup in the index.
+ */
+static int attr_index_fill(struct lower *l, struct thread_git *t, const char *path)
+{
+        char buf[PATH_MAX];
+        git_oid cur = l->tree_oid;
+        const char *s = path;
+
+        for (;;) {
+                struct tree_index *tree = NULL;
+                const struct tree_ent *te, *attr;
+                const char *end = strchr(s, '/');
+                size_t n = (size_t)(s - path);
+                char name[NAME_MAX + 1];
+                int r = tree_get(l, &cur, &tree);
+
+                if (r < 0)
+                        return r;
+                attr = tree_index_find(tree, ".gitattributes");
+                if (attr && attr->mode != GIT_FILEMODE_TREE &&
+                    n + sizeof(".gitattributes") <= sizeof(buf)) {
+                        const git_index_entry *have;
+                        memcpy(buf, path, n);
+                        memcpy(buf + n, ".gitattributes", sizeof(".gitattributes"));
+                        have = git_index_get_bypath(t->index, buf, 0);
+                        if (!have) {
+                                git_index_entry ie = {.mode = GIT_FILEMODE_BLOB, .id = attr->oid};
+                                ie.path = buf;
+                                if (git_index_add(t->index, &ie) < 0)
+                                        r = -EIO;
+                        }
+                }
+                te = NULL;
+                if (r == 0 && end && (size_t)(end - s) <= NAME_MAX) {
+                        memcpy(name, s, (size_t)(end - s));
+                        name[end - s] = 0;
+                        te = tree_index_find(tree, name);
+                        if (te && te->mode == GIT_FILEMODE_TREE)
+                                cur = te->oid;
+                        else
+                                te = NULL;
+                }
+                tree_put(l, tree);
+                if (r < 0 || !te)
+                        return r;
+                s = end + 1;
+        }
+}
+
+/*
  * Does checking e out convert its blob? With the fixed config (no autocrlf,
  * eol=lf) only eol=crlf (text not unset, not binary) and ident can change
- * anything; libgit2 applies them. The answer and a key naming the attribute
+ * anything; libgit2 applies them, from the base's .gitattributes (put into
+ * the thread's index first). The answer and a key naming the attribute
  * values go into e->conv and e->conv_key.
  */
 static int conv_decide(struct lower *l, struct thread_git *t, struct lent *e)
@@ -262,6 +329,7 @@ static int conv_decide(struct lower *l, struct thread_git *t, struct lent *e)
         const char *v[ELEMENTSOF(conv_attrs)] = {0};
         uint32_t h = 2166136261u;
         bool crlf, ident;
+        int r;
 
         if (e->conv)
                 return 0;
@@ -269,9 +337,10 @@ static int conv_decide(struct lower *l, struct thread_git *t, struct lent *e)
                 e->conv = 1;
                 return 0;
         }
-        o.flags = GIT_ATTR_CHECK_INDEX_ONLY | GIT_ATTR_CHECK_NO_SYSTEM |
-                  GIT_ATTR_CHECK_INCLUDE_COMMIT;
-        o.attr_commit_id = l->commit_oid;
+        r = attr_index_fill(l, t, e->path);
+        if (r < 0)
+                return r;
+        o.flags = GIT_ATTR_CHECK_INDEX_ONLY | GIT_ATTR_CHECK_NO_SYSTEM;
         if (git_attr_get_many_ext(v, t->repo, &o, e->path, ELEMENTSOF(conv_attrs),
                                   (const char **)conv_attrs) < 0)
                 return -EIO;
@@ -391,31 +460,21 @@ static int git_size(struct lower *l, struct lent *e)
 
 bool lower_git_attr_scope(struct lower *l, const char *path)
 {
-        git_tree *root = NULL;
+        struct tree_ent te;
         bool scope;
 
-        if (tree_get(l, &l->tree_oid, &root) < 0)
+        if (path_walk(l, path, &te, &scope) < 0)
                 return true; /* cannot tell: look the attributes up, only slower */
-        scope = path_attr_scope(root, path);
-        git_tree_free(root);
         return scope;
 }
 
 int lower_git_worktree_size(struct lower *l, const char *path, const git_oid *oid,
                             uint64_t *ret_size, bool *ret_converted)
 {
-        struct thread_git *t = thread_git(l);
-        git_tree *root = NULL;
         struct lent e = {.path = (char *)path, .oid = *oid, .mode = S_IFREG | 0644};
         int r;
 
-        if (!t)
-                return -EIO;
-        r = tree_get(l, &l->tree_oid, &root);
-        if (r < 0)
-                return r;
-        e.attr_scope = path_attr_scope(root, path);
-        git_tree_free(root);
+        e.attr_scope = lower_git_attr_scope(l, path);
         r = git_size(l, &e);
         if (r < 0)
                 return r;
@@ -453,23 +512,23 @@ int lower_git_read_file(struct lower *l, struct lent *e, char **ret, size_t *ret
 
 static int git_list(struct lower *l, const struct lent *dir, lower_list_fn fn, void *userdata)
 {
-        git_tree *tree = NULL;
+        struct tree_index *tree = NULL;
         int r = tree_get(l, &dir->oid, &tree);
         if (r == -ENOENT)
                 return 0; /* submodule: empty */
         if (r < 0)
                 return r;
-        bool scope = dir->attr_scope || tree_has_attributes(tree);
-        for (size_t i = 0, n = git_tree_entrycount(tree); i < n; i++) {
-                const git_tree_entry *te = git_tree_entry_byindex(tree, i);
+        bool scope = dir->attr_scope || tree->has_attributes;
+        for (size_t i = 0; i < tree->n; i++) {
+                const struct tree_ent *te = &tree->ents[i];
                 struct lent e = {0};
                 fill_from_entry(te, l, scope, &e);
-                r = fn(git_tree_entry_name(te), &e, userdata);
+                r = fn(tree_ent_name(tree, te), &e, userdata);
                 if (r < 0)
                         break;
                 r = 0;
         }
-        git_tree_free(tree);
+        tree_put(l, tree);
         return r;
 }
 
@@ -607,6 +666,7 @@ static void git_free(struct lower *l)
                 pthread_setspecific(l->thread_key, NULL);
                 pthread_key_delete(l->thread_key);
         }
+        tree_cache_free(l->trees);
         safe_close(l->cache_dirfd);
         free(l->config_path);
         free(l->source);
@@ -673,8 +733,8 @@ static int set_error(char **ret_error, const char *what, const char *arg)
         return -EINVAL;
 }
 
-int lower_git_open(const char *source, const char *rev, int cache_dirfd, struct lower **ret,
-                   char **ret_error)
+int lower_git_open(const char *source, const char *rev, int cache_dirfd, uint64_t tree_budget,
+                   struct lower **ret, char **ret_error)
 {
         struct lower *l;
         git_repository *repo = NULL;
@@ -727,6 +787,9 @@ int lower_git_open(const char *source, const char *rev, int cache_dirfd, struct 
                 goto out;
         }
         l->key_created = true;
+        r = tree_cache_new(tree_budget, &l->trees);
+        if (r < 0)
+                goto out;
         l->cache_dirfd = fcntl(cache_dirfd, F_DUPFD_CLOEXEC, 3);
         if (l->cache_dirfd < 0) {
                 r = negative_errno();

@@ -32,8 +32,9 @@ struct lower {
         char commit_hex[GIT_OID_HEXSZ + 1];
         char *config_path; /* the fixed git config of the per-thread handles (lower-git.c) */
         char *objects_dir;
-        struct timespec time; /* committer time of the base commit */
-        int cache_dirfd;      /* inflated blobs, named by object id */
+        struct timespec time;     /* committer time of the base commit */
+        int cache_dirfd;          /* inflated blobs, named by object id */
+        struct tree_cache *trees; /* parsed trees by id, shared by all threads (lower-tree.c) */
         /* plain directory */
         int root_fd;
 };

@@ -45,9 +45,13 @@ struct lent {
 void lent_clear(struct lent *e);
 int lent_copy(const struct lent *from, struct lent *to);
 
-/* Open a git lower at rev of the repository at source. state_dirfd holds the blob cache. */
-int lower_git_open(const char *source, const char *rev, int cache_dirfd, struct lower **ret,
-                   char **ret_error);
+/*
+ * Open a git lower at rev of the repository at source. cache_dirfd holds the
+ * blob cache; tree_budget bounds the memory of parsed trees (lower-tree.h;
+ * 0: the default).
+ */
+int lower_git_open(const char *source, const char *rev, int cache_dirfd, uint64_t tree_budget,
+                   struct lower **ret, char **ret_error);
 /* Open a plain-directory lower. */
 int lower_dir_open(const char *source, struct lower **ret, char **ret_error);
 void lower_free(struct lower *l);

@@ -51,6 +51,7 @@ int compose_fs_options(const struct config *c, struct compose_fs *ret)
                 .max_bytes = c->limits.bytes,
                 .max_files = c->limits.files,
                 .max_journal = c->limits.journal,
+                .tree_cache = c->limits.tree_cache,
                 .index_uid = SANDBOX_AGENT_UID,
                 .index_gid = SANDBOX_AGENT_GID,
         };

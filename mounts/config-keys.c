@@ -96,6 +96,7 @@ static const struct key keys[] = {
         {SECTION_LIMITS, "netlog", KEY_SIZE, CFG(limits.netlog), 1 * MiB, 64 * GiB, 0},
         {SECTION_LIMITS, "cgroup", KEY_CGROUP, CFG(limits.cgroup), 0, 0, 0},
         {SECTION_LOGS, "stdout", KEY_LOG_STDOUT, CFG(logs.stdout_json), 0, 0, 0},
+        {SECTION_LIMITS, "tree_cache", KEY_SIZE, CFG(limits.tree_cache), 4 * KiB, 64 * GiB, 0},
         {SECTION_NETWORK, "mode", KEY_NETWORK, CFG(network.mode), 0, 0, 0},
         {SECTION_RUN, "env", KEY_ENV_LIST, CFG(run.env), 0, 0, 0},
         {SECTION_RUN, "user", KEY_USER, CFG(run.user), 0, 0, 0},

@@ -165,6 +165,8 @@ void config_finish(struct parse_state *st)
                              CONFIG_HOST_UID_FLOOR);
                 return;
         }
+        if (!c->limits.tree_cache)
+                c->limits.tree_cache = 32ULL << 20; /* TREE_CACHE_BUDGET_DEFAULT */
         if (!c->run.host_uids.first)
                 c->run.host_uids =
                         (struct config_id_range){CONFIG_HOST_UID_MIN, CONFIG_HOST_UID_MAX};

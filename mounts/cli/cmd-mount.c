@@ -267,6 +267,7 @@ static int mount_run(int argc, char **argv)
                 return command_fail(&command_mount, 1, "fork: %s", strerror(errno));
         if (child == 0) {
                 close(p[0]);
+                fs_daemon_prepare(); /* beside the identity's reservation */
                 setsid();
                 if (chdir("/") < 0)
                         _exit(1);

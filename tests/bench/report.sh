@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: MIT
 #
 # tests/bench/report.sh: the output of tests/bench/run, which sources it:
-# the tables, the goals of issue 17 (met, MISSED or n/a, from the ratios of
+# the tables, the goals of issues 35 and 17 (met, MISSED or n/a, from the ratios of
 # one run's medians) and the plot. Functions only; they read run's results
 # (cell, rows, row_section, broker, startup, dens, rss_*, notes).
 # shellcheck shell=bash disable=SC2154 # the results are run's globals
@@ -58,7 +58,7 @@ machine() {
 }
 
 # --- goals ----------------------------------------------------------------------
-# The goals of issue 17, each printed as met, MISSED or n/a (not measured in
+# The goals of issues 35 and 17, each printed as met, MISSED or n/a (not measured in
 # this run, and why), from the ratios of this run's medians.
 
 # verdict OK TEXT: one goal line.
@@ -66,8 +66,47 @@ verdict() { local ok=$1; shift; if ((ok)); then echo "- met: $*"; else echo "- M
 le() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a <= b) }' && echo 1 || echo 0; }
 measured() { [[ -n $1 && $1 != n/a:* ]]; }
 
+# goal_vs ROW-ERE COLUMN FACTOR TEXT: every measured row matching ROW-ERE,
+# cloister at most FACTOR times COLUMN.
+goal_vs() {
+        local re=$1 col=$2 f=$3 text=$4 row cl other any=0
+        for row in "${rows[@]}"; do
+                [[ $row =~ $re ]] || continue
+                cl=${cell["$row|cloister"]:-} other=${cell["$row|$col"]:-}
+                measured "$cl" && measured "$other" || continue
+                any=1
+                verdict "$(le "$cl" "$(awk -v o="$other" -v f="$f" 'BEGIN { print f * o }')")" \
+                        "$row: $text: $(ratio "$cl" "$other")x ($(fmt_ms "$cl") vs $(fmt_ms "$other"))"
+        done
+        ((any)) || echo "- n/a: $text (no such row with both columns in this run)"
+}
+
 goals() {
         local row r cl fo ov nat big=0 n v b m c ms_bare ms_mnt ms_cold any found
+        echo
+        echo "Goals (issue 35):"
+        goal_vs '^(find \+ stat|read all|grep -r)' overlayfs 2 "within 2x of kernel overlayfs"
+        goal_vs '^create \+ delete' native 2 "at most 2x native"
+        goal_vs '^test suite' native 1.5 "at most 1.5x native"
+        goal_vs '^git status, first' native 3 "at most 3x native"
+        goal_vs '^(git status|find \+ stat|grep -r|create \+ delete).*warm$' native 1.3 \
+                "warm file-heavy work at most 1.3x native"
+        ms_bare="" ms_mnt="" ms_cold=""
+        startup_find 'bwrap|bubblewrap' 'cloister' && ms_bare=${startup[$found]}
+        startup_find 'mounted' 'broker' && ms_mnt=${startup[$found]}
+        startup_find 'cold' && ms_cold=${startup[$found]}
+        if [ -n "$ms_bare" ] && [ -n "$ms_cold" ]; then
+                verdict "$(le "$ms_cold" "$(awk -v b="$ms_bare" 'BEGIN { print 3 * b }')")" \
+                        "cloister run from cold, to the first instruction, <= 3x bare bubblewrap: $(ratio "$ms_cold" "$ms_bare")x ($(fmt_ms "$ms_cold") vs $(fmt_ms "$ms_bare"))"
+        else
+                echo "- n/a: cloister run from cold <= 3x bare bubblewrap (no start-up rows${startup_na:+ [$startup_na]})"
+        fi
+        if [ -n "$ms_bare" ] && [ -n "$ms_mnt" ]; then
+                verdict "$(le "$ms_mnt" "$(awk -v b="$ms_bare" 'BEGIN { print 1.5 * b }')")" \
+                        "cloister run over a mounted workspace <= 1.5x bare bubblewrap: $(ratio "$ms_mnt" "$ms_bare")x ($(fmt_ms "$ms_mnt") vs $(fmt_ms "$ms_bare"))"
+        else
+                echo "- n/a: cloister run over a mounted workspace <= 1.5x bare bubblewrap (no start-up rows${startup_na:+ [$startup_na]})"
+        fi
         echo
         echo "Goals (issue 17):"
         any=0
@@ -80,15 +119,7 @@ goals() {
                         "$(ratio "$cl" "$fo")x ($(fmt_ms "$cl") vs $(fmt_ms "$fo"))"
         done
         ((any)) || echo "- n/a: every file-system row at or below fuse-overlayfs (no fs or export row with both columns in this run)"
-        for row in "find + stat, $tree files" "grep -r" "git status"; do
-                cl=${cell["$row|cloister"]:-} ov=${cell["$row|overlayfs"]:-}
-                if measured "$cl" && measured "$ov"; then
-                        verdict "$(le "$cl" "$(awk -v o="$ov" 'BEGIN { print 1.5 * o }')")" \
-                                "$row: within 1.5x of kernel overlayfs: $(ratio "$cl" "$ov")x ($(fmt_ms "$cl") vs $(fmt_ms "$ov"))"
-                else
-                        echo "- n/a: $row within 1.5x of kernel overlayfs (not measured in this run)"
-                fi
-        done
+        goal_vs '^(find \+ stat|grep -r|git status).*warm$' overlayfs 1.5 "within 1.5x of kernel overlayfs"
         row=""
         for r in "${rows[@]}"; do
                 [[ $r =~ ^export,\ ([0-9]+)\ changed ]] || continue
@@ -112,10 +143,6 @@ goals() {
                         echo "- n/a: broker issuing with $n at >= $m of raw crypto_sign (not measured in this run)"
                 fi
         done
-        ms_bare="" ms_mnt="" ms_cold=""
-        startup_find 'bwrap|bubblewrap' 'cloister' && ms_bare=${startup[$found]}
-        startup_find 'mounted' && ms_mnt=${startup[$found]}
-        startup_find 'cold' && ms_cold=${startup[$found]}
         if [ -n "$ms_bare" ] && [ -n "$ms_mnt" ]; then
                 verdict "$(le "$ms_mnt" "$(awk -v b="$ms_bare" 'BEGIN { print 2 * b }')")" \
                         "cloister run over a mounted workspace, to the first instruction, <= 2x bare bubblewrap: $(ratio "$ms_mnt" "$ms_bare")x ($(fmt_ms "$ms_mnt") vs $(fmt_ms "$ms_bare"))"
@@ -170,7 +197,8 @@ report() {
                 awk 'NR == 1 { print $NF }'), cloister $("$cloister" --version 2>/dev/null |
                 awk 'NR == 1 { print $2 }') at $(git -C "$src" rev-parse --short HEAD 2>/dev/null || echo '?')"
         echo "- run: \`tests/bench/run $cmdline\`: median of $rounds rounds;" \
-                "workloads other than setup on a $tree-file repository"
+                "workloads other than setup on $( [ -n "$repo_path" ] && echo "$repo_path at $repo_rev" ||
+                        echo "a $tree-file repository of gen-repo's $shape shape")"
         echo
         echo "Times are medians; (Nx) is the time divided by native's. Setup is" \
                 "\`git clone --shared\` (checkout) for native and the mount alone for the others."

@@ -28,6 +28,11 @@ printf 'b\n\0\n' >"$R/pic.bin"
 printf 'version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 3\n' >"$R/big.lfs"
 printf 'quiet\n' >"$R/run.prog"
 printf 'lf\nonly\n' >"$R/plain/p"
+# .gitattributes of folders below the root: they add to the root's, and win.
+mkdir -p "$R/nested/inner"
+printf '*.c ident\n' >"$R/nested/inner/.gitattributes"
+printf '$Id$\nint y;\n' >"$R/nested/inner/x.c"
+printf 'p text eol=crlf\n' >"$R/plain/.gitattributes"
 printf 'big\n%.0s' $(seq 1 20000) >"$R/large.txt" # over the 64 KiB in-memory read
 git_quiet -C "$R" add -A
 GIT_COMMITTER_DATE="2024-01-02T03:04:05Z" git_quiet -C "$R" commit -m base
@@ -46,13 +51,17 @@ M=$(mnt_of "$C")
 W=$M/workspace
 HOME=$T/home check mount do_mount "$C"
 
-for f in a.txt mixed.txt v.id sub/deep pic.bin big.lfs run.prog plain/p large.txt .gitattributes; do
+for f in a.txt mixed.txt v.id sub/deep pic.bin big.lfs run.prog plain/p large.txt .gitattributes \
+        nested/inner/x.c; do
         check "file_${f//[\/.]/_}_is_byte_identical_to_a_fresh_checkout" cmp "$W/$f" "$T/fresh/$f"
         same "size_of_${f//[\/.]/_}_is_the_checked_out_size" "$(stat -c %s "$W/$f")" "$(stat -c %s "$T/fresh/$f")"
 done
 bytes() { od -An -c "$1" | tr -d '\n' | tr -s ' '; }
 same crlf_file_has_crlf_line_ends "$(bytes "$W/a.txt")" "$(printf ' o n e \\r \\n t w o \\r \\n')"
 check ident_is_expanded_with_the_blob_id grep -q "^\$Id: $(git -C "$R" rev-parse HEAD:v.id) \\$\$" "$W/v.id"
+check attributes_of_a_nested_folder_apply grep -q "^\$Id: $(git -C "$R" rev-parse HEAD:nested/inner/x.c) \\$\$" \
+        "$W/nested/inner/x.c"
+same attributes_of_a_folder_win_over_the_root "$(bytes "$W/plain/p")" "$(printf ' l f \\r \\n o n l y \\r \\n')"
 check filters_that_run_programs_never_run test ! -e "$T/SMUDGE-RAN"
 same lfs_pointer_is_shown_as_stored "$(head -1 "$W/big.lfs")" "version https://git-lfs.github.com/spec/v1"
 same git_status_is_clean_at_once "$(cd "$W" && git status --porcelain 2>&1)" ""

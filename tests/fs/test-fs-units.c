@@ -3,11 +3,13 @@
  * test-fs-units.c: unit tests (Check) for the fs module's pure parts:
  * upper-layer name escaping, name validation, lower inode numbers, the git
  * and plain-directory lower layers on real repositories made here with
- * libgit2, and hole-preserving data copies.
+ * libgit2, the git lower's tree cache (lower-tree.c), and hole-preserving
+ * data copies.
  */
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include "fs-private.h"
+#include "lower-tree.h"
 #include "state.h"
 
 static char tmpdir[64];
@@ -172,7 +175,7 @@ START_TEST(git_lower_reads_lazily_what_the_tree_holds)
         make_repo(repo, &commit);
         ck_assert_int_eq(mkdir(cache, 0700), 0);
         cfd = open(cache, O_RDONLY | O_DIRECTORY);
-        ck_assert_int_eq(lower_git_open(repo, "HEAD", cfd, &l, NULL), 0);
+        ck_assert_int_eq(lower_git_open(repo, "HEAD", cfd, 0, &l, NULL), 0);
         ck_assert_int_eq(lower_commit_time(l), 1700000000);
         ck_assert_int_eq(lower_root(l, &root), 0);
         ck_assert_int_eq(lower_list(l, &root, count_cb, &n), 0);
@@ -212,6 +215,177 @@ START_TEST(git_lower_reads_lazily_what_the_tree_holds)
         lent_clear(&root);
         lower_free(l);
         close(cfd);
+        git_libgit2_shutdown();
+}
+END_TEST
+
+/*
+ * A tree of n entries in one folder, names chosen so that git's order (a
+ * folder sorts as if its name ended in '/') differs from strcmp()'s: "d%05u"
+ * folders beside "d%05u.c" and "d%05u-x" files. Returns the tree's id.
+ */
+static void make_big_tree(git_repository *repo, unsigned n, git_oid *ret)
+{
+        git_treebuilder *tb, *sub;
+        git_oid blob, subtree;
+        char name[32];
+
+        ck_assert_int_eq(git_blob_create_from_buffer(&blob, repo, "x\n", 2), 0);
+        ck_assert_int_eq(git_treebuilder_new(&sub, repo, NULL), 0);
+        ck_assert_int_eq(git_treebuilder_insert(NULL, sub, "leaf", &blob, GIT_FILEMODE_BLOB), 0);
+        ck_assert_int_eq(git_treebuilder_write(&subtree, sub), 0);
+        git_treebuilder_free(sub);
+        ck_assert_int_eq(git_treebuilder_new(&tb, repo, NULL), 0);
+        for (unsigned i = 0; i < n; i++) {
+                unsigned k = i / 3;
+                if (i % 3 == 0) {
+                        snprintf(name, sizeof(name), "d%05u", k);
+                        ck_assert_int_eq(
+                                git_treebuilder_insert(NULL, tb, name, &subtree, GIT_FILEMODE_TREE),
+                                0);
+                } else {
+                        snprintf(name, sizeof(name), i % 3 == 1 ? "d%05u.c" : "d%05u-x", k);
+                        ck_assert_int_eq(
+                                git_treebuilder_insert(NULL, tb, name, &blob, GIT_FILEMODE_BLOB),
+                                0);
+                }
+        }
+        ck_assert_int_eq(git_treebuilder_write(ret, tb), 0);
+        git_treebuilder_free(tb);
+}
+
+START_TEST(tree_cache_finds_every_entry_of_a_huge_folder_and_keeps_git_order)
+{
+        char path[128];
+        git_repository *repo;
+        git_tree *tree;
+        git_oid id;
+        struct tree_cache *c;
+        struct tree_index *t;
+        struct tree_cache_stats st;
+        const unsigned n = 12000;
+
+        git_libgit2_init();
+        snprintf(path, sizeof(path), "%s/big", tmpdir);
+        ck_assert_int_eq(git_repository_init(&repo, path, 1), 0);
+        make_big_tree(repo, n, &id);
+        ck_assert_int_eq(git_tree_lookup(&tree, repo, &id), 0);
+        ck_assert_int_eq(tree_cache_new(0, &c), 0);
+        ck_assert_int_eq(tree_cache_get(c, repo, &id, &t), 0);
+        ck_assert_uint_eq(t->n, n);
+        for (unsigned i = 0; i < n; i++) {
+                const git_tree_entry *te = git_tree_entry_byindex(tree, i);
+                const struct tree_ent *e = tree_index_find(t, git_tree_entry_name(te));
+                /* the listing is git's order, and each name finds its own entry */
+                ck_assert_str_eq(tree_ent_name(t, &t->ents[i]), git_tree_entry_name(te));
+                ck_assert_ptr_eq(e, &t->ents[i]);
+                ck_assert(git_oid_equal(&e->oid, git_tree_entry_id(te)));
+                ck_assert_uint_eq(e->mode, git_tree_entry_filemode(te));
+        }
+        ck_assert_ptr_null(tree_index_find(t, "d00001."));
+        ck_assert_ptr_null(tree_index_find(t, "d99999"));
+        ck_assert_ptr_null(tree_index_find(t, ""));
+        ck_assert(!t->has_attributes);
+        tree_cache_put(c, t);
+        /* the second get is answered from the cache */
+        ck_assert_int_eq(tree_cache_get(c, repo, &id, &t), 0);
+        tree_cache_put(c, t);
+        tree_cache_stats(c, &st);
+        ck_assert_uint_eq(st.misses, 1);
+        ck_assert_uint_eq(st.hits, 1);
+        ck_assert_uint_eq(st.entries, 1);
+        /*
+         * What an entry costs (docs/fs-design.md, "The tree cache"): 32
+         * bytes plus its name and NUL, and a header per tree.
+         */
+        uint64_t names = 0;
+        for (unsigned i = 0; i < n; i++)
+                names += strlen(git_tree_entry_name(git_tree_entry_byindex(tree, i))) + 1;
+        printf("# tree cache: %u entries in %" PRIu64 " bytes, %.1f per entry\n", n, st.bytes,
+               (double)st.bytes / n);
+        ck_assert_uint_le(st.bytes, (uint64_t)n * 32 + names + 256);
+        tree_cache_free(c);
+        git_tree_free(tree);
+        git_repository_free(repo);
+        git_libgit2_shutdown();
+}
+END_TEST
+
+START_TEST(tree_cache_stays_within_a_tiny_budget_and_answers_the_same)
+{
+        char path[128];
+        git_repository *repo;
+        git_oid ids[8];
+        struct tree_cache *c;
+        struct tree_index *t, *held;
+        struct tree_cache_stats st;
+
+        git_libgit2_init();
+        snprintf(path, sizeof(path), "%s/small", tmpdir);
+        ck_assert_int_eq(git_repository_init(&repo, path, 1), 0);
+        for (unsigned i = 0; i < 8; i++)
+                make_big_tree(repo, 60 + i * 30, &ids[i]); /* 2.5 to 12 KB of index each */
+        ck_assert_int_eq(tree_cache_new(16 * 1024, &c), 0);
+        for (unsigned round = 0; round < 3; round++)
+                for (unsigned i = 0; i < 8; i++) {
+                        ck_assert_int_eq(tree_cache_get(c, repo, &ids[i], &t), 0);
+                        ck_assert_uint_eq(t->n, 60 + i * 30);
+                        ck_assert_ptr_nonnull(tree_index_find(t, "d00017.c"));
+                        ck_assert_ptr_null(tree_index_find(t, "d00017.h"));
+                        tree_cache_put(c, t);
+                        tree_cache_stats(c, &st);
+                        ck_assert_uint_le(st.bytes, 16 * 1024);
+                }
+        tree_cache_stats(c, &st);
+        ck_assert_uint_gt(st.evictions, 0);
+        ck_assert_uint_eq(st.hits + st.misses, 24);
+        /* the most recently used stays: the last tree put is still there */
+        uint64_t misses = st.misses;
+        ck_assert_int_eq(tree_cache_get(c, repo, &ids[7], &t), 0);
+        tree_cache_put(c, t);
+        tree_cache_stats(c, &st);
+        ck_assert_uint_eq(st.misses, misses);
+        /* an index in use is never freed, even far over the budget ... */
+        ck_assert_int_eq(tree_cache_get(c, repo, &ids[0], &held), 0);
+        for (unsigned i = 1; i < 8; i++) {
+                ck_assert_int_eq(tree_cache_get(c, repo, &ids[i], &t), 0);
+                tree_cache_put(c, t);
+        }
+        ck_assert_uint_eq(held->n, 60);
+        ck_assert_ptr_nonnull(tree_index_find(held, "d00019-x"));
+        tree_cache_put(c, held);
+        /* ... and the cache is back within it once it is put */
+        tree_cache_stats(c, &st);
+        ck_assert_uint_le(st.bytes, 16 * 1024);
+        tree_cache_free(c);
+        git_repository_free(repo);
+        git_libgit2_shutdown();
+}
+END_TEST
+
+START_TEST(tree_cache_over_budget_alone_is_dropped_when_put)
+{
+        char path[128];
+        git_repository *repo;
+        git_oid id;
+        struct tree_cache *c;
+        struct tree_index *t;
+        struct tree_cache_stats st;
+
+        git_libgit2_init();
+        snprintf(path, sizeof(path), "%s/one", tmpdir);
+        ck_assert_int_eq(git_repository_init(&repo, path, 1), 0);
+        make_big_tree(repo, 3000, &id);
+        ck_assert_int_eq(tree_cache_new(4096, &c), 0);
+        ck_assert_int_eq(tree_cache_get(c, repo, &id, &t), 0);
+        ck_assert_ptr_nonnull(tree_index_find(t, "d00999-x"));
+        tree_cache_put(c, t);
+        tree_cache_stats(c, &st);
+        ck_assert_uint_eq(st.entries, 0);
+        ck_assert_uint_eq(st.bytes, 0);
+        ck_assert_uint_eq(st.evictions, 1);
+        tree_cache_free(c);
+        git_repository_free(repo);
         git_libgit2_shutdown();
 }
 END_TEST
@@ -267,6 +441,9 @@ int main(void)
 {
         Suite *s = suite_create("fs");
         TCase *tc = tcase_create("units");
+        tcase_set_timeout(
+                tc,
+                120); /* the git repos of the tree cache tests, under ASan on a loaded machine */
         SRunner *sr;
         int failed;
 
@@ -278,6 +455,9 @@ int main(void)
         tcase_add_test(tc, invalid_names_are_rejected);
         tcase_add_test(tc, lower_inode_numbers_are_stable_and_tagged);
         tcase_add_test(tc, git_lower_reads_lazily_what_the_tree_holds);
+        tcase_add_test(tc, tree_cache_finds_every_entry_of_a_huge_folder_and_keeps_git_order);
+        tcase_add_test(tc, tree_cache_stays_within_a_tiny_budget_and_answers_the_same);
+        tcase_add_test(tc, tree_cache_over_budget_alone_is_dropped_when_put);
         tcase_add_test(tc, dir_lower_shows_symlinks_without_following_them);
         tcase_add_test(tc, data_copy_keeps_holes);
         suite_add_tcase(s, tc);
