@@ -318,7 +318,7 @@ static int base_open(const char *state, const char *source, struct lower **ret, 
         cache = openat(fsd, "cache", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (cache < 0)
                 return failf(ret_error, negative_errno(), "cannot open '%s/cache': %m", fsdir);
-        return lower_git_open(source, pinned, cache, ret, ret_error);
+        return lower_git_open(source, pinned, cache, 0, ret, ret_error);
 }
 
 int fs_squash(const char *state, const char *source, struct fs_layers_report *rep, char **ret_error)
