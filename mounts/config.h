@@ -71,9 +71,9 @@ struct config_mirror {
         char *source;   /* absolute host directory */
         char *path;     /* absolute path inside the workspace */
         char **exclude; /* NULL-terminated list of fnmatch(3) globs, never NULL */
-        char *bin;      /* a folder of it (relative; "." itself) put on the sandbox's PATH, or NULL */
-        char *env;      /* a variable set to its path in the sandbox (RUSTUP_HOME, ...), or NULL */
-        unsigned line;  /* line of the section header */
+        char *bin; /* a folder of it (relative; "." itself) put on the sandbox's PATH, or NULL */
+        char *env; /* a variable set to its path in the sandbox (RUSTUP_HOME, ...), or NULL */
+        unsigned line; /* line of the section header */
         unsigned path_line;
 };
 
@@ -135,7 +135,8 @@ struct config {
                 uint64_t audit;     /* bytes of the broker's audit log; default 64 MiB */
                 uint64_t netlog;    /* bytes of the proxy's net.jsonl; default 256 MiB */
                 enum config_cgroup cgroup; /* default CONFIG_CGROUP_SANDBOX */
-                uint64_t tree_cache; /* bytes of parsed git trees the daemon keeps; default 32 MiB */
+                uint64_t
+                        tree_cache; /* bytes of parsed git trees the daemon keeps; default 32 MiB */
                 bool set_bytes, set_files, set_timeout, set_memory, set_processes;
         } limits;
 
@@ -203,5 +204,5 @@ struct config_fork_edits {
         const char *rev;
         const char *comment; /* a first line, "# " + comment, or NULL */
 };
-int config_fork_write(const struct config *c, const struct config_fork_edits *e,
-                      const char *path, char **ret_error);
+int config_fork_write(const struct config *c, const struct config_fork_edits *e, const char *path,
+                      char **ret_error);
