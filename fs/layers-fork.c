@@ -29,21 +29,8 @@
 #include "state.h"
 #include "lib/crashpoint.h"
 #include "lib/mkdir.h"
+#include "lib/errorf.h"
 #include "lib/util.h"
-
-static int failf(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
-static int failf(char **ret_error, int r, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (ret_error && !*ret_error) {
-                va_start(ap, fmt);
-                if (vasprintf(ret_error, fmt, ap) < 0)
-                        *ret_error = NULL;
-                va_end(ap);
-        }
-        return r;
-}
 
 /* Copy a small file (a marker, the base id) from one fs/ dir to another, if it exists. */
 static int copy_small(int from, int to, const char *name, char **ret_copy)
@@ -107,18 +94,19 @@ static int write_state(const struct fs_layers *pl, const char *parent_real, cons
         if (!l || !(l->state = strdup(tmp)) || !(l->top = strdup(FS_FIRST_TOP)))
                 return -ENOMEM;
         if (mkdir(tmp, 0700) < 0)
-                return failf(ret_error, negative_errno(), "cannot make '%s': %m", tmp);
+                return errorf_first(ret_error, negative_errno(), "cannot make '%s': %m", tmp);
         sfd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         fsd = sfd < 0 ? -1 : state_open_dir(sfd, "fs", true);
         top = fsd < 0 ? -1 : state_open_dir(fsd, "repo", true);
         if (top < 0)
-                return failf(ret_error, top < 0 && errno ? negative_errno() : -EIO,
-                             "cannot make '%s/fs/repo': %m", tmp);
+                return errorf_first(ret_error, top < 0 && errno ? negative_errno() : -EIO,
+                                    "cannot make '%s/fs/repo': %m", tmp);
         (void)fchmod(top, 0755);
         fs_layer_id_new(id);
         r = fs_layer_marker_write(top, id);
         if (r < 0)
-                return failf(ret_error, r, "cannot mark '%s/fs/repo': %s", tmp, strerror(-r));
+                return errorf_first(ret_error, r, "cannot mark '%s/fs/repo': %s", tmp,
+                                    strerror(-r));
         if (cp->n_stack) {
                 /* The root shows what the checkpoint's root showed. */
                 const struct fs_layer_ref *ref = fs_layers_ref(pl, cp->stack[cp->n_stack - 1]);
@@ -127,8 +115,9 @@ static int write_state(const struct fs_layers *pl, const char *parent_real, cons
                         from ? open(from, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
                 r = ffd < 0 ? -ENOENT : fs_layer_root_meta_copy(ffd, top);
                 if (r < 0)
-                        return failf(ret_error, r, "cannot carry the checkpoint's root over: %s",
-                                     strerror(-r));
+                        return errorf_first(ret_error, r,
+                                            "cannot carry the checkpoint's root over: %s",
+                                            strerror(-r));
         }
         l->exists = true;
         l->top_id = strdup(id);
@@ -145,8 +134,9 @@ static int write_state(const struct fs_layers *pl, const char *parent_real, cons
                 struct fs_layer_ref *nr = &l->layers[i];
 
                 if (!ref)
-                        return failf(ret_error, -EBADMSG, "layer %s of checkpoint '%s' is unknown",
-                                     cp->stack[i], cp->name);
+                        return errorf_first(ret_error, -EBADMSG,
+                                            "layer %s of checkpoint '%s' is unknown", cp->stack[i],
+                                            cp->name);
                 if (!(l->stack[i] = strdup(cp->stack[i])))
                         return -ENOMEM;
                 l->n_stack++;
@@ -167,7 +157,8 @@ static int write_state(const struct fs_layers *pl, const char *parent_real, cons
                         return -ENOMEM;
                 pfs = open(pfsdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (pfs < 0)
-                        return failf(ret_error, negative_errno(), "cannot open '%s': %m", pfsdir);
+                        return errorf_first(ret_error, negative_errno(), "cannot open '%s': %m",
+                                            pfsdir);
         }
         r = copy_small(pfs, fsd, "base", ret_base);
         if (r >= 0)
@@ -175,8 +166,8 @@ static int write_state(const struct fs_layers *pl, const char *parent_real, cons
         if (r >= 0)
                 r = copy_small(pfs, fsd, "gitdir-index-done", NULL);
         if (r < 0)
-                return failf(ret_error, r, "cannot copy the parent's fs/ markers: %s",
-                             strerror(-r));
+                return errorf_first(ret_error, r, "cannot copy the parent's fs/ markers: %s",
+                                    strerror(-r));
         if (!with_journal) {
                 (void)fsync(fsd);
                 return 0;
@@ -192,7 +183,8 @@ static int write_state(const struct fs_layers *pl, const char *parent_real, cons
                 return -ENOMEM;
         r = journal_mark_append(sfd, "journal.jsonl", "fork", fields);
         if (r < 0)
-                return failf(ret_error, r, "cannot start the fork's journal: %s", strerror(-r));
+                return errorf_first(ret_error, r, "cannot start the fork's journal: %s",
+                                    strerror(-r));
         (void)fsync(fsd);
         (void)fsync(sfd);
         return 0;
@@ -255,8 +247,8 @@ static int register_fork(const char *state, const char *fork_state, char **ret_e
         sfd = open(state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         dfd = sfd < 0 ? -1 : state_open_dir(sfd, "forks", true);
         if (dfd < 0)
-                return failf(ret_error, dfd < 0 && errno ? negative_errno() : -EIO,
-                             "cannot make '%s/forks': %m", state);
+                return errorf_first(ret_error, dfd < 0 && errno ? negative_errno() : -EIO,
+                                    "cannot make '%s/forks': %m", state);
         if (registered(dfd, s))
                 return 0; /* made again after a crash: registered already */
         fs_layer_id_new(id);
@@ -265,8 +257,8 @@ static int register_fork(const char *state, const char *fork_state, char **ret_e
         n = strlen(s);
         if (fd < 0 || write(fd, s, n) != (ssize_t)n || fsync(fd) < 0 ||
             renameat(dfd, tmp, dfd, id) < 0 || fsync(dfd) < 0)
-                return failf(ret_error, negative_errno(), "cannot register the fork in '%s': %m",
-                             state);
+                return errorf_first(ret_error, negative_errno(),
+                                    "cannot register the fork in '%s': %m", state);
         return 0;
 }
 
@@ -281,30 +273,32 @@ int fs_fork_state(const char *state, const char *parent_name, const char *name,
 
         lock = fs_layers_lock(state);
         if (lock < 0)
-                return failf(ret_error, lock, "cannot lock '%s/fs/layers.lock': %s", state,
-                             strerror(-lock));
+                return errorf_first(ret_error, lock, "cannot lock '%s/fs/layers.lock': %s", state,
+                                    strerror(-lock));
         r = fs_layers_load(state, &l, ret_error);
         if (r < 0)
                 return r;
         cp = fs_layers_checkpoint(l, name);
         if (!cp)
-                return failf(ret_error, -ENOENT, "no checkpoint '%s' in '%s' (checkpoint --list)",
-                             name, state);
+                return errorf_first(ret_error, -ENOENT,
+                                    "no checkpoint '%s' in '%s' (checkpoint --list)", name, state);
         real = realpath(state, NULL);
         if (!real)
-                return failf(ret_error, negative_errno(), "cannot resolve '%s': %m", state);
+                return errorf_first(ret_error, negative_errno(), "cannot resolve '%s': %m", state);
         r = replaceable(new_state, real, name);
         if (r == -EEXIST)
-                return failf(ret_error, r,
-                             "'%s' exists already: a fork needs a state directory of its own "
-                             "(--state)",
-                             new_state);
+                return errorf_first(
+                        ret_error, r,
+                        "'%s' exists already: a fork needs a state directory of its own "
+                        "(--state)",
+                        new_state);
         if (r < 0)
-                return failf(ret_error, r, "cannot look at '%s': %s", new_state, strerror(-r));
+                return errorf_first(ret_error, r, "cannot look at '%s': %s", new_state,
+                                    strerror(-r));
         r = mkdir_parents(new_state, 0755);
         if (r < 0)
-                return failf(ret_error, r, "cannot make the parents of '%s': %s", new_state,
-                             strerror(-r));
+                return errorf_first(ret_error, r, "cannot make the parents of '%s': %s", new_state,
+                                    strerror(-r));
         if (asprintf(&tmp, "%s.fork-tmp", new_state) < 0)
                 return -ENOMEM;
         {
@@ -321,7 +315,7 @@ int fs_fork_state(const char *state, const char *parent_name, const char *name,
         }
         r = write_state(l, real, parent_name, cp, tmp, true, &base, ret_error);
         if (r < 0)
-                return r == -ENOMEM ? failf(ret_error, r, "out of memory") : r;
+                return r == -ENOMEM ? errorf_first(ret_error, r, "out of memory") : r;
         crashpoint("fork");
         if (replaceable(new_state, real, name) == 1) {
                 /* The same fork, killed before its config was written: made again. */
@@ -333,11 +327,11 @@ int fs_fork_state(const char *state, const char *parent_name, const char *name,
                 *slash = 0;
                 dfd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 if (dfd < 0 || state_rm_rf_at(dfd, slash + 1, 0) < 0)
-                        return failf(ret_error, -EEXIST, "cannot replace '%s'", new_state);
+                        return errorf_first(ret_error, -EEXIST, "cannot replace '%s'", new_state);
         }
         if (rename(tmp, new_state) < 0)
-                return failf(ret_error, negative_errno(), "cannot put '%s' in place: %m",
-                             new_state);
+                return errorf_first(ret_error, negative_errno(), "cannot put '%s' in place: %m",
+                                    new_state);
         (void)dir_sync_of(new_state);
         crashpoint("fork");
         {
@@ -364,17 +358,18 @@ int fs_checkpoint_view_state(const char *state, const char *name, const char *vi
 
         lock = fs_layers_lock(state);
         if (lock < 0)
-                return failf(ret_error, lock, "cannot lock '%s/fs/layers.lock': %s", state,
-                             strerror(-lock));
+                return errorf_first(ret_error, lock, "cannot lock '%s/fs/layers.lock': %s", state,
+                                    strerror(-lock));
         r = fs_layers_load(state, &l, ret_error);
         if (r < 0)
                 return r;
         cp = fs_layers_checkpoint(l, name);
         if (!cp)
-                return failf(ret_error, -ENOENT, "no checkpoint '%s' (checkpoint --list)", name);
+                return errorf_first(ret_error, -ENOENT, "no checkpoint '%s' (checkpoint --list)",
+                                    name);
         real = realpath(state, NULL);
         if (!real)
-                return failf(ret_error, negative_errno(), "cannot resolve '%s': %m", state);
+                return errorf_first(ret_error, negative_errno(), "cannot resolve '%s': %m", state);
         r = write_state(l, real, "view", cp, view_state, false, ret_base, ret_error);
-        return r == -ENOMEM ? failf(ret_error, r, "out of memory") : r;
+        return r == -ENOMEM ? errorf_first(ret_error, r, "out of memory") : r;
 }

@@ -17,21 +17,8 @@
 #include "fs-private.h"
 #include "layers.h"
 #include "state.h"
+#include "lib/errorf.h"
 #include "lib/util.h"
-
-static int fail(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
-static int fail(char **ret_error, int r, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (ret_error && !*ret_error) {
-                va_start(ap, fmt);
-                if (vasprintf(ret_error, fmt, ap) < 0)
-                        *ret_error = NULL;
-                va_end(ap);
-        }
-        return r;
-}
 
 static int own_fd_add(struct fs_workspace *ws, int fd)
 {
@@ -62,16 +49,18 @@ int layers_mount(struct fs_workspace *ws, int fsdir, char **ret_error)
                 /* No checkpoint yet: fs/repo, made at the first mount. */
                 ws->repo.upper_fd = state_open_dir(fsdir, "repo", true);
                 if (ws->repo.upper_fd < 0)
-                        return fail(ret_error, ws->repo.upper_fd, "cannot set up '%s/fs/repo': %s",
-                                    ws->state, strerror(-ws->repo.upper_fd));
+                        return errorf_first(ret_error, ws->repo.upper_fd,
+                                            "cannot set up '%s/fs/repo': %s", ws->state,
+                                            strerror(-ws->repo.upper_fd));
                 (void)fchmod(ws->repo.upper_fd, 0755);
                 return 0;
         }
         ws->repo.upper_fd =
                 openat(ws->state_fd, l->top, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (ws->repo.upper_fd < 0)
-                return fail(ret_error, negative_errno(),
-                            "cannot open the writable layer '%s/%s': %m", ws->state, l->top);
+                return errorf_first(ret_error, negative_errno(),
+                                    "cannot open the writable layer '%s/%s': %m", ws->state,
+                                    l->top);
         for (size_t i = 0; i < l->n_stack; i++) {
                 const struct fs_layer_ref *ref = fs_layers_ref(l, l->stack[i]);
                 _cleanup_free_ char *path = fs_layers_ref_path(l, ref);
@@ -82,17 +71,18 @@ int layers_mount(struct fs_workspace *ws, int fsdir, char **ret_error)
                         return -ENOMEM;
                 fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0)
-                        return fail(ret_error, negative_errno(),
-                                    "frozen layer %s at '%s': %m (was the state it lies in "
-                                    "removed?)",
-                                    ref->id, path);
+                        return errorf_first(ret_error, negative_errno(),
+                                            "frozen layer %s at '%s': %m (was the state it lies in "
+                                            "removed?)",
+                                            ref->id, path);
                 r = fs_layer_marker_check(fd, ref->id);
                 if (r < 0) {
                         safe_close(fd);
-                        return fail(ret_error, r,
-                                    "frozen layer %s: '%s' is not that layer (its marker says "
-                                    "otherwise)",
-                                    ref->id, path);
+                        return errorf_first(
+                                ret_error, r,
+                                "frozen layer %s: '%s' is not that layer (its marker says "
+                                "otherwise)",
+                                ref->id, path);
                 }
                 if (!ref->state && (r = own_fd_add(ws, fd)) < 0) {
                         safe_close(fd);

@@ -31,22 +31,9 @@
 #include "state.h"
 #include "lib/crashpoint.h"
 #include "lib/mkdir.h"
+#include "lib/errorf.h"
 #include "lib/util.h"
 #include "lib/values.h"
-
-static int failf(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
-static int failf(char **ret_error, int r, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (ret_error && !*ret_error) {
-                va_start(ap, fmt);
-                if (vasprintf(ret_error, fmt, ap) < 0)
-                        *ret_error = NULL;
-                va_end(ap);
-        }
-        return r;
-}
 
 void fs_layers_report_clear(struct fs_layers_report *r)
 {
@@ -124,29 +111,32 @@ int fs_layer_dir_new(const char *state, const char *from, char id[static FS_LAYE
                 return -ENOMEM;
         sfd = open(state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (sfd < 0)
-                return failf(ret_error, negative_errno(), "cannot open '%s': %m", state);
+                return errorf_first(ret_error, negative_errno(), "cannot open '%s': %m", state);
         lfd = state_open_dir(sfd, "layers", true);
         if (lfd < 0)
-                return failf(ret_error, lfd, "cannot make '%s/layers': %s", state, strerror(-lfd));
+                return errorf_first(ret_error, lfd, "cannot make '%s/layers': %s", state,
+                                    strerror(-lfd));
         if (mkdirat(lfd, id, 0755) < 0)
-                return failf(ret_error, negative_errno(), "cannot make '%s/%s': %m", state, rel);
+                return errorf_first(ret_error, negative_errno(), "cannot make '%s/%s': %m", state,
+                                    rel);
         fd = openat(lfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
-                return failf(ret_error, negative_errno(), "cannot open '%s/%s': %m", state, rel);
+                return errorf_first(ret_error, negative_errno(), "cannot open '%s/%s': %m", state,
+                                    rel);
         (void)fchmod(fd, 0755);
         r = fs_layer_marker_write(fd, id);
         if (r < 0)
-                return failf(ret_error, r, "cannot write the marker of '%s/%s': %s", state, rel,
-                             strerror(-r));
+                return errorf_first(ret_error, r, "cannot write the marker of '%s/%s': %s", state,
+                                    rel, strerror(-r));
         if (from) {
                 /* After the marker, which moves the dir's mtime. */
                 _cleanup_close_ int ffd =
                         openat(sfd, from, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 r = ffd < 0 ? negative_errno() : fs_layer_root_meta_copy(ffd, fd);
                 if (r < 0)
-                        return failf(ret_error, r,
-                                     "cannot carry the root's attributes from '%s': %s", from,
-                                     strerror(-r));
+                        return errorf_first(ret_error, r,
+                                            "cannot carry the root's attributes from '%s': %s",
+                                            from, strerror(-r));
         }
         (void)fsync(lfd);
         *ret_rel = TAKE_PTR(rel);
@@ -176,33 +166,36 @@ int fs_checkpoint_begin(struct fs_layers *l, const char *name, struct fs_checkpo
 
         *tx = (struct fs_checkpoint_tx){.new_top_fd = -1};
         if (!value_name_is_valid(name, FS_CHECKPOINT_MAX, false))
-                return failf(ret_error, -EINVAL,
-                             "'%s' is not a checkpoint name: 1 to %d of A-Z a-z 0-9 . _ -, not "
-                             "starting with . or -",
-                             name, FS_CHECKPOINT_MAX);
+                return errorf_first(
+                        ret_error, -EINVAL,
+                        "'%s' is not a checkpoint name: 1 to %d of A-Z a-z 0-9 . _ -, not "
+                        "starting with . or -",
+                        name, FS_CHECKPOINT_MAX);
         if (fs_layers_checkpoint(l, name))
-                return failf(ret_error, -EEXIST, "checkpoint '%s' exists already", name);
+                return errorf_first(ret_error, -EEXIST, "checkpoint '%s' exists already", name);
         if (l->n_cps >= FS_CHECKPOINTS_MAX)
-                return failf(ret_error, -ENOSPC,
-                             "%d checkpoints already: delete some (checkpoint --delete)",
-                             FS_CHECKPOINTS_MAX);
+                return errorf_first(ret_error, -ENOSPC,
+                                    "%d checkpoints already: delete some (checkpoint --delete)",
+                                    FS_CHECKPOINTS_MAX);
         if (l->n_stack >= FS_STACK_MAX)
-                return failf(ret_error, -ENOSPC,
-                             "the stack holds %d frozen layers, the most it may: squash it first "
-                             "(cloister squash)",
-                             FS_STACK_MAX);
+                return errorf_first(
+                        ret_error, -ENOSPC,
+                        "the stack holds %d frozen layers, the most it may: squash it first "
+                        "(cloister squash)",
+                        FS_STACK_MAX);
         snprintf(tx->name, sizeof(tx->name), "%s", name);
         sfd = open(l->state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (sfd < 0)
-                return failf(ret_error, negative_errno(), "cannot open '%s': %m", l->state);
+                return errorf_first(ret_error, negative_errno(), "cannot open '%s': %m", l->state);
         top = openat(sfd, l->top, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (top < 0)
-                return failf(ret_error, errno == ENOENT ? -ENOENT : negative_errno(),
-                             errno == ENOENT
-                                     ? "'%s' has no writable layer yet: mount the workspace once "
-                                       "first"
-                                     : "cannot open the writable layer '%s/%s': %m",
-                             l->state, l->top);
+                return errorf_first(
+                        ret_error, errno == ENOENT ? -ENOENT : negative_errno(),
+                        errno == ENOENT
+                                ? "'%s' has no writable layer yet: mount the workspace once "
+                                  "first"
+                                : "cannot open the writable layer '%s/%s': %m",
+                        l->state, l->top);
         if (l->top_id) {
                 snprintf(tx->old_id, sizeof(tx->old_id), "%s", l->top_id);
         } else {
@@ -213,8 +206,8 @@ int fs_checkpoint_begin(struct fs_layers *l, const char *name, struct fs_checkpo
                 fs_layer_id_new(tx->old_id);
                 r = fs_layer_marker_write(top, tx->old_id);
                 if (r < 0)
-                        return failf(ret_error, r, "cannot mark '%s/%s': %s", l->state, l->top,
-                                     strerror(-r));
+                        return errorf_first(ret_error, r, "cannot mark '%s/%s': %s", l->state,
+                                            l->top, strerror(-r));
                 if (had)
                         (void)futimens(top, (struct timespec[]){st.st_atim, st.st_mtim});
         }
@@ -260,17 +253,17 @@ int fs_checkpoint_commit(struct fs_layers *l, struct fs_checkpoint_tx *tx, char 
 
         r = push_ref(l, tx->old_id, NULL, l->top);
         if (r < 0)
-                return failf(ret_error, r, "out of memory");
+                return errorf_first(ret_error, r, "out of memory");
         stack = realloc(l->stack, (l->n_stack + 2) * sizeof(*stack));
         if (!stack)
-                return failf(ret_error, -ENOMEM, "out of memory");
+                return errorf_first(ret_error, -ENOMEM, "out of memory");
         l->stack = stack;
         if (!(l->stack[l->n_stack] = strdup(tx->old_id)))
-                return failf(ret_error, -ENOMEM, "out of memory");
+                return errorf_first(ret_error, -ENOMEM, "out of memory");
         l->n_stack++;
         cps = realloc(l->cps, (l->n_cps + 1) * sizeof(*cps));
         if (!cps)
-                return failf(ret_error, -ENOMEM, "out of memory");
+                return errorf_first(ret_error, -ENOMEM, "out of memory");
         l->cps = cps;
         cp = &l->cps[l->n_cps];
         *cp = (struct fs_checkpoint){.seq = ++l->seq, .time = (int64_t)time(NULL)};
@@ -280,7 +273,7 @@ int fs_checkpoint_commit(struct fs_layers *l, struct fs_checkpoint_tx *tx, char 
         if (!cp->name || !cp->stack) {
                 free(cp->name);
                 strv_free(cp->stack);
-                return failf(ret_error, -ENOMEM, "out of memory");
+                return errorf_first(ret_error, -ENOMEM, "out of memory");
         }
         l->n_cps++;
         free(l->top);
@@ -288,7 +281,7 @@ int fs_checkpoint_commit(struct fs_layers *l, struct fs_checkpoint_tx *tx, char 
         l->top = strdup(tx->new_top);
         l->top_id = strdup(tx->new_id);
         if (!l->top || !l->top_id)
-                return failf(ret_error, -ENOMEM, "out of memory");
+                return errorf_first(ret_error, -ENOMEM, "out of memory");
         return fs_layers_save(l, "checkpoint", ret_error);
 }
 
@@ -313,12 +306,12 @@ int fs_checkpoint_offline(const char *state, const char *name, struct fs_layers_
         if (busy == -EBUSY)
                 return -EBUSY; /* a daemon serves it: ask the daemon (layers-online.c) */
         if (busy < 0)
-                return failf(ret_error, busy, "cannot lock '%s/fs.lock': %s", state,
-                             strerror(-busy));
+                return errorf_first(ret_error, busy, "cannot lock '%s/fs.lock': %s", state,
+                                    strerror(-busy));
         lock = fs_layers_lock(state);
         if (lock < 0)
-                return failf(ret_error, lock, "cannot lock '%s/fs/layers.lock': %s", state,
-                             strerror(-lock));
+                return errorf_first(ret_error, lock, "cannot lock '%s/fs/layers.lock': %s", state,
+                                    strerror(-lock));
         r = fs_layers_load(state, &l, ret_error);
         if (r < 0)
                 return r;
@@ -506,7 +499,8 @@ int fs_layers_gc(const struct fs_layers *l, const char *op, struct fs_layers_rep
                 return 0; /* nothing was ever frozen */
         rf.me = realpath(l->state, NULL);
         if (!rf.me)
-                return failf(ret_error, negative_errno(), "cannot resolve '%s': %m", l->state);
+                return errorf_first(ret_error, negative_errno(), "cannot resolve '%s': %m",
+                                    l->state);
         r = strv_push(&rf.dirs, &rf.n, &rf.cap, l->top);
         if (r == 0)
                 r = refs_collect(&rf, l, true);
@@ -514,8 +508,8 @@ int fs_layers_gc(const struct fs_layers *l, const char *op, struct fs_layers_rep
                 r = refs_forks(&rf, rf.me, 0, true);
         if (r < 0 || rf.unsure) {
                 refs_clear(&rf);
-                return r < 0 ? failf(ret_error, r, "cannot list who uses the layers: %s",
-                                     strerror(-r))
+                return r < 0 ? errorf_first(ret_error, r, "cannot list who uses the layers: %s",
+                                            strerror(-r))
                              : 0;
         }
         sfd = open(l->state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -559,22 +553,24 @@ int fs_restore(const char *state, const char *name, struct fs_layers_report *rep
 
         busy = fs_layers_lock_offline(state);
         if (busy == -EBUSY)
-                return failf(ret_error, -EBUSY,
-                             "the workspace is mounted: unmount it first (the processes in it "
-                             "would see their files change under them)");
+                return errorf_first(
+                        ret_error, -EBUSY,
+                        "the workspace is mounted: unmount it first (the processes in it "
+                        "would see their files change under them)");
         if (busy < 0)
-                return failf(ret_error, busy, "cannot lock '%s/fs.lock': %s", state,
-                             strerror(-busy));
+                return errorf_first(ret_error, busy, "cannot lock '%s/fs.lock': %s", state,
+                                    strerror(-busy));
         lock = fs_layers_lock(state);
         if (lock < 0)
-                return failf(ret_error, lock, "cannot lock '%s/fs/layers.lock': %s", state,
-                             strerror(-lock));
+                return errorf_first(ret_error, lock, "cannot lock '%s/fs/layers.lock': %s", state,
+                                    strerror(-lock));
         r = fs_layers_load(state, &l, ret_error);
         if (r < 0)
                 return r;
         cp = fs_layers_checkpoint(l, name);
         if (!cp)
-                return failf(ret_error, -ENOENT, "no checkpoint '%s' (checkpoint --list)", name);
+                return errorf_first(ret_error, -ENOENT, "no checkpoint '%s' (checkpoint --list)",
+                                    name);
         stack = strv_dup_n(cp->stack, cp->n_stack);
         if (!stack)
                 return -ENOMEM;
@@ -666,15 +662,16 @@ int fs_checkpoint_delete(const char *state, const char *name, struct fs_layers_r
 
         lock = fs_layers_lock(state);
         if (lock < 0)
-                return failf(ret_error, lock, "cannot lock '%s/fs/layers.lock': %s", state,
-                             strerror(-lock));
+                return errorf_first(ret_error, lock, "cannot lock '%s/fs/layers.lock': %s", state,
+                                    strerror(-lock));
         r = fs_layers_load(state, &l, ret_error);
         if (r < 0)
                 return r;
         for (i = 0; i < l->n_cps && !streq(l->cps[i].name, name); i++)
                 ;
         if (i == l->n_cps)
-                return failf(ret_error, -ENOENT, "no checkpoint '%s' (checkpoint --list)", name);
+                return errorf_first(ret_error, -ENOENT, "no checkpoint '%s' (checkpoint --list)",
+                                    name);
         if (l->cps[i].n_stack && !(top = strdup(l->cps[i].stack[l->cps[i].n_stack - 1])))
                 return -ENOMEM;
         free(l->cps[i].name);

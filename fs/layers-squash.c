@@ -32,23 +32,10 @@
 #include "layers.h"
 #include "state.h"
 #include "lib/crashpoint.h"
+#include "lib/errorf.h"
 #include "lib/util.h"
 
 #define SQUASH_DEPTH_MAX 4096
-
-static int failf(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
-static int failf(char **ret_error, int r, const char *fmt, ...)
-{
-        va_list ap;
-
-        if (ret_error && !*ret_error) {
-                va_start(ap, fmt);
-                if (vasprintf(ret_error, fmt, ap) < 0)
-                        *ret_error = NULL;
-                va_end(ap);
-        }
-        return r;
-}
 
 struct squash {
         struct lower *stack, *base;
@@ -307,17 +294,18 @@ static int base_open(const char *state, const char *source, struct lower **ret, 
                 return -ENOMEM;
         fsd = open(fsdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fsd < 0)
-                return failf(ret_error, negative_errno(), "cannot open '%s': %m", fsdir);
+                return errorf_first(ret_error, negative_errno(), "cannot open '%s': %m", fsdir);
         bfd = openat(fsd, "base", O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (bfd < 0)
                 return lower_dir_open(source, ret, ret_error);
         n = read(bfd, pinned, GIT_OID_HEXSZ + 1);
         if (n < GIT_OID_HEXSZ)
-                return failf(ret_error, -EINVAL, "%s/base: not a commit id", fsdir);
+                return errorf_first(ret_error, -EINVAL, "%s/base: not a commit id", fsdir);
         pinned[GIT_OID_HEXSZ] = 0;
         cache = openat(fsd, "cache", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (cache < 0)
-                return failf(ret_error, negative_errno(), "cannot open '%s/cache': %m", fsdir);
+                return errorf_first(ret_error, negative_errno(), "cannot open '%s/cache': %m",
+                                    fsdir);
         return lower_git_open(source, pinned, cache, 0, ret, ret_error);
 }
 
@@ -335,14 +323,15 @@ int fs_squash(const char *state, const char *source, struct fs_layers_report *re
 
         busy = fs_layers_lock_offline(state);
         if (busy == -EBUSY)
-                return failf(ret_error, -EBUSY, "the workspace is mounted: unmount it first");
+                return errorf_first(ret_error, -EBUSY,
+                                    "the workspace is mounted: unmount it first");
         if (busy < 0)
-                return failf(ret_error, busy, "cannot lock '%s/fs.lock': %s", state,
-                             strerror(-busy));
+                return errorf_first(ret_error, busy, "cannot lock '%s/fs.lock': %s", state,
+                                    strerror(-busy));
         lock = fs_layers_lock(state);
         if (lock < 0)
-                return failf(ret_error, lock, "cannot lock '%s/fs/layers.lock': %s", state,
-                             strerror(-lock));
+                return errorf_first(ret_error, lock, "cannot lock '%s/fs/layers.lock': %s", state,
+                                    strerror(-lock));
         r = fs_layers_load(state, &l, ret_error);
         if (r < 0)
                 return r;
@@ -364,8 +353,8 @@ int fs_squash(const char *state, const char *source, struct fs_layers_report *re
 
                 if (fd < 0 || fs_layer_marker_check(fd, ref->id) < 0) {
                         safe_close(fd);
-                        r = failf(ret_error, -ESTALE, "frozen layer %s at '%s' is missing", ref->id,
-                                  path ? path : "?");
+                        r = errorf_first(ret_error, -ESTALE, "frozen layer %s at '%s' is missing",
+                                         ref->id, path ? path : "?");
                         break;
                 }
                 r = lower_stack_push(q.stack, 1, fd, ref->id, &next);
@@ -389,7 +378,7 @@ int fs_squash(const char *state, const char *source, struct fs_layers_report *re
         if (r == 0 && syncfs(sfd) < 0)
                 r = negative_errno();
         if (r < 0) {
-                (void)failf(ret_error, r, "cannot write the merged layer: %s", strerror(-r));
+                (void)errorf_first(ret_error, r, "cannot write the merged layer: %s", strerror(-r));
                 goto out;
         }
         crashpoint("squash");

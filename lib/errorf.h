@@ -12,3 +12,11 @@
  * Out of memory leaves *ret_error NULL; the caller then says strerror(code).
  */
 int errorf(char **ret_error, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/*
+ * The same, but the first message stands: *ret_error is set only if it is
+ * still NULL, so that an inner function's more precise reason is kept
+ * when its caller fails in turn (the layer stack's operations, fs/layers*.c).
+ */
+int errorf_first(char **ret_error, int code, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
