@@ -271,11 +271,7 @@ int fs_fork_state(const char *state, const char *parent_name, const char *name,
         const struct fs_checkpoint *cp;
         int r;
 
-        lock = fs_layers_lock(state);
-        if (lock < 0)
-                return errorf_first(ret_error, lock, "cannot lock '%s/fs/layers.lock': %s", state,
-                                    strerror(-lock));
-        r = fs_layers_load(state, &l, ret_error);
+        r = fs_layers_lock_load(state, &lock, &l, ret_error);
         if (r < 0)
                 return r;
         cp = fs_layers_checkpoint(l, name);
@@ -356,11 +352,7 @@ int fs_checkpoint_view_state(const char *state, const char *name, const char *vi
         const struct fs_checkpoint *cp;
         int r;
 
-        lock = fs_layers_lock(state);
-        if (lock < 0)
-                return errorf_first(ret_error, lock, "cannot lock '%s/fs/layers.lock': %s", state,
-                                    strerror(-lock));
-        r = fs_layers_load(state, &l, ret_error);
+        r = fs_layers_lock_load(state, &lock, &l, ret_error);
         if (r < 0)
                 return r;
         cp = fs_layers_checkpoint(l, name);

@@ -308,11 +308,7 @@ int fs_checkpoint_offline(const char *state, const char *name, struct fs_layers_
         if (busy < 0)
                 return errorf_first(ret_error, busy, "cannot lock '%s/fs.lock': %s", state,
                                     strerror(-busy));
-        lock = fs_layers_lock(state);
-        if (lock < 0)
-                return errorf_first(ret_error, lock, "cannot lock '%s/fs/layers.lock': %s", state,
-                                    strerror(-lock));
-        r = fs_layers_load(state, &l, ret_error);
+        r = fs_layers_lock_load(state, &lock, &l, ret_error);
         if (r < 0)
                 return r;
         r = fs_checkpoint_begin(l, name, &tx, ret_error);
@@ -560,11 +556,7 @@ int fs_restore(const char *state, const char *name, struct fs_layers_report *rep
         if (busy < 0)
                 return errorf_first(ret_error, busy, "cannot lock '%s/fs.lock': %s", state,
                                     strerror(-busy));
-        lock = fs_layers_lock(state);
-        if (lock < 0)
-                return errorf_first(ret_error, lock, "cannot lock '%s/fs/layers.lock': %s", state,
-                                    strerror(-lock));
-        r = fs_layers_load(state, &l, ret_error);
+        r = fs_layers_lock_load(state, &lock, &l, ret_error);
         if (r < 0)
                 return r;
         cp = fs_layers_checkpoint(l, name);
@@ -660,11 +652,7 @@ int fs_checkpoint_delete(const char *state, const char *name, struct fs_layers_r
         size_t i;
         int r;
 
-        lock = fs_layers_lock(state);
-        if (lock < 0)
-                return errorf_first(ret_error, lock, "cannot lock '%s/fs/layers.lock': %s", state,
-                                    strerror(-lock));
-        r = fs_layers_load(state, &l, ret_error);
+        r = fs_layers_lock_load(state, &lock, &l, ret_error);
         if (r < 0)
                 return r;
         for (i = 0; i < l->n_cps && !streq(l->cps[i].name, name); i++)

@@ -328,11 +328,7 @@ int fs_squash(const char *state, const char *source, struct fs_layers_report *re
         if (busy < 0)
                 return errorf_first(ret_error, busy, "cannot lock '%s/fs.lock': %s", state,
                                     strerror(-busy));
-        lock = fs_layers_lock(state);
-        if (lock < 0)
-                return errorf_first(ret_error, lock, "cannot lock '%s/fs/layers.lock': %s", state,
-                                    strerror(-lock));
-        r = fs_layers_load(state, &l, ret_error);
+        r = fs_layers_lock_load(state, &lock, &l, ret_error);
         if (r < 0)
                 return r;
         depth = l->n_stack;

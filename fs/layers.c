@@ -24,6 +24,7 @@
 
 #include "layers.h"
 #include "lib/crashpoint.h"
+#include "lib/errorf.h"
 #include "lib/readall.h"
 #include "lib/util.h"
 #include "lib/values.h"
@@ -482,6 +483,21 @@ int fs_layers_lock(const char *state)
 int fs_layers_lock_offline(const char *state)
 {
         return lock_at(state, "fs.lock", LOCK_EX | LOCK_NB);
+}
+
+int fs_layers_lock_load(const char *state, int *ret_lock, struct fs_layers **ret, char **ret_error)
+{
+        _cleanup_close_ int lock = fs_layers_lock(state);
+        int r;
+
+        if (lock < 0)
+                return errorf_first(ret_error, lock, "cannot lock '%s/fs/layers.lock': %s", state,
+                                    strerror(-lock));
+        r = fs_layers_load(state, ret, ret_error);
+        if (r < 0)
+                return r;
+        *ret_lock = TAKE_FD(lock);
+        return 0;
 }
 
 int fs_layer_marker_write(int dirfd, const char *id)

@@ -94,6 +94,9 @@ int fs_layers_lock(const char *state);
  * -EBUSY if a daemon serves the state. Returns the fd to close.
  */
 int fs_layers_lock_offline(const char *state);
+/* fs_layers_lock() then fs_layers_load(), with the lock's failure in words:
+ * the start of every operation on layers.json. */
+int fs_layers_lock_load(const char *state, int *ret_lock, struct fs_layers **ret, char **ret_error);
 
 /* A fresh layer id. */
 void fs_layer_id_new(char out[static FS_LAYER_ID_LEN + 1]);
