@@ -110,6 +110,16 @@ int fs_checkpoint_online(const char *state, const char *name, struct fs_layers_r
         }
         rep->depth = (size_t)json_integer_value(json_object_get(a, "depth"));
         rep->squash_due = rep->depth >= FS_STACK_SQUASH_DUE;
+        {
+                json_int_t n = json_integer_value(json_object_get(a, "not_carried_count"));
+                json_t *f = json_array_get(json_object_get(a, "not_carried"), 0);
+                const char *p = json_string_value(json_object_get(f, "path"));
+                const char *e = json_string_value(json_object_get(f, "error"));
+
+                rep->not_carried = n > 0 ? (size_t)n : 0;
+                if (p && e && asprintf(&rep->not_carried_first, "%s: %s", p, e) < 0)
+                        rep->not_carried_first = NULL;
+        }
         json_decref(a);
         return 0;
 }

@@ -47,12 +47,31 @@
 #include "lib/util.h"
 
 #define CTL_READ_TIMEOUT_S 5
+/* The reply names files not carried while their paths take at most this
+ * much, so that it stays within FS_CONTROL_MAX; it counts them all. */
+#define NOT_CARRIED_NAMES_MAX 2048
 
-/* What a node becomes (step 2), kept apart until the commit. */
+/*
+ * What a node becomes (step 2), kept apart until the commit. The fent of
+ * an entry of the layer being frozen shares the node's own descriptor
+ * (held) rather than a duplicate, so that the switch needs no descriptor
+ * per node beyond what the workspace already holds: with a duplicate, a
+ * workspace holding half the daemon's RLIMIT_NOFILE could not checkpoint.
+ * The node hands it over at step 4; until then it stays the node's.
+ */
 struct rebase {
         struct node *n; /* a reference held */
         struct lent lent;
+        int *held; /* &n->ufd or &n->hfd: the fd lent.fz shares, until apply */
 };
+
+/* The fent lets go of the node's descriptor, which stays the node's. */
+static void rebase_unshare(struct rebase *rb)
+{
+        if (rb->held && rb->lent.fz)
+                rb->lent.fz->fd = -1;
+        rb->held = NULL;
+}
 
 struct plan {
         struct rebase *v;
@@ -64,6 +83,7 @@ struct plan {
 static void plan_free(struct fs_workspace *ws, struct plan *p)
 {
         for (size_t i = 0; i < p->n; i++) {
+                rebase_unshare(&p->v[i]);
                 lent_clear(&p->v[i].lent);
                 node_unref(ws, p->v[i].n);
         }
@@ -119,7 +139,7 @@ static int prepare_node(struct fs_workspace *ws, struct plan *p, struct rebase *
         struct node *n = rb->n;
         _cleanup_free_ char *path = rel_path(ws, n);
         struct lent below = {0};
-        int fd, r;
+        int *held, r;
 
         if (!path)
                 return -ENOMEM;
@@ -138,20 +158,20 @@ static int prepare_node(struct fs_workspace *ws, struct plan *p, struct rebase *
                 if (r < 0)
                         return r;
         }
-        fd = fcntl(S_ISDIR(n->type) ? n->ufd : n->hfd, F_DUPFD_CLOEXEC, 3);
-        if (fd < 0)
-                return negative_errno();
-        if (n->has_lower && (r = lent_copy(&n->lower, &below)) < 0) {
-                safe_close(fd);
+        held = S_ISDIR(n->type) ? &n->ufd : &n->hfd;
+        if (*held < 0)
+                return -EBADF;
+        if (n->has_lower && (r = lent_copy(&n->lower, &below)) < 0)
                 return r;
-        }
-        r = lower_stack_adopt(p->stack, fd, n->type, n->opaque, n->metacopy,
+        r = lower_stack_adopt(p->stack, *held, n->type, n->opaque, n->metacopy,
                               S_ISDIR(n->type) ? upper_meta(n) : NULL, n->has_lower ? &below : NULL,
                               n->ino, path, &rb->lent);
         lent_clear(&below);
-        if (r == 0)
-                rb->lent.fz->indexed = n->indexed; /* a copy in the link index (links.c) */
-        return r;
+        if (r < 0)
+                return r;
+        rb->held = held;
+        rb->lent.fz->indexed = n->indexed; /* a copy in the link index (links.c) */
+        return 0;
 }
 
 /* Step 4 for one node: nothing here can fail. */
@@ -162,6 +182,9 @@ static void apply_node(struct fs_workspace *ws, struct rebase *rb)
 
         if (!rb->lent.path && !rb->lent.fz)
                 return; /* nothing planned (no lower, not upper) */
+        if (rb->held)
+                *rb->held = -1; /* handed over: the fent's now */
+        rb->held = NULL;
         n->ufd = safe_close(n->ufd);
         n->hfd = safe_close(n->hfd);
         json_decref(n->meta);
@@ -175,8 +198,9 @@ static void apply_node(struct fs_workspace *ws, struct rebase *rb)
 }
 
 /* Steps 4 and 5 for the handles: ws->handles_lock held. */
-static int carry_handles(struct fs_workspace *ws, json_t *failed)
+static int carry_handles(struct fs_workspace *ws, json_t *failed, size_t *n_failed)
 {
+        size_t names = 0;
         int r = 0;
 
         for (struct handle *h = ws->handles; h; h = h->hnext) {
@@ -203,8 +227,11 @@ static int carry_handles(struct fs_workspace *ws, json_t *failed)
                         _cleanup_free_ char *p = node_path(n);
                         h->write_error = k;
                         r = k;
-                        json_array_append_new(
-                                failed, json_pack("{s:s?,s:s}", "path", p, "error", strerror(-k)));
+                        ++*n_failed;
+                        names += p ? strlen(p) : 0;
+                        if (names <= NOT_CARRIED_NAMES_MAX)
+                                json_array_append_new(failed, json_pack("{s:s?,s:s}", "path", p,
+                                                                        "error", strerror(-k)));
                 }
         }
         return r;
@@ -219,7 +246,7 @@ static void index_wait(struct fs_workspace *ws)
 }
 
 static int checkpoint(struct fs_workspace *ws, const char *name, size_t *ret_depth, json_t *failed,
-                      char **ret_error)
+                      size_t *n_failed, char **ret_error)
 {
         _cleanup_close_ int lock = -1;
         _cleanup_layers_ struct fs_layers *l = NULL;
@@ -297,7 +324,7 @@ static int checkpoint(struct fs_workspace *ws, const char *name, size_t *ret_dep
                 apply_node(ws, &p.v[i]);
         /* Step 5. */
         pthread_mutex_lock(&ws->handles_lock);
-        (void)carry_handles(ws, failed);
+        (void)carry_handles(ws, failed, n_failed);
         pthread_mutex_unlock(&ws->handles_lock);
         *ret_depth = l->n_stack;
         r = 0;
@@ -325,7 +352,7 @@ static json_t *handle_request(struct fs_workspace *ws, const char *buf)
         const char *name = json_string_value(json_object_get(q, "name"));
         _cleanup_free_ char *err = NULL;
         json_t *failed = json_array();
-        size_t depth = 0;
+        size_t depth = 0, n_failed = 0;
         int r;
 
         if (!q || !op || !streq(op, "checkpoint") || !name) {
@@ -334,13 +361,13 @@ static json_t *handle_request(struct fs_workspace *ws, const char *buf)
                 return json_pack("{s:b,s:i,s:s}", "ok", 0, "errno", EINVAL, "error",
                                  "expected {\"op\":\"checkpoint\",\"name\":NAME}");
         }
-        r = checkpoint(ws, name, &depth, failed, &err);
+        r = checkpoint(ws, name, &depth, failed, &n_failed, &err);
         if (r < 0)
                 a = json_pack("{s:b,s:i,s:s}", "ok", 0, "errno", -r, "error",
                               err ? err : strerror(-r));
         else
-                a = json_pack("{s:b,s:I,s:O}", "ok", 1, "depth", (json_int_t)depth, "not_carried",
-                              failed);
+                a = json_pack("{s:b,s:I,s:O,s:I}", "ok", 1, "depth", (json_int_t)depth,
+                              "not_carried", failed, "not_carried_count", (json_int_t)n_failed);
         json_decref(failed);
         json_decref(q);
         return a;

@@ -40,6 +40,7 @@ void fs_layers_report_clear(struct fs_layers_report *r)
         strv_free(r->kept_by);
         free(r->fork_state);
         free(r->base);
+        free(r->not_carried_first);
         *r = (struct fs_layers_report){0};
 }
 

@@ -155,6 +155,10 @@ struct fs_layers_report {
         char **kept_by;   /* NULL-terminated: who still uses the layer of a deleted checkpoint */
         char *fork_state; /* fork: the new state */
         char *base;       /* fork: the base commit, if pinned */
+        /* checkpoint while mounted: files open for writing whose copy-up into
+         * the new layer failed (their handles' writes fail), and the first */
+        size_t not_carried;
+        char *not_carried_first; /* "PATH: ERROR" */
 };
 void fs_layers_report_clear(struct fs_layers_report *r);
 

@@ -672,14 +672,14 @@ int lower_stack_adopt(struct lower *l, int fd, mode_t type, bool opaque, bool me
         struct fent *f;
         struct stat st;
 
-        if (!lower_is_stack(l) || fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
-                int r = lower_is_stack(l) ? negative_errno() : -EINVAL;
-                safe_close(fd);
-                return r;
-        }
-        f = fent_new(stack_of(l)->top, fd);
+        if (!lower_is_stack(l))
+                return -EINVAL;
+        if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+                return negative_errno();
+        f = fent_new(stack_of(l)->top, -1);
         if (!f)
                 return -ENOMEM;
+        f->fd = fd;
         f->type = type & S_IFMT;
         f->opaque = opaque;
         f->metacopy = metacopy;
@@ -699,6 +699,7 @@ int lower_stack_adopt(struct lower *l, int fd, mode_t type, bool opaque, bool me
                 .fz = f,
         };
         if (!ret->path || (S_ISDIR(type) && !f->meta)) {
+                f->fd = -1; /* the caller's still */
                 lent_clear(ret);
                 return -ENOMEM;
         }

@@ -116,7 +116,8 @@ bool lower_is_stack(const struct lower *l);
 /*
  * A lent for an entry of the top frozen layer of stack l, from what a node
  * held of it while it was writable (a checkpoint while mounted): its fd
- * (taken), a dir's sidecar (a json_t *, a reference is taken; NULL: read
+ * (the fent's to close once this returns 0; still the caller's on an
+ * error), a dir's sidecar (a json_t *, a reference is taken; NULL: read
  * it), what it merges with below (moved from *below), its st_ino and path.
  */
 int lower_stack_adopt(struct lower *l, int fd, mode_t type, bool opaque, bool metacopy, void *meta,

@@ -151,6 +151,14 @@ static int checkpoint_run(int argc, char **argv)
                 printf("checkpoint %s: %" JSON_INTEGER_FORMAT " frozen layer%s\n", argv[optind + 1],
                        depth, depth == 1 ? "" : "s");
         report_due(&command_checkpoint, c, (size_t)depth);
+        if (json_integer_value(json_object_get(o, "not_carried")) > 0)
+                fprintf(stderr,
+                        "cloister checkpoint: %" JSON_INTEGER_FORMAT
+                        " file(s) open for writing could not be carried into the new layer "
+                        "(%s); writes through those open descriptors fail\n",
+                        json_integer_value(json_object_get(o, "not_carried")),
+                        json_string_value(json_object_get(o, "not_carried_first"))
+                                ?: "its path is too long to show");
         return r ? r : fflush(stdout) == 0 ? 0 : 1;
 }
 

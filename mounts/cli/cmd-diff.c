@@ -3,6 +3,8 @@
  * cmd-diff.c: `cloister diff CONFIG [--stat | --name-status | --home] [--include-ignored]
  * [--json] [--since CHECKPOINT]`: the agent's work as a git patch against the base
  * revision, or against one of the workspace's checkpoints (mounted apart for the command).
+ * `cloister diff A B` compares two workspaces of one base (two forks): A's tree stands
+ * where the base's stood, as a checkpoint's does for --since.
  *
  * The source repository is not written: new objects live in an in-memory
  * object database for the duration of the command. If the workspace is not
@@ -23,6 +25,7 @@
 #include "review.h"
 #include "layers.h"
 #include "state.h"
+#include "lib/errorf.h"
 #include "lib/quote.h"
 #include "lib/util.h"
 
@@ -108,6 +111,48 @@ static int since_open(const struct config *c, const char *cp, struct since_view 
         return k;
 }
 
+/*
+ * --since's side for `cloister diff A B`: workspace A, mounted for the
+ * command if it is not. Refused unless A shows the same source and base
+ * commit as B, since the trees are built over that base.
+ */
+static int other_open(const char *path, const struct config *b, const review *rb,
+                      struct since_view *sv, char **ret_error)
+{
+        _cleanup_free_ char *src_a = NULL, *src_b = NULL;
+        _cleanup_review_ review *ra = NULL;
+        struct review_options o;
+        char ha[GIT_OID_HEXSZ + 1], hb[GIT_OID_HEXSZ + 1];
+        int k = config_load(path, &sv->c, ret_error);
+
+        if (k < 0)
+                return k;
+        src_a = realpath(sv->c->repo.source, NULL);
+        src_b = realpath(b->repo.source, NULL);
+        if (!src_a || !src_b || !streq(src_a, src_b))
+                return errorf(ret_error, -EXDEV,
+                              "%s: its [repo] source is '%s', not '%s': only workspaces of one "
+                              "repository compare",
+                              path, sv->c->repo.source, b->repo.source);
+        k = review_workspace_open(sv->c, path, true, &sv->w, ret_error);
+        if (k < 0)
+                return k;
+        review_workspace_options(sv->w, &o);
+        o.in_memory = true;
+        k = review_open(&o, &ra, ret_error);
+        if (k < 0)
+                return k;
+        if (!git_oid_equal(review_base_commit(ra), review_base_commit(rb))) {
+                git_oid_tostr(ha, sizeof(ha), review_base_commit(ra));
+                git_oid_tostr(hb, sizeof(hb), review_base_commit(rb));
+                return errorf(ret_error, -EXDEV,
+                              "%s: its base commit is %.12s, not %.12s: compare their exports "
+                              "instead (git diff refs/cloister/A refs/cloister/B)",
+                              path, ha, hb);
+        }
+        return 0;
+}
+
 static int diff_run(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -121,7 +166,7 @@ static int diff_run(int argc, char **argv)
                 {},
         };
         struct since_view since = {0};
-        const char *since_cp = NULL;
+        const char *since_cp = NULL, *other = NULL;
         _cleanup_config_ struct config *c = NULL;
         _cleanup_free_ char *err = NULL;
         review_workspace *w = NULL;
@@ -165,9 +210,16 @@ static int diff_run(int argc, char **argv)
                         return EXIT_USAGE;
                 }
         }
-        if (optind != argc - 1)
+        if (optind != argc - 1 && optind != argc - 2)
                 return command_fail(&command_diff, EXIT_USAGE,
-                                    "expected one CONFIG; see 'cloister help diff'");
+                                    "expected CONFIG, or two: A B; see 'cloister help diff'");
+        if (optind == argc - 2) {
+                if (since_cp)
+                        return command_fail(&command_diff, EXIT_USAGE,
+                                            "--since compares one workspace with its checkpoint; "
+                                            "A B compares two workspaces: not both");
+                other = argv[optind++]; /* the patch goes from A's tree to B's */
+        }
         if (json && (fmt == REVIEW_NAME_STATUS || home_only))
                 return command_fail(&command_diff, EXIT_USAGE,
                                     "--json gives the patch, or with --stat the files; the home's "
@@ -197,7 +249,20 @@ static int diff_run(int argc, char **argv)
                 command_fail(&command_diff, 1, "%s", err ? err : strerror(-k));
                 goto out;
         }
-        if (since_cp) {
+        if (other) {
+                struct review_options so;
+                k = other_open(other, c, r, &since, &err);
+                if (k < 0) {
+                        command_fail(&command_diff, 1, "%s", err ? err : strerror(-k));
+                        goto out;
+                }
+                review_workspace_options(since.w, &so);
+                k = review_since(r, &so);
+                if (k < 0) {
+                        command_fail(&command_diff, 1, "%s: %s", other, review_error(r));
+                        goto out;
+                }
+        } else if (since_cp) {
                 /* The checkpoint's tree first, from its own mount; the diff starts there. */
                 struct review_options so;
                 k = since_open(c, since_cp, &since, &err);

@@ -318,6 +318,7 @@ static const struct tool tools[] = {
                 "{\"type\":\"object\",\"properties\":{\"workspace\":{\"type\":\"string\"},"
                 "\"name\":{\"type\":\"string\"},\"depth\":{\"type\":\"integer\"},"
                 "\"max_depth\":{\"type\":\"integer\"},\"squash_due\":{\"type\":\"boolean\"},"
+                "\"not_carried\":{\"type\":\"integer\"},\"not_carried_first\":{\"type\":\"string\"},"
                 "\"parent\":{\"type\":[\"object\",\"null\"]},"
                 "\"checkpoints\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
                 "\"properties\":{\"name\":{\"type\":\"string\"},\"depth\":{\"type\":\"integer\"},"

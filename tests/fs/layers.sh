@@ -46,16 +46,6 @@ for root, dirs, files in os.walk("."):
 # rootless SNAP: without the root's ctime, which a fork or restore cannot keep
 # (its writable layer's root is a new directory; docs/fs-design.md).
 rootless() { sed -E 's/^(\. d .*) [0-9.]+ (AGENT:AGENT.*)$/\1 CTIME \2/' "$1"; }
-# layer_dir CONFIG CHECKPOINT: the host dir of the checkpoint's top frozen layer
-layer_dir() {
-        python3 -c '
-import json, os, sys
-st = sys.argv[1]
-l = json.load(open(st + "/fs/layers.json"))
-cp = [c for c in l["checkpoints"] if c["name"] == sys.argv[2]][0]
-ref = l["layers"][cp["stack"][-1]]
-print(os.path.join(ref.get("state", st), ref["dir"]))' "$(state_of "$1")" "$2"
-}
 
 check mount_ws do_mount "$C"
 # Layer 1: every kind of entry, and changes to the base.
@@ -190,6 +180,25 @@ check fork_git_fsck_after_commit bash -c "git -c safe.directory='*' -C '$FW' fsc
 check fork_diff_has_the_parents_work_and_its_own bash -c "'$CLOISTER' diff '$F' --name-status >'$T/fd' && grep -q 'one.txt' '$T/fd' && grep -q 'forked.txt' '$T/fd' && grep -q 'D.*docs/guide.md' '$T/fd'"
 check export_of_two_forks_gives_two_refs bash -c "'$CLOISTER' export '$F' --commit >/dev/null 2>&1 && '$CLOISTER' export '$F2' --commit >/dev/null 2>&1 && git -C '$T/repo' rev-parse refs/cloister/f1 refs/cloister/f2 >/dev/null"
 check two_forks_compare_with_git bash -c "git -C '$T/repo' diff --name-only refs/cloister/f1 refs/cloister/f2 | grep -q forked.txt"
+# cloister diff A B: the patch from A's tree to B's, as git's over their exports.
+check cloister_diff_of_two_forks_names_what_git_names bash -c "'$CLOISTER' diff '$F' '$F2' --name-status >'$T/ab' &&
+        git -C '$T/repo' diff --name-status refs/cloister/f1 refs/cloister/f2 >'$T/ab.git' && diff '$T/ab.git' '$T/ab'"
+check cloister_diff_of_two_forks_lists_changes test -s "$T/ab"
+rm -rf "$T/apply" && mkdir "$T/apply"
+git -C "$T/repo" archive refs/cloister/f1 | tar -x -C "$T/apply"
+check patch_from_a_to_b_turns_a_into_b bash -c "cd '$T/apply' && git init -q && git add -A &&
+        '$CLOISTER' diff '$F' '$F2' >'$T/ab.patch' && git apply --index '$T/ab.patch' &&
+        test \"\$(git write-tree)\" = \"\$(git -C '$T/repo' rev-parse 'refs/cloister/f2^{tree}')\""
+same diff_of_a_fork_with_itself_is_empty "$("$CLOISTER" diff "$F" "$F" 2>&1)" ""
+same diff_b_a_is_the_reverse "$("$CLOISTER" diff "$F2" "$F" --name-status | sed 's/^A/X/; s/^D/A/; s/^X/D/' | sort)" "$(sort "$T/ab")"
+other=$(git -C "$T/repo" commit-tree -m other "$(git -C "$T/repo" rev-parse 'HEAD^{tree}')")
+git -C "$T/repo" update-ref refs/heads/other-base "$other"
+O=$(make_config other "$T/repo" "rev = other-base")
+check diff_with_another_base_is_refused bash -c "! '$CLOISTER' diff '$O' '$F' 2>'$T/err' && grep -q 'base commit is' '$T/err' && [ \$(wc -l <'$T/err') = 1 ]"
+make_repo "$T/repo2"
+O2=$(make_config other2 "$T/repo2")
+check diff_with_another_source_is_refused bash -c "! '$CLOISTER' diff '$O2' '$F' 2>'$T/err' && grep -q 'only workspaces of one repository' '$T/err'"
+check diff_a_b_with_since_is_a_usage_error bash -c "'$CLOISTER' diff '$F' '$F2' --since c1 2>/dev/null; [ \$? = 2 ]"
 
 # Fork of a mounted workspace without --from: a checkpoint first, then the fork.
 F3=$T/forks/f3.ini

@@ -132,6 +132,17 @@ INI
 mnt_of() { echo "$(dirname "$1")/mnt"; }
 state_of() { echo "$(dirname "$1")/state"; }
 
+# layer_dir CONFIG CHECKPOINT: the host dir of the checkpoint's top frozen layer
+layer_dir() {
+        python3 -c '
+import json, os, sys
+st = sys.argv[1]
+l = json.load(open(st + "/fs/layers.json"))
+cp = [c for c in l["checkpoints"] if c["name"] == sys.argv[2]][0]
+ref = l["layers"][cp["stack"][-1]]
+print(os.path.join(ref.get("state", st), ref["dir"]))' "$(state_of "$1")" "$2"
+}
+
 do_mount() { "$CLOISTER" mount "$1"; }
 do_unmount() { "$CLOISTER" unmount "$1"; }
 

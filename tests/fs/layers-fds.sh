@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# A checkpoint of a mounted workspace costs no descriptor per node the
+# kernel holds (docs/fs-design.md, "Checkpoint while mounted"): each node
+# hands its own descriptor over to the frozen entry it becomes. Under an
+# RLIMIT_NOFILE that the workspace's cached files fill past half, the
+# checkpoint still succeeds (a second descriptor per node, as the switch
+# once took, would not fit), and the daemon holds no more descriptors
+# afterwards than before. A file open for writing whose copy into the new
+# layer cannot fit the quota is named, the checkpoint stands, and writes
+# through that handle fail.
+. "$(dirname "$0")/lib.sh"
+command -v prlimit >/dev/null || skip_all "no prlimit (util-linux)"
+
+LIMIT=1024
+FILES=700
+make_repo "$T/repo"
+C=$(make_config fds "$T/repo" "
+[limits]
+bytes = 4M
+files = 5000
+")
+S=$(state_of "$C")
+W=$(mnt_of "$C")/workspace
+fds() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
+
+check mount_under_a_low_nofile prlimit --nofile=$LIMIT:$LIMIT "$CLOISTER" mount "$C"
+pid=$(cat "$S/mount.pid" 2>/dev/null)
+same daemon_runs_under_the_limit "$(awk '/^Max open files/ { print $4, $5 }' "/proc/$pid/limits")" "$LIMIT $LIMIT"
+
+mkdir "$W/many"
+for ((i = 0; i < FILES; i++)); do
+        echo "$i" >"$W/many/f$i"
+done
+before=$(fds "$pid")
+# The test means something only if a descriptor per node would not fit.
+check cached_files_fill_more_than_half_the_limit test "$before" -gt $((LIMIT / 2))
+check checkpoint_with_the_files_cached "$CLOISTER" checkpoint "$C" c1
+after=$(fds "$pid")
+check no_descriptor_per_node_after_the_switch test "$after" -le $((before + 16))
+same every_file_reads_after_the_switch "$(cat "$W"/many/f* | wc -l)" "$FILES"
+echo changed >"$W/many/f1"
+same a_frozen_file_is_written_again "$(cat "$W/many/f1")" changed
+same the_checkpoint_keeps_it "$(cat "$(layer_dir "$C" c1)/many/f1")" 1
+check a_second_checkpoint_works "$CLOISTER" checkpoint "$C" c2
+
+# A file open for writing that the quota has no room to copy: 3 MiB of 4.
+head -c $((3 << 20)) /dev/zero >"$W/big"
+exec 7>>"$W/big"
+check checkpoint_with_an_uncarried_file bash -c "'$CLOISTER' checkpoint --json '$C' c3 >'$T/out' 2>'$T/err'"
+check stderr_names_the_uncarried_file grep -q "could not be carried.*big" "$T/err"
+check json_counts_it python3 -c 'import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["not_carried"] == 1 and "big" in j["not_carried_first"], j' "$T/out"
+check the_checkpoint_stands bash -c "'$CLOISTER' checkpoint --list '$C' | grep -q '^c3 '"
+check write_through_the_uncarried_handle_fails bash -c "! echo x >&7"
+exec 7>&-
+check unmount "$CLOISTER" unmount "$C"
+finish
