@@ -64,7 +64,7 @@ int ops_checkpoint(const struct config *c, const char *name, json_t **ret, char 
         r = fs_checkpoint(c->workspace.state, name, &rep, &err);
         if (r < 0)
                 return fail(r, err, ret_error);
-        *ret = json_pack("{s:s, s:s, s:I, s:I, s:b, s:I, s:s?}", "workspace", c->workspace.name,
+        *ret = json_pack("{s:s, s:s, s:I, s:I, s:b, s:I, s:s*}", "workspace", c->workspace.name,
                          "name", name, "depth", (json_int_t)rep.depth, "max_depth",
                          (json_int_t)FS_STACK_MAX, "squash_due", rep.squash_due, "not_carried",
                          (json_int_t)rep.not_carried, "not_carried_first", rep.not_carried_first);
