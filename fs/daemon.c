@@ -493,6 +493,7 @@ int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_
         ws->ctl.listen_fd = ws->ctl.stop_fd = -1;
         pthread_mutex_init(&ws->itable_lock, NULL);
         reap_init(ws);
+        ws->shed.proc_fd = -1; /* shed_init, once serving */
         pthread_mutex_init(&ws->index.lock, NULL);
         pthread_cond_init(&ws->index.done, NULL);
         ws->state_fd = ws->repo.upper_fd = ws->home.upper_fd = ws->objects.root_fd = -1;

@@ -116,6 +116,10 @@ struct node {
          * for open files and keeps its upper inode (ufd, hfd) or its lower entry,
          * so fstat, read and write still work; st_nlink is then 0. */
         bool unlinked;
+        /* A file whose recorded name was removed while another name of it
+         * stays: no name is known to reach it by, so shed.c leaves it. A link
+         * records the new name (ops_link), as a rename does. */
+        bool name_stale;
 
         pthread_mutex_t lock;
 
@@ -184,6 +188,23 @@ struct fs_workspace {
                 int fds[REAP_MAX];
                 size_t n;
         } reap;
+
+        /* cached nodes let go of before descriptors run out (shed.c) */
+        struct {
+                pthread_mutex_t lock;
+                pthread_cond_t wake;
+                pthread_t thread;
+                bool started, stop, asked;
+                size_t limit; /* RLIMIT_NOFILE */
+                /* nodes ever inserted, and the count at which to kick a round
+                 * (itable_lock): a count of nodes now would fall with the
+                 * FORGETs a round causes and kick too late */
+                size_t inserts, next;
+                size_t cursor; /* the bucket the next round starts at */
+                int proc_fd;   /* /proc/self/fd, to count them */
+                /* descriptors open at the last count, and inserts then (itable_lock) */
+                size_t open, open_at;
+        } shed;
 
         pthread_mutex_t itable_lock;
         struct node **buckets;
@@ -316,6 +337,18 @@ int upper_meta_sync(struct node *dir);
 void reap_init(struct fs_workspace *ws);
 void reap_close(struct fs_workspace *ws, int fd);
 void reap_stop(struct fs_workspace *ws);
+/* shed.c: drop cached entries (the kernel's) of nodes holding descriptors
+ * when too many are open. init after RLIMIT_NOFILE is raised; start once
+ * the session serves; kick with itable_lock held; stop before it goes. */
+void shed_init(struct fs_workspace *ws);
+int shed_start(struct fs_workspace *ws);
+void shed_kick(struct fs_workspace *ws);
+/* Too many descriptors may be open for more nodes to be made at no one's
+ * asking (readdirplus); kicks a round. Takes itable_lock. */
+bool shed_short(struct fs_workspace *ws);
+/* An operation ran out of descriptors: a round now. Holding no lock. */
+void shed_wake(struct fs_workspace *ws);
+void shed_stop(struct fs_workspace *ws);
 bool upper_meta_whiteout(struct node *dir, const char *name);
 int upper_meta_set_whiteout(struct node *dir, const char *name, bool on);
 json_t *upper_meta_rec(struct node *dir, const char *name);

@@ -103,6 +103,8 @@ struct node *node_insert_lookup(struct fs_workspace *ws, struct node *n)
                         ws->buckets[k] = n;
                         n->hashed = true;
                         ws->n_nodes++;
+                        if (++ws->shed.inserts >= ws->shed.next)
+                                shed_kick(ws);
                 }
         }
         if (found) {
@@ -190,6 +192,7 @@ int node_set_parent(struct fs_workspace *ws, struct node *n, struct node *parent
         free(n->name);
         n->name = s;
         n->unlinked = false;
+        n->name_stale = false;
         if (old) {
                 old->refs--;
                 release_locked(ws, old);
@@ -250,6 +253,8 @@ struct node *node_insert_new(struct fs_workspace *ws, struct node *n)
                 ws->buckets[k] = n;
                 n->hashed = true;
                 ws->n_nodes++;
+                if (++ws->shed.inserts >= ws->shed.next)
+                        shed_kick(ws);
         }
         if (n->parent)
                 n->parent->refs++;

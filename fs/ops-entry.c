@@ -142,6 +142,8 @@ void ops_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
         r = gitindex_wait(ws, p, name);
         if (r == 0)
                 r = ops_lookup_node(ws, p, name, &n);
+        if (r == -EMFILE || r == -ENFILE)
+                shed_wake(ws); /* faster than a round: say so, and fail this one */
         if (r == -ENOENT) {
                 /* A negative entry: cached as long as a positive one would be. */
                 e = (struct fuse_entry_param){.entry_timeout = ops_timeout(p)};
@@ -382,6 +384,11 @@ static size_t add_entry(fuse_req_t req, struct fs_workspace *ws, struct node *di
 
         if (!plus)
                 return fuse_add_direntry(req, buf, room, e->name, &st, (off_t)e->off);
+        if (shed_short(ws)) {
+                /* No node (ino 0): the kernel looks the entry up if it is used. */
+                ep = (struct fuse_entry_param){.attr = st};
+                return fuse_add_direntry_plus(req, buf, room, e->name, &ep, (off_t)e->off);
+        }
         r = ops_lookup_node(ws, dir, e->name, &c);
         if (r < 0)
                 return 0; /* gone since the snapshot */

@@ -365,6 +365,10 @@ void ops_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *
                 r = ops_journal(ws, req, JOURNAL_LINK, n, NULL,
                                 &(struct journal_entry){.path2 = to, .uid = -1, .gid = -1});
         }
+        /* The newest name is the one the node goes by from now on: `link
+         * tmp final` then `unlink tmp` (git's objects) leaves no other
+         * name to drop its entry by (shed.c). */
+        (void)node_set_parent(ws, n, p, newname);
         goto out;
 refund:
         quota_refund_files(ws, 1);
@@ -441,6 +445,10 @@ static int remove_entry(struct fs_workspace *ws, struct node *p, const char *nam
                 links_drop_if_gone(ws, c);
                 c->unlinked = true;
                 reclaim_if_closed(ws, c);
+        } else if (c->parent == p && c->name && streq(c->name, name)) {
+                pthread_mutex_lock(&ws->itable_lock);
+                c->name_stale = true;
+                pthread_mutex_unlock(&ws->itable_lock);
         }
         return 0;
 }

@@ -142,6 +142,7 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
          */
         (void)prctl(PR_SET_NAME, "cloister-fs");
         raise_nofile();
+        shed_init(ws);
         /*
          * The kernel applies the caller's umask to the mode of every mkdir,
          * create and mknod before sending it (we don't ask for
@@ -215,6 +216,13 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
         r = layers_online_start(ws, ret_error);
         if (r < 0)
                 goto out_unmount;
+        r = shed_start(ws);
+        if (r < 0) {
+                if (ret_error &&
+                    asprintf(ret_error, "cannot start the descriptor watch: %s", strerror(-r)) < 0)
+                        *ret_error = NULL;
+                goto out_unmount;
+        }
         r = write_start(ws);
         if (r == 0)
                 r = write_pid(ws);
@@ -233,12 +241,14 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
          * libgit2 repository handle, which is worth not reopening per burst. */
         r = fs_loop_run(ws->se, 16);
         r = r < 0 ? r : 0;
+        shed_stop(ws); /* it notifies the session */
         (void)unlinkat(ws->state_fd, "mount.pid", 0);
 out_unmount:
         fuse_session_unmount(ws->se);
 out_signals:
         fuse_remove_signal_handlers(ws->se);
 out_destroy:
+        shed_stop(ws);
         layers_online_stop(ws); /* before the session goes: a checkpoint may run */
         gitindex_stop(ws);      /* it may still notify the session */
         fuse_session_destroy(ws->se);

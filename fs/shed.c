@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shed.c: letting go of cached nodes before the daemon runs out of
+ * descriptors.
+ *
+ * As in libfuse's passthrough_ll, a node of a file or directory that has
+ * a host inode (the writable layers, frozen layers, mirrors) holds a
+ * descriptor of it for as long as the kernel remembers the node, and the
+ * kernel forgets only under memory pressure. So an agent that creates
+ * more files than the daemon's RLIMIT_NOFILE (20,000 on some hosts, and
+ * not raisable without CAP_SYS_RESOURCE) would get EMFILE on the next
+ * create or lookup, far below `[limits] files`.
+ *
+ * When the table has grown past half the limit, a thread counts the
+ * descriptors actually open; past SHED_HIGH of the limit it asks the
+ * kernel to drop the entries of enough nodes that hold one
+ * (fuse_lowlevel_notify_inval_entry) to come down to SHED_LOW. The kernel
+ * drops the unused ones, and their FORGETs free the nodes and close their
+ * descriptors, exactly as under memory pressure; an entry in use (open,
+ * a cwd) just stays. Nothing of the node is lost: the next lookup makes
+ * it again, with the same st_ino. The thread holds no lock of ours while
+ * it notifies, since the kernel may first wait for a request on that
+ * directory to be answered.
+ *
+ * A listing can bring a thousand nodes at once (readdirplus makes a node
+ * of each entry), faster than a round: while the last count plus the
+ * nodes made since may reach SHED_HIGH of the limit, readdirplus gives
+ * plain entries, which the kernel looks up only when they are used
+ * (ops-entry.c). Lookups themselves are not held back: one out of
+ * descriptors fails with EMFILE and wakes a round. A round waits for
+ * lookups running in a victim's directory (the kernel takes the
+ * directory's lock to drop an entry), so a burst of parallel lookups can
+ * still outrun it when the limit is small: at 1,024, git status's
+ * threads can; at the 20,000 of the hosts this was measured on, the
+ * half kept free is 10,000 descriptors.
+ */
+#include <dirent.h>
+#include <sys/syscall.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "fs-private.h"
+#include "ops.h"
+#include "lib/util.h"
+
+#define SHED_HIGH_PCT 50 /* shed when this much of RLIMIT_NOFILE is open */
+#define SHED_LOW_PCT  30 /* ... down to this much */
+#define SHED_EVERY    32 /* look again after limit / SHED_EVERY new nodes */
+#define SHED_BATCH    4096
+
+struct victim {
+        struct node *parent; /* a reference held */
+        char *name;
+};
+
+/*
+ * Descriptors open now, from /proc/self/fd opened at start: near the
+ * limit there may be none left to open it with. If it cannot be read,
+ * the limit, so that the round sheds.
+ */
+static size_t fds_open(struct fs_workspace *ws)
+{
+        char buf[8192];
+        size_t n = 0;
+        long k;
+
+        if (ws->shed.proc_fd < 0 || lseek(ws->shed.proc_fd, 0, SEEK_SET) < 0)
+                return ws->shed.limit;
+        while ((k = syscall(SYS_getdents64, ws->shed.proc_fd, buf, sizeof(buf))) > 0)
+                for (long off = 0; off < k;) {
+                        const struct dirent64 *d = (const struct dirent64 *)(buf + off);
+                        if (d->d_name[0] != '.')
+                                n++;
+                        off += d->d_reclen;
+                }
+        return k < 0 ? ws->shed.limit : n;
+}
+
+static bool holds_fd(const struct node *n)
+{
+        /* refs: a file's are its open handles; the kernel keeps those. */
+        return !S_ISDIR(n->type) && n->refs == 0 && n->parent && n->name && !n->unlinked &&
+               !n->name_stale && n->nlookup > 0 && (n->hfd >= 0 || n->lower.fz);
+}
+
+/*
+ * Up to max files holding a descriptor, from where the last round stopped,
+ * so that entries the kernel keeps (in use) are not asked for again and
+ * again while others wait. Never directories: the kernel unhashes a
+ * directory's entry even when it is a process's working directory, whose
+ * getcwd(2) would then fail with ENOENT.
+ */
+static size_t victims_pick(struct fs_workspace *ws, struct victim *v, size_t max)
+{
+        size_t k = 0, nb;
+
+        pthread_mutex_lock(&ws->itable_lock);
+        nb = ws->n_buckets;
+        for (size_t i = 0; i < nb && k < max; i++) {
+                size_t b = (ws->shed.cursor + i) % nb;
+                for (struct node *n = ws->buckets[b]; n && k < max; n = n->hnext) {
+                        if (!holds_fd(n))
+                                continue;
+                        v[k].name = strdup(n->name);
+                        if (!v[k].name)
+                                goto out;
+                        v[k].parent = n->parent;
+                        n->parent->refs++;
+                        k++;
+                }
+                if (k >= max)
+                        ws->shed.cursor = (b + 1) % nb;
+        }
+out:
+        pthread_mutex_unlock(&ws->itable_lock);
+        return k;
+}
+
+/* One round; true if descriptors were asked back. */
+static bool shed_round(struct fs_workspace *ws)
+{
+        size_t open = fds_open(ws), high = ws->shed.limit * SHED_HIGH_PCT / 100,
+               low = ws->shed.limit * SHED_LOW_PCT / 100, want, k;
+        _cleanup_free_ struct victim *v = NULL;
+
+        pthread_mutex_lock(&ws->itable_lock);
+        ws->shed.open = open;
+        ws->shed.open_at = ws->shed.inserts;
+        pthread_mutex_unlock(&ws->itable_lock);
+        if (open < high || !ws->se)
+                return false;
+        want = MIN(open - low, (size_t)SHED_BATCH);
+        v = calloc(want, sizeof(*v));
+        if (!v)
+                return false;
+        k = victims_pick(ws, v, want);
+        for (size_t i = 0; i < k; i++) {
+                (void)fuse_lowlevel_notify_inval_entry(ws->se, node_ino(ws, v[i].parent), v[i].name,
+                                                       strlen(v[i].name));
+                free(v[i].name);
+                node_unref(ws, v[i].parent);
+        }
+        return k > 0;
+}
+
+static void *shed_main(void *arg)
+{
+        struct fs_workspace *ws = arg;
+
+        pthread_mutex_lock(&ws->shed.lock);
+        for (;;) {
+                while (!ws->shed.asked && !ws->shed.stop)
+                        pthread_cond_wait(&ws->shed.wake, &ws->shed.lock);
+                if (ws->shed.stop)
+                        break;
+                ws->shed.asked = false;
+                pthread_mutex_unlock(&ws->shed.lock);
+                /* Again while still high: the FORGETs of a round come back
+                 * while nodes keep coming. */
+                for (int i = 0; i < 8 && shed_round(ws); i++)
+                        (void)usleep(1000);
+                pthread_mutex_lock(&ws->shed.lock);
+                /* Asked again after limit / SHED_EVERY new nodes: at most that
+                 * many descriptors more, well within what SHED_HIGH leaves. */
+                pthread_mutex_lock(&ws->itable_lock);
+                ws->shed.next = ws->shed.inserts + MAX(ws->shed.limit / SHED_EVERY, (size_t)16);
+                pthread_mutex_unlock(&ws->itable_lock);
+        }
+        pthread_mutex_unlock(&ws->shed.lock);
+        return NULL;
+}
+
+void shed_init(struct fs_workspace *ws)
+{
+        struct rlimit rl;
+
+        pthread_mutex_init(&ws->shed.lock, NULL);
+        pthread_cond_init(&ws->shed.wake, NULL);
+        ws->shed.limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+                                 ? (size_t)rl.rlim_cur
+                                 : 1024;
+        ws->shed.next = ws->shed.limit * SHED_HIGH_PCT / 100;
+        ws->shed.proc_fd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+int shed_start(struct fs_workspace *ws)
+{
+        int r = pthread_create(&ws->shed.thread, NULL, shed_main, ws);
+
+        if (r != 0)
+                return -r;
+        ws->shed.started = true;
+        return 0;
+}
+
+void shed_wake(struct fs_workspace *ws)
+{
+        pthread_mutex_lock(&ws->itable_lock);
+        shed_kick(ws);
+        pthread_mutex_unlock(&ws->itable_lock);
+}
+
+bool shed_short(struct fs_workspace *ws)
+{
+        bool r;
+
+        pthread_mutex_lock(&ws->itable_lock);
+        /* At most a descriptor per node made since the last count: nodes
+         * of git's own tree hold none, so the table's size would say
+         * "short" for any large checkout. */
+        r = ws->shed.open + (ws->shed.inserts - ws->shed.open_at) >=
+            ws->shed.limit * SHED_HIGH_PCT / 100;
+        if (r)
+                shed_kick(ws);
+        pthread_mutex_unlock(&ws->itable_lock);
+        return r;
+}
+
+void shed_kick(struct fs_workspace *ws)
+{
+        if (!ws->shed.started || pthread_mutex_trylock(&ws->shed.lock) != 0)
+                return; /* a round runs or is being set up: it sees the table as it is */
+        ws->shed.asked = true;
+        ws->shed.next = SIZE_MAX; /* until the round says when again */
+        pthread_cond_signal(&ws->shed.wake);
+        pthread_mutex_unlock(&ws->shed.lock);
+}
+
+void shed_stop(struct fs_workspace *ws)
+{
+        if (ws->shed.started) {
+                pthread_mutex_lock(&ws->shed.lock);
+                ws->shed.stop = true;
+                pthread_cond_signal(&ws->shed.wake);
+                pthread_mutex_unlock(&ws->shed.lock);
+                pthread_join(ws->shed.thread, NULL);
+                ws->shed.started = false;
+        }
+        ws->shed.proc_fd = safe_close(ws->shed.proc_fd); /* the thread read it */
+}
