@@ -545,12 +545,6 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
         if (!o->interactive)
                 sigaddset(&mask, SIGINT);
         sigprocmask(SIG_BLOCK, &mask, &old);
-        /*
-         * The seccomp filter depends on nothing below: built from now on in
-         * a thread, while this run locks, mounts and builds bwrap's argv,
-         * instead of after bwrap started (sandbox-filter.c).
-         */
-        so.filter = sandbox_filter_start();
 
         r = mkdir_p(c->workspace.state, 0755, 0700);
         if (r < 0) {
@@ -675,7 +669,6 @@ out:
         daemon_close(&egress);
         daemon_close(&broker);
         hostid_free(held);
-        sandbox_filter_free(so.filter);
         run_release(o, lock_fd, broker.pid, egress.pid);
         sigprocmask(SIG_SETMASK, &old, NULL);
         return r;

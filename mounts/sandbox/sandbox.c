@@ -222,6 +222,36 @@ static pid_t child_spawn(const struct sandbox_options *o, char **argv,
         return pid < 0 ? -err : pid;
 }
 
+/* The filter's BPF in memory, to be written in one atomic write later. */
+static int filter_load(void **ret, size_t *ret_len)
+{
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = malloc(PIPE_BUF);
+        size_t len = 0;
+        int r;
+
+        if (!buf)
+                return -ENOMEM;
+        r = sandbox_seccomp_export(&fd);
+        if (r < 0)
+                return r;
+        for (;;) {
+                ssize_t n = read(fd, buf + len, PIPE_BUF - len);
+                if (n < 0)
+                        return negative_errno();
+                if (n == 0)
+                        break;
+                len += (size_t)n;
+                if (len == PIPE_BUF)
+                        return -E2BIG; /* would not be written atomically */
+        }
+        if (len == 0 || len % 8 != 0)
+                return -EINVAL;
+        *ret = TAKE_PTR(buf);
+        *ret_len = len;
+        return 0;
+}
+
 /*
  * Wait for bwrap's report of the sandbox's first process, or its end; sfd
  * (the stop signals; -1: none) cuts it short, and so does timeout_ms (-1:
@@ -290,7 +320,6 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
         struct sandbox_cgroup *cg = NULL;
         struct sandbox_limiter *limiter = NULL;
         struct sandbox_userns *userns = NULL;
-        sandbox_filter *own_filter = NULL;
         char *record = NULL;
         struct status_reader *st = NULL;
         struct sandbox_result res = {0};
@@ -324,9 +353,6 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                 goto out;
         }
         sandbox_cgroup_prime();
-        /* A caller that did not start the filter early: now, beside the setup. */
-        if (!o->filter)
-                own_filter = sandbox_filter_start();
         /* The helper's fork and unshare run while we build bwrap's argv. */
         if (o->host_uid) {
                 r = sandbox_stage_dir_ensure(ret_error);
@@ -412,15 +438,14 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
          * While bubblewrap's child builds the sandbox (most of the start-up),
          * and only now that its pid is known: a failure from here on kills
          * it with bwrap (out:). The filter is read only after our write
-         * below; only the move into the cgroups needs the pid. The filter
-         * has been built in a thread since the run started (sandbox-filter.c).
+         * below; only the move into the cgroups needs the pid.
          */
-        r = sandbox_filter_take(o->filter ? o->filter : own_filter, &filter, &filter_len);
+        r = filter_load(&filter, &filter_len);
         if (r < 0) {
                 sandbox_errorf(ret_error, r, "cannot build the seccomp filter: %s", strerror(-r));
                 goto out;
         }
-        sandbox_trace("seccomp filter taken");
+        sandbox_trace("seccomp filter built");
         r = sandbox_cgroup_prepare(o->config, &cg, &cgroup_note, ret_error);
         if (r < 0)
                 goto out;
@@ -548,7 +573,6 @@ out:
         }
         sandbox_userns_free(userns);
         sandbox_limiter_free(limiter);
-        sandbox_filter_free(own_filter);
         sandbox_cgroup_free(cg);
         sandbox_registry_remove(record);
         fds_close(&fds);

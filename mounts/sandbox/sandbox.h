@@ -53,9 +53,6 @@ bool sandbox_exec_helper(char path[static PATH_MAX]);
 /* Largest host file copied into the synthesized /etc (resolv.conf). */
 #define SANDBOX_ETC_FILE_MAX (64 * 1024)
 
-/* The seccomp filter, being built in a thread of its own (sandbox-filter.c). */
-typedef struct sandbox_filter sandbox_filter;
-
 struct sandbox_options {
         const struct config *config;
         char *const *argv;         /* the command; argv[0] is looked up in the sandbox's PATH */
@@ -69,8 +66,6 @@ struct sandbox_options {
         /* As root: the agent's unprivileged host identity (hostid.h); 0 when not root. */
         uid_t host_uid;
         gid_t host_gid;
-        /* The filter started early (sandbox_filter_start), or NULL: sandbox_run builds it. */
-        sandbox_filter *filter;
 };
 
 /*
@@ -79,17 +74,6 @@ struct sandbox_options {
  * completely.
  */
 int sandbox_seccomp_export(int *ret_fd);
-
-/*
- * sandbox_seccomp_export()'s filter, built in a thread started now, with
- * every signal blocked; NULL if there is no memory for it (then
- * sandbox_filter_take() builds it). Take it when it is needed: a copy of
- * the BPF in *ret (free()), or the error building it gave. Free joins the
- * thread. No cache: every run builds its own.
- */
-sandbox_filter *sandbox_filter_start(void);
-int sandbox_filter_take(sandbox_filter *f, void **ret, size_t *ret_len);
-void sandbox_filter_free(sandbox_filter *f);
 
 /*
  * The sandbox's environment: a clean one plus what [run] env allows.

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <stdio.h>
-#include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -142,70 +141,6 @@ START_TEST(seccomp_filter_is_whole_bpf_under_pipe_buf)
         ck_assert_int_eq(st.st_size % 8, 0);
         ck_assert_int_lt(st.st_size, PIPE_BUF);
         ck_assert_int_eq(lseek(fd, 0, SEEK_CUR), 0);
-}
-END_TEST
-
-/* The filter a run takes from the thread is, byte for byte, the one built in place. */
-static void filter_bytes(char *buf, size_t *len)
-{
-        _cleanup_close_ int fd = -1;
-        ssize_t n;
-
-        ck_assert_int_eq(sandbox_seccomp_export(&fd), 0);
-        n = read(fd, buf, PIPE_BUF);
-        ck_assert_int_gt(n, 0);
-        *len = (size_t)n;
-}
-
-START_TEST(seccomp_filter_from_the_thread_is_the_exported_one)
-{
-        char want[PIPE_BUF];
-        size_t want_len, len = 0;
-        void *bpf = NULL;
-        sandbox_filter *f = sandbox_filter_start();
-
-        ck_assert_ptr_nonnull(f);
-        filter_bytes(want, &want_len);
-        ck_assert_int_eq(sandbox_filter_take(f, &bpf, &len), 0);
-        ck_assert_uint_eq(len, want_len);
-        ck_assert_int_eq(memcmp(bpf, want, len), 0);
-        free(bpf);
-        /* Taken twice (a run that failed and a caller that retries): the same again. */
-        ck_assert_int_eq(sandbox_filter_take(f, &bpf, &len), 0);
-        ck_assert_uint_eq(len, want_len);
-        ck_assert_int_eq(memcmp(bpf, want, len), 0);
-        free(bpf);
-        sandbox_filter_free(f);
-}
-END_TEST
-
-START_TEST(seccomp_filter_without_a_thread_is_built_in_place)
-{
-        char want[PIPE_BUF];
-        size_t want_len, len = 0;
-        void *bpf = NULL;
-
-        filter_bytes(want, &want_len);
-        ck_assert_int_eq(sandbox_filter_take(NULL, &bpf, &len), 0);
-        ck_assert_uint_eq(len, want_len);
-        ck_assert_int_eq(memcmp(bpf, want, len), 0);
-        free(bpf);
-        /* Freed untaken (a run that failed before bwrap): the thread is joined. */
-        sandbox_filter_free(sandbox_filter_start());
-        sandbox_filter_free(NULL);
-}
-END_TEST
-
-START_TEST(seccomp_filter_start_leaves_the_callers_signal_mask)
-{
-        sigset_t before, after;
-
-        /* The thread's mask is set around its creation only: ours is as it was. */
-        ck_assert_int_eq(sigprocmask(SIG_SETMASK, NULL, &before), 0);
-        sandbox_filter_free(sandbox_filter_start());
-        ck_assert_int_eq(sigprocmask(SIG_SETMASK, NULL, &after), 0);
-        for (int sig = 1; sig < NSIG; sig++)
-                ck_assert_int_eq(sigismember(&before, sig), sigismember(&after, sig));
 }
 END_TEST
 
@@ -407,9 +342,6 @@ int main(void)
         tcase_add_test(tc, environment_passes_only_allowed_harmless_variables);
         tcase_add_test(tc, interactive_environment_has_term_and_broker);
         tcase_add_test(tc, seccomp_filter_is_whole_bpf_under_pipe_buf);
-        tcase_add_test(tc, seccomp_filter_from_the_thread_is_the_exported_one);
-        tcase_add_test(tc, seccomp_filter_without_a_thread_is_built_in_place);
-        tcase_add_test(tc, seccomp_filter_start_leaves_the_callers_signal_mask);
         tcase_add_test(tc, bwrap_command_line_holds_the_hardening);
         tcase_add_test(tc, bwrap_command_line_for_a_shell_with_host_network);
         tcase_add_test(tc, missing_layout_is_refused_with_the_path);
