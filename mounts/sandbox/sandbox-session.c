@@ -163,7 +163,7 @@ static int state_file(const struct config *c, const char *name, char **ret)
  * terminal's Ctrl-C. Before, the run started `cloister mount`, which
  * forked the daemon and exited once it served: that fork of a process
  * with 31 libraries mapped, and that exit, were on the path of every run
- * from cold (cmd-mount.c, serve_for_run, says what else it gains).
+ * from cold (cmd-mount.c, at --ready-fd, says what else it gains).
  * Returns the read end of the pipe the daemon writes one byte to once it
  * serves; EOF without it: it failed (or another daemon already serves).
  */
@@ -182,8 +182,9 @@ static int mount_spawn(const char *config_path, char **ret_error)
                 return sandbox_errorf(ret_error, negative_errno(),
                                       "cannot start 'cloister mount': %m");
         if (pid == 0) {
-                /* Only async-signal-safe calls here: we may have threads. */
-                /* The option last: the command line reads `cloister mount CONFIG` as before. */
+                /* Async-signal-safe calls only: a caller (cloister mcp) may have
+                 * threads. The option last: the command line still reads
+                 * `cloister mount CONFIG`, as pgrep -f and people look for it. */
                 const char *argv[] = {"cloister", "mount", config_path, "--ready-fd=3", NULL};
                 sigset_t none;
 
