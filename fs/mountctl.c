@@ -395,3 +395,44 @@ int fs_unmount(const char *state, const char *mountpoint, int timeout_ms)
                 detach(mountpoint);
         return 0;
 }
+
+/* For `cloister mount` and `cloister run` alike (fs.h). */
+void fs_daemon_log_error_show(const char *state, off_t since)
+{
+        _cleanup_free_ char *p = NULL;
+        _cleanup_close_ int fd = -1;
+        char buf[4096], *line;
+        struct stat st;
+        ssize_t n;
+        off_t at;
+
+        if (asprintf(&p, "%s/fs/daemon.log", state) < 0)
+                return;
+        fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0 || fstat(fd, &st) < 0)
+                return;
+        at = st.st_size > (off_t)sizeof(buf) - 1 ? st.st_size - (off_t)sizeof(buf) + 1 : 0;
+        if (at < since)
+                at = since; /* older lines are another mount's */
+        n = pread(fd, buf, sizeof(buf) - 1, at);
+        if (n <= 0)
+                return;
+        buf[n] = '\0';
+        while (n > 0 && buf[n - 1] == '\n')
+                buf[--n] = '\0';
+        line = strrchr(buf, '\n');
+        line = line ? line + 1 : buf;
+        if (!startswith(line, "cloister mount: "))
+                return;
+        /* libfuse's (or fusermount3's) own reason is the line before ours. */
+        if (line > buf) {
+                char *prev;
+
+                line[-1] = '\0';
+                prev = strrchr(buf, '\n');
+                prev = prev ? prev + 1 : buf;
+                if (startswith(prev, "fuse: ") || startswith(prev, "fusermount3: "))
+                        fprintf(stderr, "%s\n", prev);
+        }
+        fprintf(stderr, "%s\n", line);
+}

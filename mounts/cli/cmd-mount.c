@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <jansson.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,26 +102,6 @@ static int sink_open(const struct config *c)
         return 0;
 }
 
-static int serve(const struct config *c, int ready_fd)
-{
-        struct compose_fs f;
-        fs_workspace *ws = NULL;
-        hostid *id = NULL;
-        _cleanup_free_ char *err = NULL;
-        int r;
-
-        r = workspace_open(c, &f, &ws, &id, &err);
-        if (r < 0)
-                return command_fail(&command_mount, 1, "%s", err ? err : strerror(-r));
-        r = fs_workspace_serve(ws, ready_fd, &err);
-        fs_workspace_free(ws);
-        compose_fs_options_free(&f);
-        hostid_free(id);
-        if (r < 0)
-                return command_fail(&command_mount, 1, "%s", err ? err : strerror(-r));
-        return 0;
-}
-
 /* The daemon's stdout/stderr, once it serves: a log in the state dir. */
 static void redirect_output(const struct config *c)
 {
@@ -140,50 +121,6 @@ static void redirect_output(const struct config *c)
         }
 }
 
-/*
- * The last line of the daemon's log on our stderr, if it is the daemon's
- * own error ("cloister mount: ..."): a mount that fails once its output
- * went to the log (FUSE refused, in a container without CAP_SYS_ADMIN, say)
- * would otherwise say nothing where it was started.
- */
-static void log_last_line_show(const struct config *c)
-{
-        _cleanup_free_ char *p = NULL;
-        _cleanup_close_ int fd = -1;
-        char buf[4096], *line;
-        struct stat st;
-        ssize_t n;
-        off_t at;
-
-        if (asprintf(&p, "%s/fs/daemon.log", c->workspace.state) < 0)
-                return;
-        fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd < 0 || fstat(fd, &st) < 0)
-                return;
-        at = st.st_size > (off_t)sizeof(buf) - 1 ? st.st_size - (off_t)sizeof(buf) + 1 : 0;
-        n = pread(fd, buf, sizeof(buf) - 1, at);
-        if (n <= 0)
-                return;
-        buf[n] = '\0';
-        while (n > 0 && buf[n - 1] == '\n')
-                buf[--n] = '\0';
-        line = strrchr(buf, '\n');
-        line = line ? line + 1 : buf;
-        if (!startswith(line, "cloister mount: "))
-                return;
-        /* libfuse's (or fusermount3's) own reason is the line before ours. */
-        if (line > buf) {
-                char *prev;
-
-                line[-1] = '\0';
-                prev = strrchr(buf, '\n');
-                prev = prev ? prev + 1 : buf;
-                if (startswith(prev, "fuse: ") || startswith(prev, "fusermount3: "))
-                        fprintf(stderr, "%s\n", prev);
-        }
-        fprintf(stderr, "%s\n", line);
-}
-
 /* --json: the mount, once it serves (docs/cloister-mount.md). */
 static void json_print(const struct config *c, int pid, bool already)
 {
@@ -199,19 +136,70 @@ static void json_print(const struct config *c, int pid, bool already)
         json_decref(o);
 }
 
+/*
+ * Serve until unmounted, in this process: `--foreground`, the child that
+ * `cloister mount` forks, or with --ready-fd this very process. detach:
+ * from / and, once set up, with the output in the log. Errors before that
+ * go to the caller's stderr, the others to the log (the caller shows its
+ * last line: fs_daemon_log_error_show). One byte goes to ready_fd (if >= 0)
+ * once the mount serves.
+ */
+static int serve(const struct config *c, int ready_fd, bool detach)
+{
+        struct compose_fs f;
+        fs_workspace *ws = NULL;
+        hostid *id = NULL;
+        _cleanup_free_ char *err = NULL;
+        int r;
+
+        if (detach && chdir("/") < 0)
+                return command_fail(&command_mount, 1, "cannot change to /: %s", strerror(errno));
+        r = workspace_open(c, &f, &ws, &id, &err);
+        if (r < 0)
+                return command_fail(&command_mount, 1, "%s", err ? err : strerror(-r));
+        if (detach)
+                redirect_output(c);
+        r = fs_workspace_serve(ws, ready_fd, &err);
+        fs_workspace_free(ws);
+        compose_fs_options_free(&f);
+        hostid_free(id);
+        if (r < 0)
+                return command_fail(&command_mount, 1, "%s", err ? err : strerror(-r));
+        return 0;
+}
+
+/* The N of --ready-fd=N: an open descriptor above stderr, else -1. */
+static int ready_fd_parse(const char *s)
+{
+        char *end;
+        long n;
+
+        errno = 0;
+        n = strtol(s, &end, 10);
+        if (errno || end == s || *end || n < 3 || n > INT_MAX ||
+            fcntl((int)n, F_SETFD, FD_CLOEXEC) < 0)
+                return -1;
+        return (int)n;
+}
+
 static int mount_run(int argc, char **argv)
 {
         _cleanup_config_ struct config *c = NULL;
-        const char *file = NULL;
+        const char *file = NULL, *v;
         bool foreground = false, json = false;
-        int p[2], r, pid = 0, status;
+        int p[2], r, pid = 0, status, ready_fd = -1;
         pid_t child;
         char byte;
 
         for (int i = 1; i < argc; i++) {
                 if (streq(argv[i], "--foreground") || streq(argv[i], "-f"))
                         foreground = true;
-                else if (streq(argv[i], "--json"))
+                else if ((v = startswith(argv[i], "--ready-fd="))) {
+                        ready_fd = ready_fd_parse(v);
+                        if (ready_fd < 0)
+                                return command_fail(&command_mount, EXIT_USAGE,
+                                                    "--ready-fd takes an open descriptor above 2");
+                } else if (streq(argv[i], "--json"))
                         json = true;
                 else if (argv[i][0] == '-')
                         return command_fail(&command_mount, EXIT_USAGE, "unknown option '%s'",
@@ -224,6 +212,23 @@ static int mount_run(int argc, char **argv)
         if (!file)
                 return command_fail(&command_mount, EXIT_USAGE,
                                     "usage: cloister mount CONFIG [--foreground]");
+        if (ready_fd >= 0 && (foreground || json))
+                return command_fail(&command_mount, EXIT_USAGE,
+                                    "--ready-fd is for `cloister run`, without --foreground or "
+                                    "--json");
+        /*
+         * --ready-fd N: this process is the daemon, started by `cloister run`
+         * (sandbox-session.c, mount_spawn), which waits for the byte on fd N, not
+         * for an exit. A daemon forked from `cloister mount` cost every run from
+         * cold that fork of a process with 31 libraries mapped, their
+         * copy-on-write faults, and then the parent's exit; and libgit2's
+         * initialization, most of the daemon's setup, could only start in the
+         * child. Here it starts first (mount_run), beside the config, the
+         * mountpoint's checks and the sandbox identity's reservation. The run made
+         * this process the leader of its own session already.
+         */
+        if (ready_fd >= 0)
+                fs_daemon_prepare();
         r = load(&command_mount, file, &c);
         if (r)
                 return r;
@@ -257,7 +262,9 @@ static int mount_run(int argc, char **argv)
         if (r)
                 return r;
         if (foreground)
-                return serve(c, -1);
+                return serve(c, -1, false);
+        if (ready_fd >= 0)
+                return serve(c, ready_fd, true);
 
         if (pipe2(p, O_CLOEXEC) < 0)
                 return command_fail(&command_mount, 1, "pipe: %s", strerror(errno));
@@ -269,27 +276,7 @@ static int mount_run(int argc, char **argv)
                 close(p[0]);
                 fs_daemon_prepare(); /* beside the identity's reservation */
                 setsid();
-                if (chdir("/") < 0)
-                        _exit(1);
-                /* Errors before serving go to the caller's stderr; after, to the log. */
-                {
-                        struct compose_fs f;
-                        fs_workspace *ws = NULL;
-                        hostid *id = NULL;
-                        _cleanup_free_ char *err = NULL;
-                        r = workspace_open(c, &f, &ws, &id, &err);
-                        if (r < 0)
-                                _exit(command_fail(&command_mount, 1, "%s",
-                                                   err ? err : strerror(-r)));
-                        redirect_output(c);
-                        r = fs_workspace_serve(ws, p[1], &err);
-                        if (r < 0)
-                                fprintf(stderr, "cloister mount: %s\n", err ? err : strerror(-r));
-                        fs_workspace_free(ws);
-                        compose_fs_options_free(&f);
-                        hostid_free(id);
-                        exit(r < 0 ? 1 : 0); /* exit, not _exit: LeakSanitizer runs at exit */
-                }
+                exit(serve(c, p[1], true)); /* exit, not _exit: LeakSanitizer runs at exit */
         }
         close(p[1]);
         r = (int)read(p[0], &byte, 1);
@@ -304,7 +291,7 @@ static int mount_run(int argc, char **argv)
                 return command_fail(&command_mount, 1, "waitpid: %s", strerror(errno));
         if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
                 /* It failed after its output went to the log (the mount itself): say why here. */
-                log_last_line_show(c);
+                fs_daemon_log_error_show(c->workspace.state, 0);
                 return WEXITSTATUS(status);
         }
         return command_fail(&command_mount, 1,

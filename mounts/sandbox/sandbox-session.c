@@ -45,8 +45,6 @@
 #define FUSE_SUPER_MAGIC 0x65735546
 #endif
 
-#define MOUNT_EXIT_ALREADY 3 /* `cloister mount`: a live daemon already serves it */
-
 static int64_t now_ms(void)
 {
         struct timespec ts;
@@ -158,16 +156,88 @@ static int state_file(const struct config *c, const char *name, char **ret)
 }
 
 /*
+ * `cloister mount CONFIG --ready-fd=3` as a daemon of its own: a child of
+ * ours forks it and exits at once, so that it is nobody's child here (a
+ * long-lived caller, cloister mcp, would otherwise keep it as a zombie
+ * after it is unmounted) and it is in a session of its own, away from the
+ * terminal's Ctrl-C. Before, the run started `cloister mount`, which
+ * forked the daemon and exited once it served: that fork of a process
+ * with 31 libraries mapped, and that exit, were on the path of every run
+ * from cold (cmd-mount.c, at --ready-fd, says what else it gains).
+ * Returns the read end of the pipe the daemon writes one byte to once it
+ * serves; EOF without it: it failed (or another daemon already serves).
+ */
+static int mount_spawn(const char *config_path, char **ret_error)
+{
+        _cleanup_close_ int rd = -1, wr = -1;
+        int p[2], status;
+        pid_t pid;
+
+        if (pipe2(p, O_CLOEXEC) < 0)
+                return sandbox_errorf(ret_error, negative_errno(), "pipe: %m");
+        rd = p[0];
+        wr = p[1];
+        pid = fork();
+        if (pid < 0)
+                return sandbox_errorf(ret_error, negative_errno(),
+                                      "cannot start 'cloister mount': %m");
+        if (pid == 0) {
+                /* Async-signal-safe calls only: a caller (cloister mcp) may have
+                 * threads. The option last: the command line still reads
+                 * `cloister mount CONFIG`, as pgrep -f and people look for it. */
+                const char *argv[] = {"cloister", "mount", config_path, "--ready-fd=3", NULL};
+                sigset_t none;
+
+                sigemptyset(&none);
+                sigprocmask(SIG_SETMASK, &none, NULL);
+                pid = fork();
+                if (pid != 0)
+                        _exit(pid < 0 ? 127 : 0);
+                (void)setsid();
+                /* fd 3 without close-on-exec (dup2 onto itself would keep it). */
+                if (wr == 3 ? fcntl(3, F_SETFD, 0) < 0 : dup2(wr, 3) < 0)
+                        _exit(127);
+                execv("/proc/self/exe", (char *const *)argv);
+                _exit(127);
+        }
+        wr = safe_close(wr);
+        while (waitpid(pid, &status, 0) < 0)
+                if (errno != EINTR)
+                        return sandbox_errorf(ret_error, negative_errno(),
+                                              "cannot wait for 'cloister mount': %m");
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                return sandbox_errorf(ret_error, -EIO, "cannot start 'cloister mount'");
+        return TAKE_FD(rd);
+}
+
+/* The size of the daemon's log now: what it says after this is this mount's. */
+static off_t mount_log_size(const struct config *c)
+{
+        _cleanup_free_ char *path = NULL;
+        struct stat st;
+
+        if (state_file(c, "fs/daemon.log", &path) < 0 || stat(path, &st) < 0)
+                return 0;
+        return st.st_size;
+}
+
+/*
  * Make sure the workspace is mounted, in two halves so that the broker and
- * the proxy start while `cloister mount` works: mount_begin() starts it
- * unless the workspace is mounted (*ret_pid = -1 then), mount_finish()
+ * the proxy start while the mount's daemon starts: mount_begin() starts it
+ * unless the workspace is mounted (m->ready = -1 then), mount_finish()
  * waits for it and checks.
  */
-static int mount_begin(const struct sandbox_session_options *o, pid_t *ret_pid, char **ret_error)
+struct mount_start {
+        int ready;    /* the daemon's ready pipe (mount_spawn), or -1 */
+        off_t log_at; /* the size of its log before it started */
+};
+
+static int mount_begin(const struct sandbox_session_options *o, struct mount_start *m,
+                       char **ret_error)
 {
         const struct config *c = o->config;
 
-        *ret_pid = -1;
+        m->ready = -1;
         if (o->no_mount) {
                 struct stat st;
                 if (stat(c->workspace.mountpoint, &st) < 0 || !S_ISDIR(st.st_mode))
@@ -191,38 +261,42 @@ static int mount_begin(const struct sandbox_session_options *o, pid_t *ret_pid, 
         if (access("/dev/fuse", F_OK) < 0)
                 return sandbox_errorf(ret_error, -ENODEV,
                                       "FUSE is not available (/dev/fuse is missing)");
-        *ret_pid = self_spawn("mount", o->config_path, 0);
-        if (*ret_pid < 0)
-                return sandbox_errorf(ret_error, negative_errno(),
-                                      "cannot start 'cloister mount': %m");
-        return 0;
+        m->log_at = mount_log_size(c);
+        m->ready = mount_spawn(o->config_path, ret_error);
+        return m->ready < 0 ? m->ready : 0;
 }
 
-static int mount_finish(const struct sandbox_session_options *o, pid_t *pid, char **ret_error)
+static int mount_finish(const struct sandbox_session_options *o, struct mount_start *m,
+                        char **ret_error)
 {
         const struct config *c = o->config;
         _cleanup_free_ char *marker = NULL;
-        int status, r;
+        char byte;
+        ssize_t n;
 
-        if (*pid < 0)
+        if (m->ready < 0)
                 return 0;
-        while (waitpid(*pid, &status, 0) < 0)
-                if (errno != EINTR) {
-                        *pid = -1;
-                        return sandbox_errorf(ret_error, negative_errno(),
-                                              "cannot wait for 'cloister mount': %m");
-                }
-        *pid = -1;
-        r = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        if (r != 0 && r != MOUNT_EXIT_ALREADY)
-                return sandbox_errorf(ret_error, -EIO,
-                                      "mounting the workspace failed ('cloister mount' exited %d)",
-                                      r);
+        do
+                n = read(m->ready, &byte, 1);
+        while (n < 0 && errno == EINTR);
+        m->ready = safe_close(m->ready);
+        if (n != 1) {
+                /* Exited without serving: `cloister mount` said why on our
+                 * stderr, or in its log; or another daemon serves (exit 3). */
+                if (is_fuse_mounted(c->workspace.mountpoint))
+                        return 0;
+                fs_daemon_log_error_show(c->workspace.state, m->log_at);
+                return sandbox_errorf(
+                        ret_error, -EIO,
+                        "mounting the workspace failed (the daemon ended before serving; its "
+                        "log: %s/fs/daemon.log)",
+                        c->workspace.state);
+        }
         if (!is_fuse_mounted(c->workspace.mountpoint))
                 return sandbox_errorf(ret_error, -EIO,
                                       "%s is not a FUSE mount after 'cloister mount' succeeded",
                                       c->workspace.mountpoint);
-        if (r == 0) {
+        {
                 _cleanup_close_ int fd = -1;
 
                 if (state_file(c, "run.mounted", &marker) < 0)
@@ -443,7 +517,7 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
         sigset_t mask, old;
         struct daemon broker = {"broker", "broker", NULL, -1, -1, -1};
         struct daemon egress = {"proxy", "egress proxy", NULL, -1, -1, -1};
-        pid_t mount_pid = -1;
+        struct mount_start mount = {.ready = -1};
         bool proxy_spawned = false;
         hostid *held = NULL;
         int r;
@@ -521,7 +595,7 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
                 r = sandbox_errorf(ret_error, negative_errno(), "cannot lock %s: %m", dlock);
                 goto out;
         }
-        r = mount_begin(o, &mount_pid, ret_error);
+        r = mount_begin(o, &mount, ret_error);
         if (r < 0)
                 goto out;
         if (c->broker.policy) {
@@ -545,7 +619,7 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
                         proxy_spawned = true;
                 }
         }
-        r = mount_finish(o, &mount_pid, ret_error);
+        r = mount_finish(o, &mount, ret_error);
         if (r < 0)
                 goto out;
         sandbox_trace("mounted");
@@ -587,10 +661,10 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
         so.env = env;
         r = sandbox_run(&so, ret, ret_error);
 out:
-        if (mount_pid >= 0) {
+        if (mount.ready >= 0) {
                 /* Failed while `cloister mount` worked: let it finish, to unmount after. */
                 _cleanup_free_ char *ignored = NULL;
-                (void)mount_finish(o, &mount_pid, &ignored);
+                (void)mount_finish(o, &mount, &ignored);
         }
         daemons_fd = safe_close(daemons_fd);
         daemon_close(&egress);
@@ -612,7 +686,7 @@ int sandbox_hold_take(const struct sandbox_session_options *o, sandbox_hold **re
         _cleanup_free_ char *lock = NULL, *dlock = NULL;
         _cleanup_close_ int lock_fd = -1, daemons_fd = -1;
         sandbox_hold *h;
-        pid_t mount_pid = -1;
+        struct mount_start mount = {.ready = -1};
         int r;
 
         r = mkdir_p(c->workspace.state, 0755, 0700);
@@ -627,9 +701,9 @@ int sandbox_hold_take(const struct sandbox_session_options *o, sandbox_hold **re
         daemons_fd = open(dlock, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (daemons_fd < 0 || flock(daemons_fd, LOCK_EX) < 0)
                 return sandbox_errorf(ret_error, negative_errno(), "cannot lock %s: %m", dlock);
-        r = mount_begin(o, &mount_pid, ret_error);
+        r = mount_begin(o, &mount, ret_error);
         if (r == 0)
-                r = mount_finish(o, &mount_pid, ret_error);
+                r = mount_finish(o, &mount, ret_error);
         if (r < 0)
                 return r;
         h = calloc(1, sizeof(*h));

@@ -145,6 +145,44 @@ else
         skip_test failed_mount_refuses_to_run "no FUSE fs in this build"
 fi
 
+# --- a run that mounts: the daemon is nobody's child, in its own session ----
+# (`cloister mount --ready-fd`, sandbox-session.c): a daemon left as the
+# run's child would be a zombie in a long-lived caller once unmounted, and
+# one in the run's session would get the terminal's Ctrl-C.
+if [ "$fs_mode" = fuse ]; then
+        ws_new "$T/m"
+        M_CFG=$CFG M_MNT=$MNT M_STATE=$STATE
+        crun "$M_CFG" -- sh -c 'touch /workspace/started
+                for _ in $(seq 600); do [ -e /workspace/go ] && exit 0; sleep 0.1; done; exit 1' &
+        runner=$!
+        for _ in $(seq 600); do [ -e "$M_MNT/workspace/started" ] && break; sleep 0.1; done
+        dpid=$(cat "$M_STATE/mount.pid" 2>/dev/null)
+        if [ -n "$dpid" ] && [ -e "/proc/$dpid" ]; then
+                ppid=$(awk '{ print $4 }' "/proc/$dpid/stat")
+                parent=$(cat "/proc/$ppid/comm" 2>/dev/null)
+                [ "$parent" != cloister ] && ok run_mount_daemon_is_not_a_child_of_the_run ||
+                        not_ok run_mount_daemon_is_not_a_child_of_the_run "parent $ppid ($parent)"
+                is run_mount_daemon_leads_its_own_session "$(ps -o sid= -p "$dpid" | tr -d ' ')" \
+                        "$dpid"
+        else
+                not_ok run_mount_daemon_is_not_a_child_of_the_run "no daemon in $M_STATE/mount.pid"
+        fi
+        touch "$M_MNT/workspace/go"
+        wait "$runner"
+        is run_that_mounted_ends_well "$?" 0
+        for _ in $(seq 300); do [ -n "$dpid" ] && [ -e "/proc/$dpid" ] || break; sleep 0.1; done
+        [ -n "$dpid" ] && [ ! -e "/proc/$dpid" ] && ! mountpoint -q "$M_MNT" &&
+                ok run_that_mounted_unmounts_and_its_daemon_ends ||
+                not_ok run_that_mounted_unmounts_and_its_daemon_ends "pid $dpid, $M_MNT"
+        err=$("$CLOISTER" mount --ready-fd=1 "$M_CFG" 2>&1)
+        is mount_ready_fd_refuses_stdio "$?" 2
+        contains mount_ready_fd_says_what_it_takes "$err" "--ready-fd takes an open descriptor"
+        err=$("$CLOISTER" mount --ready-fd=3 --foreground "$M_CFG" 2>&1 3>/dev/null)
+        is mount_ready_fd_is_not_for_foreground "$?" 2
+else
+        skip_test run_mount_daemon_is_not_a_child_of_the_run "no FUSE fs in this build"
+fi
+
 # --- teardown after signals ---------------------------------------------
 # Waits below are bounded but generous (up to a minute): a loaded machine is
 # slow to start a sandbox, and a wait that ends early would fail a test.
