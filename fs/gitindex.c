@@ -115,7 +115,8 @@ static void git_changed(struct fs_workspace *ws)
 /*
  * gitdir's worktree_size: what the fs shows for a file whose attributes
  * convert it. Files are visited directory by directory, so whether any
- * .gitattributes is in scope is asked once per directory.
+ * .gitattributes that may convert is in scope is asked once per directory;
+ * *size comes in as the blob's, and only a file that converts is read.
  */
 struct size_cache {
         struct lower *lower;

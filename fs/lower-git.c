@@ -22,8 +22,9 @@
  * info/attributes), so neither the source's checkout nor a host file can
  * change what the agent sees. Filters that run programs (filter=, LFS) are
  * never run: libgit2 knows none, and the agent sees the blob as stored. A
- * path with no .gitattributes above it in the base tree (attr_scope) costs
- * no attribute lookup at all.
+ * path with no .gitattributes above it in the base tree that could convert
+ * anything (attr_scope: none mentions "crlf" or "ident", lower-tree.c)
+ * costs no attribute lookup at all.
  */
 #include <fcntl.h>
 #include <git2/sys/repository.h>
@@ -175,7 +176,7 @@ static int git_child(struct lower *l, const struct lent *dir, const char *name, 
                 r = -ENOENT;
                 goto out;
         }
-        fill_from_entry(te, l, dir->attr_scope || tree->has_attributes, &e);
+        fill_from_entry(te, l, dir->attr_scope || tree->attr_converts, &e);
         e.path = lower_path_join(dir->path, name);
         if (!e.path) {
                 r = -ENOMEM;
@@ -215,7 +216,7 @@ static int path_walk(struct lower *l, const char *path, struct tree_ent *ret, bo
                 r = tree_get(l, &cur, &tree);
                 if (r < 0)
                         return r == -ENOENT ? -ENOTDIR : r; /* a submodule has no entries */
-                scope = scope || tree->has_attributes;
+                scope = scope || tree->attr_converts;
                 te = tree_index_find(tree, comp);
                 if (te && !*end)
                         *ret = *te;
@@ -468,18 +469,25 @@ bool lower_git_attr_scope(struct lower *l, const char *path)
         return scope;
 }
 
-int lower_git_worktree_size(struct lower *l, const char *path, const git_oid *oid,
-                            uint64_t *ret_size, bool *ret_converted)
+int lower_git_worktree_size(struct lower *l, const char *path, const git_oid *oid, uint64_t *size,
+                            bool *ret_converted)
 {
-        struct lent e = {.path = (char *)path, .oid = *oid, .mode = S_IFREG | 0644};
+        struct lent e = {
+                .path = (char *)path, .oid = *oid, .mode = S_IFREG | 0644, .attr_scope = true};
+        struct thread_git *t = thread_git(l);
         int r;
 
-        e.attr_scope = lower_git_attr_scope(l, path);
+        *ret_converted = false;
+        if (!t)
+                return -EIO;
+        r = conv_decide(l, t, &e);
+        if (r < 0 || e.conv != 2)
+                return r; /* as stored: *size, the blob's, is already right */
         r = git_size(l, &e);
         if (r < 0)
                 return r;
-        *ret_size = e.size;
-        *ret_converted = e.conv == 2;
+        *size = e.size;
+        *ret_converted = true;
         return 0;
 }
 
@@ -518,7 +526,7 @@ static int git_list(struct lower *l, const struct lent *dir, lower_list_fn fn, v
                 return 0; /* submodule: empty */
         if (r < 0)
                 return r;
-        bool scope = dir->attr_scope || tree->has_attributes;
+        bool scope = dir->attr_scope || tree->attr_converts;
         for (size_t i = 0; i < tree->n; i++) {
                 const struct tree_ent *te = &tree->ents[i];
                 struct lent e = {0};

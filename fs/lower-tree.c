@@ -152,6 +152,32 @@ static int by_name_cmp(const void *a, const void *b, void *userdata)
                       s->names + s->ents[*(const uint32_t *)b].name_off);
 }
 
+/*
+ * Can the .gitattributes blob id make a checkout convert a file? With the
+ * lower's fixed config (core.eol = lf, no autocrlf) only an eol value of
+ * crlf and the ident attribute convert (lower-git.c, conv_decide), and
+ * attribute names and that value are case-sensitive, so a file that
+ * mentions neither "crlf" nor "ident" cannot; nor can a macro help (the
+ * lower's repository has no work tree, so libgit2 takes no macro from a
+ * .gitattributes). Not parsed, only searched: a false "yes" costs an
+ * attribute lookup, never a wrong answer. Unreadable: yes.
+ */
+static bool attributes_may_convert(git_repository *repo, const git_oid *id)
+{
+        git_blob *blob = NULL;
+        const void *p;
+        size_t n;
+        bool r;
+
+        if (git_blob_lookup(&blob, repo, id) < 0)
+                return true;
+        p = git_blob_rawcontent(blob);
+        n = (size_t)git_blob_rawsize(blob);
+        r = memmem(p, n, "crlf", 4) || memmem(p, n, "ident", 5);
+        git_blob_free(blob);
+        return r;
+}
+
 /* Read and parse tree oid (libgit2's parser) into a fresh index. */
 static int index_build(git_repository *repo, const git_oid *oid, struct tree_index **ret)
 {
@@ -194,8 +220,9 @@ static int index_build(git_repository *repo, const git_oid *oid, struct tree_ind
                 memcpy(names + names_len, name, len + 1);
                 names_len += len + 1;
                 by_name[i] = (uint32_t)i;
-                if (streq(name, ".gitattributes"))
-                        t->has_attributes = true;
+                if (streq(name, ".gitattributes") &&
+                    git_tree_entry_filemode(te) != GIT_FILEMODE_TREE)
+                        t->attr_converts = attributes_may_convert(repo, git_tree_entry_id(te));
         }
         git_tree_free(tree);
         /* git sorts a folder's name as if it ended in '/': not strcmp() order */

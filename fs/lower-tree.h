@@ -35,7 +35,9 @@ struct tree_ent {
 struct tree_index {
         git_oid oid;
         uint32_t n;
-        bool has_attributes;         /* a .gitattributes entry is in this tree */
+        /* a .gitattributes entry is in this tree and it may convert files on
+         * checkout (it mentions "crlf" or "ident"; lower-tree.c) */
+        bool attr_converts;
         const struct tree_ent *ents; /* git's order, what a listing shows */
         const uint32_t *by_name;     /* indexes into ents, in strcmp() order of names */
         const char *names;

@@ -28,8 +28,9 @@ struct lent {
         uint64_t size; /* valid if size_known (git: as checked out, after eol/ident) */
         bool size_known;
         struct timespec mtime, ctime;
-        /* git lower: a .gitattributes of the base tree is in this entry's directory
-         * or above (else no attribute can apply, and no lookup is made) */
+        /* git lower: a .gitattributes of the base tree that may convert files (it
+         * mentions "crlf" or "ident") is in this entry's directory or above; else
+         * no attribute can convert it, and no lookup is made */
         bool attr_scope;
         /* git lower: does checking out convert the blob (eol=crlf, ident)? 0 unknown,
          * 1 no, 2 yes; conv_key names the conversion in the blob cache */
@@ -94,12 +95,18 @@ int lower_readlink(struct lower *l, const struct lent *e, char **ret);
 /*
  * A file of the base tree as a fresh checkout writes it: its size after the
  * base revision's eol and ident attributes (never a filter that runs a
- * program), and whether that differs from the blob. For the workspace's
- * .git/index (fs/gitindex.c). Thread-safe.
+ * program), and whether that differs from the blob. *size holds the blob's
+ * size on the way in (git_odb_read_header), and is left alone unless the
+ * file converts, so the blob is read only then. For a path in attribute
+ * scope (lower_git_attr_scope; outside it nothing converts). For the
+ * workspace's .git/index (fs/gitindex.c). Thread-safe.
  */
-int lower_git_worktree_size(struct lower *l, const char *path, const git_oid *oid,
-                            uint64_t *ret_size, bool *ret_converted);
-/* Is a .gitattributes of the base tree in path's directory or above? */
+int lower_git_worktree_size(struct lower *l, const char *path, const git_oid *oid, uint64_t *size,
+                            bool *ret_converted);
+/*
+ * Is a .gitattributes of the base tree that may convert files (one that
+ * mentions "crlf" or "ident", lower-tree.h) in path's directory or above?
+ */
 bool lower_git_attr_scope(struct lower *l, const char *path);
 
 /*
