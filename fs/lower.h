@@ -12,6 +12,7 @@
 #pragma once
 
 #include <git2.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -103,6 +104,24 @@ int lower_readlink(struct lower *l, const struct lent *e, char **ret);
  */
 int lower_git_worktree_size(struct lower *l, const char *path, const git_oid *oid, uint64_t *size,
                             bool *ret_converted);
+/*
+ * The workspace index build's view of a file of the base tree, path, blob
+ * oid, *size its blob's size (git_odb_read_header): *size becomes its size
+ * as checked out (lower_git_worktree_size, for a path in attribute scope),
+ * and a file that does not convert is noted in its folder's tree index
+ * (lower-tree.h), so that its first stat after the build (the first git
+ * status stats every file) neither reads its object header again nor looks
+ * its attributes up. Files come folder by folder: c keeps the folder's
+ * scope and tree; start it zeroed, end it with lower_git_cursor_done().
+ */
+struct lower_git_cursor {
+        char dir[PATH_MAX];
+        bool started, scope;
+        void *tree; /* struct tree_index, held */
+};
+int lower_git_index_file(struct lower *l, struct lower_git_cursor *c, const char *path,
+                         const git_oid *oid, uint64_t *size);
+void lower_git_cursor_done(struct lower *l, struct lower_git_cursor *c);
 /*
  * Is a .gitattributes of the base tree that may convert files (one that
  * mentions "crlf" or "ident", lower-tree.h) in path's directory or above?
