@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * lower-tree.h: the git lower's directory index. Each tree object the
- * lower reads is parsed once into a compact, immutable index (the entries
- * in git's order for listings, and a name-sorted permutation for O(log n)
- * lookups), kept by object id in a cache shared by every FUSE worker and
- * bounded by a memory budget, least recently used first out.
+ * lower reads is parsed once into a compact index (the entries in git's
+ * order for listings, and a name-sorted permutation for O(log n) lookups;
+ * immutable but for the index build's notes, written and read atomically),
+ * kept by object id in a cache shared by every FUSE worker and bounded by
+ * a memory budget, least recently used first out.
  *
  * libgit2 keeps no tree over 4 KiB in its object cache (and the daemon
  * turns its tree cache off, fs/daemon.c), so without this a folder of a
