@@ -114,13 +114,13 @@ static void git_changed(struct fs_workspace *ws)
 
 /*
  * gitdir's worktree_size: what the fs shows for a file whose attributes
- * convert it. Files are visited directory by directory, so whether any
- * .gitattributes is in scope is asked once per directory.
+ * convert it; *size comes in as the blob's, and only a file that converts
+ * is read. The lower notes every file that does not convert for the
+ * lookups that follow (lower_git_index_file).
  */
 struct size_cache {
         struct lower *lower;
-        char dir[PATH_MAX];
-        bool scope;
+        struct lower_git_cursor cur;
         unsigned part; /* the repo layer's, for its inode numbers */
 };
 
@@ -135,20 +135,8 @@ static uint64_t worktree_ino(void *userdata, const char *path)
 static int worktree_size(void *userdata, const char *path, const git_oid *id, uint64_t *size)
 {
         struct size_cache *c = userdata;
-        const char *slash = strrchr(path, '/');
-        size_t n = slash ? (size_t)(slash - path) : 0;
-        bool converted;
 
-        if (c->dir[0] == 1 || strlen(c->dir) != n || strncmp(c->dir, path, n) != 0) {
-                if (n >= sizeof(c->dir))
-                        return -ENAMETOOLONG;
-                memcpy(c->dir, path, n);
-                c->dir[n] = 0;
-                c->scope = lower_git_attr_scope(c->lower, path);
-        }
-        if (!c->scope)
-                return 0;
-        return lower_git_worktree_size(c->lower, path, id, size, &converted);
+        return lower_git_index_file(c->lower, &c->cur, path, id, size);
 }
 
 static void *build(void *arg)
@@ -174,13 +162,14 @@ static void *build(void *arg)
         if (sc) {
                 sc->lower = ws->repo.base;
                 sc->part = ws->repo.part;
-                sc->dir[0] = 1; /* no directory asked yet */
         }
         /* Tests widen the window in which lookups must wait (at most 10 s). */
         if (delay)
                 usleep((useconds_t)MIN(strtoul(delay, NULL, 10), 10000UL) * 1000);
         (void)unlinkat(ws->index.git_fd, INDEX_TMP, 0); /* left by a killed daemon */
         r = gitdir_write_index_msg(&p, ws->index.git_fd, INDEX_TMP, &err);
+        if (sc)
+                lower_git_cursor_done(sc->lower, &sc->cur);
         if (r == 0 && fstatat(ws->index.git_fd, INDEX_TMP, &st, AT_SYMLINK_NOFOLLOW) < 0)
                 r = negative_errno();
         if (r == 0) {

@@ -22,8 +22,9 @@
  * info/attributes), so neither the source's checkout nor a host file can
  * change what the agent sees. Filters that run programs (filter=, LFS) are
  * never run: libgit2 knows none, and the agent sees the blob as stored. A
- * path with no .gitattributes above it in the base tree (attr_scope) costs
- * no attribute lookup at all.
+ * path with no .gitattributes above it in the base tree that could convert
+ * anything (attr_scope: none mentions "crlf" or "ident", lower-tree.c)
+ * costs no attribute lookup at all.
  */
 #include <fcntl.h>
 #include <git2/sys/repository.h>
@@ -99,7 +100,14 @@ static struct thread_git *thread_git(struct lower *l)
         return t;
 }
 
-static void fill_from_entry(const struct tree_ent *te, struct lower *l, bool attr_scope,
+/*
+ * e from the entry te of tree, the folder dir (dir_len bytes). A file the
+ * workspace index build noted (tree_index_note) has its size and "no
+ * conversion" already: its first stat reads no object header and makes no
+ * attribute lookup.
+ */
+static void fill_from_entry(const struct tree_index *tree, const char *dir, size_t dir_len,
+                            const struct tree_ent *te, struct lower *l, bool attr_scope,
                             struct lent *e)
 {
         git_filemode_t fm = te->mode;
@@ -128,6 +136,9 @@ static void fill_from_entry(const struct tree_ent *te, struct lower *l, bool att
         if (S_ISDIR(e->mode)) {
                 e->size = 4096;
                 e->size_known = true;
+        } else if (S_ISREG(e->mode) && tree && tree_index_noted(tree, dir, dir_len, te, &e->size)) {
+                e->size_known = true;
+                e->conv = 1;
         }
 }
 
@@ -175,7 +186,8 @@ static int git_child(struct lower *l, const struct lent *dir, const char *name, 
                 r = -ENOENT;
                 goto out;
         }
-        fill_from_entry(te, l, dir->attr_scope || tree->has_attributes, &e);
+        fill_from_entry(tree, dir->path, strlen(dir->path), te, l,
+                        dir->attr_scope || tree->attr_converts, &e);
         e.path = lower_path_join(dir->path, name);
         if (!e.path) {
                 r = -ENOMEM;
@@ -190,11 +202,14 @@ out:
 
 /*
  * Walk path from the root: the entry it names (its mode and id into *ret)
- * and whether a .gitattributes is in a folder on the way (the root, and
- * each folder that holds the next component). -ENOENT if a component is
- * missing, -ENOTDIR if one before the last is not a folder.
+ * and whether a .gitattributes that may convert is in a folder on the way
+ * (the root, and each folder that holds the next component); if
+ * ret_noted, the size the index build noted for it, or UINT64_MAX. -ENOENT
+ * if a component is missing, -ENOTDIR if one before the last is not a
+ * folder.
  */
-static int path_walk(struct lower *l, const char *path, struct tree_ent *ret, bool *ret_scope)
+static int path_walk(struct lower *l, const char *path, struct tree_ent *ret, bool *ret_scope,
+                     uint64_t *ret_noted)
 {
         char comp[NAME_MAX + 1];
         git_oid cur = l->tree_oid;
@@ -215,11 +230,15 @@ static int path_walk(struct lower *l, const char *path, struct tree_ent *ret, bo
                 r = tree_get(l, &cur, &tree);
                 if (r < 0)
                         return r == -ENOENT ? -ENOTDIR : r; /* a submodule has no entries */
-                scope = scope || tree->has_attributes;
+                scope = scope || tree->attr_converts;
                 te = tree_index_find(tree, comp);
-                if (te && !*end)
+                if (te && !*end) {
                         *ret = *te;
-                else if (te)
+                        if (ret_noted &&
+                            !tree_index_noted(tree, path, (size_t)(s - path) - (s > path), te,
+                                              ret_noted))
+                                *ret_noted = UINT64_MAX;
+                } else if (te)
                         cur = te->oid;
                 r = !te ? -ENOENT : (*end && te->mode != GIT_FILEMODE_TREE) ? -ENOTDIR : 0;
                 tree_put(l, tree);
@@ -237,15 +256,21 @@ static int git_lookup_path(struct lower *l, const char *path, struct lent *ret)
 {
         struct tree_ent te;
         struct lent e = {0};
+        uint64_t noted;
         bool scope;
         int r;
 
         if (!*path)
                 return git_root(l, ret);
-        r = path_walk(l, path, &te, &scope);
+        r = path_walk(l, path, &te, &scope, &noted);
         if (r < 0)
                 return r == -ENOTDIR ? -ENOENT : r;
-        fill_from_entry(&te, l, scope, &e);
+        fill_from_entry(NULL, NULL, 0, &te, l, scope, &e);
+        if (S_ISREG(e.mode) && noted != UINT64_MAX) {
+                e.size = noted;
+                e.size_known = true;
+                e.conv = 1;
+        }
         e.path = strdup(path);
         if (!e.path)
                 return -ENOMEM;
@@ -463,24 +488,79 @@ bool lower_git_attr_scope(struct lower *l, const char *path)
         struct tree_ent te;
         bool scope;
 
-        if (path_walk(l, path, &te, &scope) < 0)
+        if (path_walk(l, path, &te, &scope, NULL) < 0)
                 return true; /* cannot tell: look the attributes up, only slower */
         return scope;
 }
 
-int lower_git_worktree_size(struct lower *l, const char *path, const git_oid *oid,
-                            uint64_t *ret_size, bool *ret_converted)
+int lower_git_worktree_size(struct lower *l, const char *path, const git_oid *oid, uint64_t *size,
+                            bool *ret_converted)
 {
-        struct lent e = {.path = (char *)path, .oid = *oid, .mode = S_IFREG | 0644};
+        struct lent e = {
+                .path = (char *)path, .oid = *oid, .mode = S_IFREG | 0644, .attr_scope = true};
+        struct thread_git *t = thread_git(l);
         int r;
 
-        e.attr_scope = lower_git_attr_scope(l, path);
+        *ret_converted = false;
+        if (!t)
+                return -EIO;
+        r = conv_decide(l, t, &e);
+        if (r < 0 || e.conv != 2)
+                return r; /* as stored: *size, the blob's, is already right */
         r = git_size(l, &e);
         if (r < 0)
                 return r;
-        *ret_size = e.size;
-        *ret_converted = e.conv == 2;
+        *size = e.size;
+        *ret_converted = true;
         return 0;
+}
+
+int lower_git_index_file(struct lower *l, struct lower_git_cursor *c, const char *path,
+                         const git_oid *oid, uint64_t *size)
+{
+        const char *slash = strrchr(path, '/');
+        size_t n = slash ? (size_t)(slash - path) : 0;
+        bool converted = false;
+        int r;
+
+        if (!c->started || strlen(c->dir) != n || strncmp(c->dir, path, n) != 0) {
+                struct tree_index *t = NULL;
+                struct tree_ent te;
+                bool scope;
+
+                if (n >= sizeof(c->dir))
+                        return -ENAMETOOLONG;
+                lower_git_cursor_done(l, c);
+                memcpy(c->dir, path, n);
+                c->dir[n] = 0;
+                c->started = true;
+                c->scope = lower_git_attr_scope(l, path);
+                /* The folder's tree, held while its files come, for the notes;
+                 * none (a read error): no notes, only slower lookups later. */
+                if (n == 0)
+                        (void)tree_get(l, &l->tree_oid, &t);
+                else if (path_walk(l, c->dir, &te, &scope, NULL) == 0 &&
+                         te.mode == GIT_FILEMODE_TREE)
+                        (void)tree_get(l, &te.oid, &t);
+                c->tree = t;
+        }
+        if (c->scope) {
+                r = lower_git_worktree_size(l, path, oid, size, &converted);
+                if (r < 0)
+                        return r;
+        }
+        if (!converted && c->tree) {
+                const struct tree_ent *te = tree_index_find(c->tree, slash ? slash + 1 : path);
+                if (te && git_oid_equal(&te->oid, oid))
+                        tree_index_note(c->tree, c->dir, n, te, *size);
+        }
+        return 0;
+}
+
+void lower_git_cursor_done(struct lower *l, struct lower_git_cursor *c)
+{
+        tree_put(l, c->tree);
+        c->tree = NULL;
 }
 
 int lower_git_read_file(struct lower *l, struct lent *e, char **ret, size_t *ret_len)
@@ -518,11 +598,12 @@ static int git_list(struct lower *l, const struct lent *dir, lower_list_fn fn, v
                 return 0; /* submodule: empty */
         if (r < 0)
                 return r;
-        bool scope = dir->attr_scope || tree->has_attributes;
+        bool scope = dir->attr_scope || tree->attr_converts;
+        size_t dir_len = strlen(dir->path);
         for (size_t i = 0; i < tree->n; i++) {
                 const struct tree_ent *te = &tree->ents[i];
                 struct lent e = {0};
-                fill_from_entry(te, l, scope, &e);
+                fill_from_entry(tree, dir->path, dir_len, te, l, scope, &e);
                 r = fn(tree_ent_name(tree, te), &e, userdata);
                 if (r < 0)
                         break;

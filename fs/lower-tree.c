@@ -47,13 +47,19 @@ int tree_cache_new(uint64_t budget, struct tree_cache **ret)
         return 0;
 }
 
+static void index_free(struct tree_index *t)
+{
+        free(__atomic_load_n(&t->noted_dir, __ATOMIC_ACQUIRE));
+        free(t);
+}
+
 void tree_cache_free(struct tree_cache *c)
 {
         if (!c)
                 return;
         for (struct tree_index *t = c->lru.lru_next, *next; t != &c->lru; t = next) {
                 next = t->lru_next;
-                free(t);
+                index_free(t);
         }
         free(c->buckets);
         pthread_mutex_destroy(&c->lock);
@@ -133,7 +139,7 @@ static void evict_locked(struct tree_cache *c)
                 struct tree_index *prev = t->lru_prev;
                 if (t->refs == 0) {
                         remove_locked(c, t);
-                        free(t);
+                        index_free(t);
                         c->st.evictions++;
                 }
                 t = prev;
@@ -150,6 +156,32 @@ static int by_name_cmp(const void *a, const void *b, void *userdata)
         const struct sort_ctx *s = userdata;
         return strcmp(s->names + s->ents[*(const uint32_t *)a].name_off,
                       s->names + s->ents[*(const uint32_t *)b].name_off);
+}
+
+/*
+ * Can the .gitattributes blob id make a checkout convert a file? With the
+ * lower's fixed config (core.eol = lf, no autocrlf) only an eol value of
+ * crlf and the ident attribute convert (lower-git.c, conv_decide), and
+ * attribute names and that value are case-sensitive, so a file that
+ * mentions neither "crlf" nor "ident" cannot; nor can a macro help (the
+ * lower's repository has no work tree, so libgit2 takes no macro from a
+ * .gitattributes). Not parsed, only searched: a false "yes" costs an
+ * attribute lookup, never a wrong answer. Unreadable: yes.
+ */
+static bool attributes_may_convert(git_repository *repo, const git_oid *id)
+{
+        git_blob *blob = NULL;
+        const void *p;
+        size_t n;
+        bool r;
+
+        if (git_blob_lookup(&blob, repo, id) < 0)
+                return true;
+        p = git_blob_rawcontent(blob);
+        n = (size_t)git_blob_rawsize(blob);
+        r = memmem(p, n, "crlf", 4) || memmem(p, n, "ident", 5);
+        git_blob_free(blob);
+        return r;
 }
 
 /* Read and parse tree oid (libgit2's parser) into a fresh index. */
@@ -194,8 +226,9 @@ static int index_build(git_repository *repo, const git_oid *oid, struct tree_ind
                 memcpy(names + names_len, name, len + 1);
                 names_len += len + 1;
                 by_name[i] = (uint32_t)i;
-                if (streq(name, ".gitattributes"))
-                        t->has_attributes = true;
+                if (streq(name, ".gitattributes") &&
+                    git_tree_entry_filemode(te) != GIT_FILEMODE_TREE)
+                        t->attr_converts = attributes_may_convert(repo, git_tree_entry_id(te));
         }
         git_tree_free(tree);
         /* git sorts a folder's name as if it ended in '/': not strcmp() order */
@@ -238,7 +271,7 @@ int tree_cache_get(struct tree_cache *c, git_repository *repo, const git_oid *oi
         pthread_mutex_lock(&c->lock);
         other = find_locked(c, oid);
         if (other) {
-                free(t);
+                index_free(t);
                 t = other;
                 lru_unlink(t);
         } else {
@@ -273,6 +306,44 @@ void tree_cache_stats(struct tree_cache *c, struct tree_cache_stats *ret)
         pthread_mutex_lock(&c->lock);
         *ret = c->st;
         pthread_mutex_unlock(&c->lock);
+}
+
+/* Does t's notes hold for the folder dir? Claims them for dir if no folder has yet. */
+static bool noted_dir_is(struct tree_index *t, const char *dir, size_t dir_len, bool claim)
+{
+        char *have = __atomic_load_n(&t->noted_dir, __ATOMIC_ACQUIRE), *mine;
+
+        if (!have && claim) {
+                mine = strndup(dir, dir_len);
+                if (!mine)
+                        return false;
+                if (__atomic_compare_exchange_n(&t->noted_dir, &have, mine, false, __ATOMIC_ACQ_REL,
+                                                __ATOMIC_ACQUIRE))
+                        have = mine;
+                else
+                        free(mine); /* another folder was first: have is its */
+        }
+        return have && strlen(have) == dir_len && memcmp(have, dir, dir_len) == 0;
+}
+
+void tree_index_note(struct tree_index *t, const char *dir, size_t dir_len,
+                     const struct tree_ent *e, uint64_t size)
+{
+        if (size >= UINT32_MAX || !noted_dir_is(t, dir, dir_len, true))
+                return;
+        /* ents is part of t's own allocation: only the notes ever change */
+        __atomic_store_n(&((struct tree_ent *)e)->noted, (uint32_t)size + 1, __ATOMIC_RELAXED);
+}
+
+bool tree_index_noted(const struct tree_index *t, const char *dir, size_t dir_len,
+                      const struct tree_ent *e, uint64_t *ret_size)
+{
+        uint32_t v = __atomic_load_n(&e->noted, __ATOMIC_RELAXED);
+
+        if (v == 0 || !noted_dir_is((struct tree_index *)t, dir, dir_len, false))
+                return false;
+        *ret_size = v - 1;
+        return true;
 }
 
 const struct tree_ent *tree_index_find(const struct tree_index *t, const char *name)

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <git2.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -28,8 +29,9 @@ struct lent {
         uint64_t size; /* valid if size_known (git: as checked out, after eol/ident) */
         bool size_known;
         struct timespec mtime, ctime;
-        /* git lower: a .gitattributes of the base tree is in this entry's directory
-         * or above (else no attribute can apply, and no lookup is made) */
+        /* git lower: a .gitattributes of the base tree that may convert files (it
+         * mentions "crlf" or "ident") is in this entry's directory or above; else
+         * no attribute can convert it, and no lookup is made */
         bool attr_scope;
         /* git lower: does checking out convert the blob (eol=crlf, ident)? 0 unknown,
          * 1 no, 2 yes; conv_key names the conversion in the blob cache */
@@ -94,12 +96,36 @@ int lower_readlink(struct lower *l, const struct lent *e, char **ret);
 /*
  * A file of the base tree as a fresh checkout writes it: its size after the
  * base revision's eol and ident attributes (never a filter that runs a
- * program), and whether that differs from the blob. For the workspace's
- * .git/index (fs/gitindex.c). Thread-safe.
+ * program), and whether that differs from the blob. *size holds the blob's
+ * size on the way in (git_odb_read_header), and is left alone unless the
+ * file converts, so the blob is read only then. For a path in attribute
+ * scope (lower_git_attr_scope; outside it nothing converts). For the
+ * workspace's .git/index (fs/gitindex.c). Thread-safe.
  */
-int lower_git_worktree_size(struct lower *l, const char *path, const git_oid *oid,
-                            uint64_t *ret_size, bool *ret_converted);
-/* Is a .gitattributes of the base tree in path's directory or above? */
+int lower_git_worktree_size(struct lower *l, const char *path, const git_oid *oid, uint64_t *size,
+                            bool *ret_converted);
+/*
+ * The workspace index build's view of a file of the base tree, path, blob
+ * oid, *size its blob's size (git_odb_read_header): *size becomes its size
+ * as checked out (lower_git_worktree_size, for a path in attribute scope),
+ * and a file that does not convert is noted in its folder's tree index
+ * (lower-tree.h), so that its first stat after the build (the first git
+ * status stats every file) neither reads its object header again nor looks
+ * its attributes up. Files come folder by folder: c keeps the folder's
+ * scope and tree; start it zeroed, end it with lower_git_cursor_done().
+ */
+struct lower_git_cursor {
+        char dir[PATH_MAX];
+        bool started, scope;
+        void *tree; /* struct tree_index, held */
+};
+int lower_git_index_file(struct lower *l, struct lower_git_cursor *c, const char *path,
+                         const git_oid *oid, uint64_t *size);
+void lower_git_cursor_done(struct lower *l, struct lower_git_cursor *c);
+/*
+ * Is a .gitattributes of the base tree that may convert files (one that
+ * mentions "crlf" or "ident", lower-tree.h) in path's directory or above?
+ */
 bool lower_git_attr_scope(struct lower *l, const char *path);
 
 /*

@@ -20,6 +20,7 @@
 #include "fs-private.h"
 #include "lower-tree.h"
 #include "state.h"
+#include "lib/util.h"
 
 static char tmpdir[64];
 
@@ -285,7 +286,7 @@ START_TEST(tree_cache_finds_every_entry_of_a_huge_folder_and_keeps_git_order)
         ck_assert_ptr_null(tree_index_find(t, "d00001."));
         ck_assert_ptr_null(tree_index_find(t, "d99999"));
         ck_assert_ptr_null(tree_index_find(t, ""));
-        ck_assert(!t->has_attributes);
+        ck_assert(!t->attr_converts);
         tree_cache_put(c, t);
         /* the second get is answered from the cache */
         ck_assert_int_eq(tree_cache_get(c, repo, &id, &t), 0);
@@ -295,7 +296,7 @@ START_TEST(tree_cache_finds_every_entry_of_a_huge_folder_and_keeps_git_order)
         ck_assert_uint_eq(st.hits, 1);
         ck_assert_uint_eq(st.entries, 1);
         /*
-         * What an entry costs (docs/fs-design.md, "The tree cache"): 32
+         * What an entry costs (docs/fs-design.md, "The tree cache"): 36
          * bytes plus its name and NUL, and a header per tree.
          */
         uint64_t names = 0;
@@ -303,7 +304,7 @@ START_TEST(tree_cache_finds_every_entry_of_a_huge_folder_and_keeps_git_order)
                 names += strlen(git_tree_entry_name(git_tree_entry_byindex(tree, i))) + 1;
         printf("# tree cache: %u entries in %" PRIu64 " bytes, %.1f per entry\n", n, st.bytes,
                (double)st.bytes / n);
-        ck_assert_uint_le(st.bytes, (uint64_t)n * 32 + names + 256);
+        ck_assert_uint_le(st.bytes, (uint64_t)n * 36 + names + 256);
         tree_cache_free(c);
         git_tree_free(tree);
         git_repository_free(repo);
@@ -390,6 +391,123 @@ START_TEST(tree_cache_over_budget_alone_is_dropped_when_put)
 }
 END_TEST
 
+/* A tree of one entry, .gitattributes, holding text (a folder of that name if text is NULL). */
+static void attributes_tree(git_repository *repo, const char *text, git_oid *ret)
+{
+        git_treebuilder *tb;
+        git_oid id;
+
+        ck_assert_int_eq(git_treebuilder_new(&tb, repo, NULL), 0);
+        if (text) {
+                ck_assert_int_eq(git_blob_create_from_buffer(&id, repo, text, strlen(text)), 0);
+                ck_assert_int_eq(
+                        git_treebuilder_insert(NULL, tb, ".gitattributes", &id, GIT_FILEMODE_BLOB),
+                        0);
+        } else {
+                make_big_tree(repo, 3, &id);
+                ck_assert_int_eq(
+                        git_treebuilder_insert(NULL, tb, ".gitattributes", &id, GIT_FILEMODE_TREE),
+                        0);
+        }
+        ck_assert_int_eq(git_treebuilder_write(ret, tb), 0);
+        git_treebuilder_free(tb);
+}
+
+/*
+ * Only a .gitattributes that names eol=crlf or ident puts the files below it
+ * in attribute scope (lower-tree.c, attributes_may_convert): git.git's kind
+ * of whitespace=, diff=, text and eol=lf rules cost no attribute lookup.
+ */
+START_TEST(tree_cache_flags_only_attributes_that_may_convert)
+{
+        static const struct {
+                const char *text;
+                bool converts;
+        } cases[] = {
+                {"* whitespace=!indent,trail,space\n*.[ch] diff=cpp text eol=lf\n", false},
+                {"*.png binary\n*.txt text=auto\n*.sh -text\nCODE.md -whitespace\n", false},
+                {"*.bat text eol=crlf\n", true},
+                {"*.v ident\n", true},
+                {"*.txt crlf\n", true},      /* the old attribute: asked, to be safe */
+                {"*.txt eol=CRLF\n", false}, /* git takes only "crlf" */
+                {NULL, false},               /* a folder called .gitattributes */
+        };
+        char path[128];
+        git_repository *repo;
+        struct tree_cache *c;
+        struct tree_index *t;
+        git_oid id;
+
+        git_libgit2_init();
+        snprintf(path, sizeof(path), "%s/attrs", tmpdir);
+        ck_assert_int_eq(git_repository_init(&repo, path, 1), 0);
+        ck_assert_int_eq(tree_cache_new(0, &c), 0);
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                attributes_tree(repo, cases[i].text, &id);
+                ck_assert_int_eq(tree_cache_get(c, repo, &id, &t), 0);
+                ck_assert_msg(t->attr_converts == cases[i].converts, "case %zu: %s", i,
+                              cases[i].text ? cases[i].text : "(folder)");
+                tree_cache_put(c, t);
+        }
+        tree_cache_free(c);
+        git_repository_free(repo);
+        git_libgit2_shutdown();
+}
+END_TEST
+
+/*
+ * The index build's notes (tree_index_note): kept per entry, for the folder
+ * that noted first only (a tree may sit in several folders, whose attributes
+ * may differ), and never for a size the note cannot hold.
+ */
+START_TEST(tree_cache_notes_hold_for_the_folder_that_made_them)
+{
+        char path[128];
+        git_repository *repo;
+        struct tree_cache *c;
+        struct tree_index *t, *again;
+        const struct tree_ent *a, *b;
+        uint64_t size;
+        git_oid id;
+
+        git_libgit2_init();
+        snprintf(path, sizeof(path), "%s/notes", tmpdir);
+        ck_assert_int_eq(git_repository_init(&repo, path, 1), 0);
+        make_big_tree(repo, 6, &id);
+        ck_assert_int_eq(tree_cache_new(0, &c), 0);
+        ck_assert_int_eq(tree_cache_get(c, repo, &id, &t), 0);
+        a = tree_index_find(t, "d00000.c");
+        b = tree_index_find(t, "d00001.c");
+        ck_assert_ptr_nonnull(a);
+        ck_assert_ptr_nonnull(b);
+        ck_assert(!tree_index_noted(t, "src/x", 5, a, &size));
+        tree_index_note(t, "src/x", 5, a, 1234);
+        ck_assert(tree_index_noted(t, "src/x", 5, a, &size));
+        ck_assert_uint_eq(size, 1234);
+        ck_assert(!tree_index_noted(t, "src/x", 5, b, &size)); /* b was not noted */
+        ck_assert(!tree_index_noted(t, "src", 3, a, &size));   /* another folder */
+        ck_assert(!tree_index_noted(t, "src/xy", 6, a, &size));
+        ck_assert(!tree_index_noted(t, "", 0, a, &size));
+        tree_index_note(t, "other", 5, b, 7); /* src/x owns the notes */
+        ck_assert(!tree_index_noted(t, "other", 5, b, &size));
+        ck_assert(!tree_index_noted(t, "src/x", 5, b, &size));
+        tree_index_note(t, "src/x", 5, b, (uint64_t)UINT32_MAX); /* too big to note */
+        ck_assert(!tree_index_noted(t, "src/x", 5, b, &size));
+        tree_index_note(t, "src/x", 5, b, 0); /* an empty file is a size too */
+        ck_assert(tree_index_noted(t, "src/x", 5, b, &size));
+        ck_assert_uint_eq(size, 0);
+        /* the same index, shared: the notes are there for the next holder */
+        ck_assert_int_eq(tree_cache_get(c, repo, &id, &again), 0);
+        ck_assert_ptr_eq(again, t);
+        ck_assert(tree_index_noted(again, "src/x", 5, a, &size));
+        tree_cache_put(c, again);
+        tree_cache_put(c, t);
+        tree_cache_free(c);
+        git_repository_free(repo);
+        git_libgit2_shutdown();
+}
+END_TEST
+
 START_TEST(dir_lower_shows_symlinks_without_following_them)
 {
         char src[128], p[192];
@@ -458,6 +576,8 @@ int main(void)
         tcase_add_test(tc, tree_cache_finds_every_entry_of_a_huge_folder_and_keeps_git_order);
         tcase_add_test(tc, tree_cache_stays_within_a_tiny_budget_and_answers_the_same);
         tcase_add_test(tc, tree_cache_over_budget_alone_is_dropped_when_put);
+        tcase_add_test(tc, tree_cache_flags_only_attributes_that_may_convert);
+        tcase_add_test(tc, tree_cache_notes_hold_for_the_folder_that_made_them);
         tcase_add_test(tc, dir_lower_shows_symlinks_without_following_them);
         tcase_add_test(tc, data_copy_keeps_holes);
         suite_add_tcase(s, tc);

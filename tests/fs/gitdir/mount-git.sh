@@ -18,6 +18,7 @@ cfg=$tmp/workspace.ini
 M=$tmp/mnt
 cleanup() {
         force_unmount "$cfg" "$M"
+        force_unmount "$tmp/attrs.ini" "$tmp/attrs-mnt"
         rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -177,5 +178,59 @@ expect_eq worktree_state_survives_remount "$(cat "$tmp/status-before-unmount")" 
         "$(git -C "$W" status --porcelain 2>&1)"
 expect_eq source_is_unchanged_after_remount "$src_before" "$(tree_sum "$R")"
 check final_unmount_succeeds "$CLOISTER" unmount "$cfg"
+
+# --- attributes that cannot convert cost no data read -------------------------
+# git.git's kind of .gitattributes: whitespace=, diff=, text and eol=lf
+# rules over every file, one eol=crlf rule, and a folder's own attributes.
+# The fresh workspace's index has every size right without inflating a blob
+# that does not convert, so the agent's first git status is clean, opens no
+# work tree file and leaves the index as it was built; the blob cache holds
+# the one converted file and nothing else (docs/workspace-git.md).
+A=$tmp/attrs-source
+git init -q -b main "$A"
+mkdir -p "$A/sub" "$A/t"
+cat >"$A/.gitattributes" <<'GA'
+* whitespace=!indent,trail,space
+*.[ch] whitespace=indent,trail,space diff=cpp
+*.sh text eol=lf
+*.bat text eol=crlf
+/t/*.sh conflict-marker-size=32
+GA
+printf '*.txt text -whitespace\n' >"$A/sub/.gitattributes"
+printf 'int x;\n' >"$A/a.c"
+printf '#!/bin/sh\necho a\n' >"$A/t/t0001.sh"
+printf 'echo off\nrem two\n' >"$A/w.bat"
+printf 'plain\ntext\n' >"$A/sub/n.txt"
+printf 'no attributes here\n' >"$A/README"
+git -C "$A" add -A
+GIT_COMMITTER_DATE=@1700000000 git -C "$A" commit -qm attrs
+acfg=$tmp/attrs.ini
+AM=$tmp/attrs-mnt
+cat >"$acfg" <<EOF
+[workspace]
+name = gitdir-attrs
+state = $tmp/attrs-state
+mountpoint = $AM
+
+[repo]
+source = $A
+rev = main
+path = /workspace
+EOF
+check mount_a_workspace_with_attributes "$CLOISTER" mount "$acfg"
+AW=$AM/workspace
+index_sum=$(sha256sum <"$AW/.git/index") # waits for the index to be built
+agent_prefix "$AW"
+check_no_data_read first_status_with_attributes_opens_no_work_tree_file "$AW" \
+        "${AGENT[@]}" git -C "$AW" status --porcelain
+expect_eq first_status_with_attributes_is_clean "" \
+        "$("${AGENT[@]}" git -C "$AW" status --porcelain --untracked-files=all 2>&1)"
+expect_eq status_as_the_agent_leaves_the_built_index_as_it_was "$index_sum" \
+        "$(sha256sum <"$AW/.git/index")"
+expect_eq only_the_converted_blob_was_inflated "$(git -C "$A" rev-parse HEAD:w.bat)" \
+        "$(cd "$tmp/attrs-state/fs/cache" && ls | grep -v '^gitconfig$' | sed 's/\..*//')"
+expect_eq converted_file_is_crlf_as_a_checkout_writes_it "$(printf 'echo off\r\nrem two\r\n' | od -c)" \
+        "$(od -c <"$AW/w.bat")"
+check final_attrs_unmount_succeeds "$CLOISTER" unmount "$acfg"
 
 finish
