@@ -22,13 +22,10 @@ C=$(make_config fds "$T/repo" "
 bytes = 4M
 files = 5000
 ")
-S=$(state_of "$C")
 W=$(mnt_of "$C")/workspace
-fds() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 
-check mount_under_a_low_nofile prlimit --nofile=$LIMIT:$LIMIT "$CLOISTER" mount "$C"
-pid=$(cat "$S/mount.pid" 2>/dev/null)
-same daemon_runs_under_the_limit "$(awk '/^Max open files/ { print $4, $5 }' "/proc/$pid/limits")" "$LIMIT $LIMIT"
+mount_nofile "$C" $LIMIT
+pid=$NOFILE_PID
 
 mkdir "$W/many"
 for ((i = 0; i < FILES; i++)); do
@@ -39,11 +36,11 @@ for ((i = 0; i < OPEN; i++)); do
         exec {fd}<"$W/many/f$i"
         held+=("$fd")
 done
-before=$(fds "$pid")
+before=$(fds_of "$pid")
 # The test means something only if a descriptor more per held node would not fit.
 check a_descriptor_per_held_node_more_would_not_fit test $((before + OPEN)) -gt $LIMIT
 check checkpoint_with_the_files_held "$CLOISTER" checkpoint "$C" c1
-after=$(fds "$pid")
+after=$(fds_of "$pid")
 same held_files_read_after_the_switch "$(for fd in "${held[@]}"; do cat <&"$fd"; done | wc -l)" "$OPEN"
 for fd in "${held[@]}"; do exec {fd}<&-; done
 check no_descriptor_per_node_after_the_switch test "$after" -le $((before + 16))

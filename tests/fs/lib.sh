@@ -143,6 +143,18 @@ ref = l["layers"][cp["stack"][-1]]
 print(os.path.join(ref.get("state", st), ref["dir"]))' "$(state_of "$1")" "$2"
 }
 
+# fds_of PID: the descriptors process PID holds
+fds_of() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
+
+# mount_nofile CONFIG LIMIT: mount with RLIMIT_NOFILE at LIMIT (soft and
+# hard), check that the daemon runs under it, and set NOFILE_PID to it.
+mount_nofile() {
+        check mount_under_a_low_nofile prlimit --nofile="$2:$2" "$CLOISTER" mount "$1"
+        NOFILE_PID=$(cat "$(state_of "$1")/mount.pid" 2>/dev/null)
+        same daemon_runs_under_the_limit \
+                "$(awk '/^Max open files/ { print $4, $5 }' "/proc/$NOFILE_PID/limits")" "$2 $2"
+}
+
 do_mount() { "$CLOISTER" mount "$1"; }
 do_unmount() { "$CLOISTER" unmount "$1"; }
 

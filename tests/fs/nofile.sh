@@ -17,16 +17,13 @@ C=$(make_config nofile "$T/repo" "
 [limits]
 files = 20000
 ")
-S=$(state_of "$C")
 W=$(mnt_of "$C")/workspace
-fds() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
 # One thread for git: a burst of parallel lookups (core.preloadIndex) can
 # outrun a round at a limit as small as this one (fs/shed.c says why).
 G() { git -c safe.directory='*' -c user.name=t -c user.email=t@e -c core.preloadIndex=false "$@"; }
 
-check mount_under_a_low_nofile prlimit --nofile=$LIMIT:$LIMIT "$CLOISTER" mount "$C"
-pid=$(cat "$S/mount.pid" 2>/dev/null)
-same daemon_runs_under_the_limit "$(awk '/^Max open files/ { print $4, $5 }' "/proc/$pid/limits")" "$LIMIT $LIMIT"
+mount_nofile "$C" $LIMIT
+pid=$NOFILE_PID
 
 echo blue >"$W/marked"
 "$FSPROBE" setxattr "$W/marked" user.colour blue >/dev/null
@@ -42,7 +39,7 @@ for d in range(3):
         with open("%s/d%d/f%05d" % (w, d, i), "w") as f:
             f.write("%d %d\n" % (d, i))
 ' "$W"
-check daemon_stays_below_its_limit test "$(fds "$pid")" -lt $LIMIT
+check daemon_stays_below_its_limit test "$(fds_of "$pid")" -lt $LIMIT
 same every_file_reads_back "$(cat "$W"/d*/f* | wc -l)" 6000
 check every_file_has_its_own_content python3 -c '
 import sys
@@ -71,7 +68,7 @@ same the_commit_is_made "$(G -C "$W" log -1 --format=%s)" many
 for i in 1 2 3; do
         same "git_status_${i}_is_clean" "$(G -C "$W" status --porcelain 2>&1)" ""
 done
-check daemon_still_below_its_limit test "$(fds "$pid")" -lt $LIMIT
+check daemon_still_below_its_limit test "$(fds_of "$pid")" -lt $LIMIT
 check unmount "$CLOISTER" unmount "$C"
 check remount "$CLOISTER" mount "$C"
 same files_survive_a_remount "$(cat "$W"/d0/f* "$W"/moved/f* | wc -l)" 4000
