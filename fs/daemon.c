@@ -567,9 +567,13 @@ int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_
                 goto out;
         }
 
-        if (is_git_repo(o->repo.source))
+        if (is_git_repo(o->repo.source)) {
                 r = open_git_lower(ws, o, fsdir, cache, ret_error);
-        else
+                /* Before any lookup makes a per-thread handle; the daemon
+                 * opens no repository but the source. Failing costs speed only. */
+                if (r == 0)
+                        (void)lower_git_seal(ws->repo.lower);
+        } else
                 r = lower_dir_open(o->repo.source, &ws->repo.lower, ret_error);
         if (r < 0) {
                 r = fail(ret_error, r, "[repo] source '%s': cannot open", o->repo.source);

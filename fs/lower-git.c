@@ -65,7 +65,7 @@ static struct thread_git *thread_git(struct lower *l)
 {
         struct thread_git *t = pthread_getspecific(l->thread_key);
         git_repository *src = NULL;
-        git_config *cfg = NULL;
+        git_config *cfg = NULL, *snap = NULL;
         int g;
 
         if (t)
@@ -85,12 +85,17 @@ static struct thread_git *thread_git(struct lower *l)
         if (g == 0 && l->config_path)
                 g = git_config_add_file_ondisk(cfg, l->config_path, GIT_CONFIG_LEVEL_LOCAL, NULL,
                                                0);
+        /* A snapshot: read-only, so libgit2 does not stat(2) the file again
+         * for each key it looks up (three times per attribute lookup). */
         if (g == 0)
-                g = git_repository_set_config(t->repo, cfg);
+                g = git_config_snapshot(&snap, cfg);
+        if (g == 0)
+                g = git_repository_set_config(t->repo, snap);
         if (g == 0)
                 g = git_index_new(&t->index);
         if (g == 0)
                 g = git_repository_set_index(t->repo, t->index);
+        git_config_free(snap);
         git_config_free(cfg);
         git_repository_free(src);
         if (g < 0 || pthread_setspecific(l->thread_key, t) != 0) {
@@ -204,12 +209,12 @@ out:
  * Walk path from the root: the entry it names (its mode and id into *ret)
  * and whether a .gitattributes that may convert is in a folder on the way
  * (the root, and each folder that holds the next component); if
- * ret_noted, the size the index build noted for it, or UINT64_MAX. -ENOENT
- * if a component is missing, -ENOTDIR if one before the last is not a
- * folder.
+ * ret_tree, the index of the folder that holds it, held (tree_put() it),
+ * so that its notes can be read without a second walk. -ENOENT if a
+ * component is missing, -ENOTDIR if one before the last is not a folder.
  */
 static int path_walk(struct lower *l, const char *path, struct tree_ent *ret, bool *ret_scope,
-                     uint64_t *ret_noted)
+                     struct tree_index **ret_tree)
 {
         char comp[NAME_MAX + 1];
         git_oid cur = l->tree_oid;
@@ -232,15 +237,16 @@ static int path_walk(struct lower *l, const char *path, struct tree_ent *ret, bo
                         return r == -ENOENT ? -ENOTDIR : r; /* a submodule has no entries */
                 scope = scope || tree->attr_converts;
                 te = tree_index_find(tree, comp);
-                if (te && !*end) {
+                if (te && !*end)
                         *ret = *te;
-                        if (ret_noted &&
-                            !tree_index_noted(tree, path, (size_t)(s - path) - (s > path), te,
-                                              ret_noted))
-                                *ret_noted = UINT64_MAX;
-                } else if (te)
+                else if (te)
                         cur = te->oid;
                 r = !te ? -ENOENT : (*end && te->mode != GIT_FILEMODE_TREE) ? -ENOTDIR : 0;
+                if (r == 0 && !*end && ret_tree) {
+                        *ret_scope = scope;
+                        *ret_tree = tree;
+                        return 0;
+                }
                 tree_put(l, tree);
                 if (r < 0)
                         return r;
@@ -254,23 +260,21 @@ static int path_walk(struct lower *l, const char *path, struct tree_ent *ret, bo
 
 static int git_lookup_path(struct lower *l, const char *path, struct lent *ret)
 {
+        struct tree_index *tree = NULL;
         struct tree_ent te;
         struct lent e = {0};
-        uint64_t noted;
+        const char *slash = strrchr(path, '/');
         bool scope;
         int r;
 
         if (!*path)
                 return git_root(l, ret);
-        r = path_walk(l, path, &te, &scope, &noted);
+        r = path_walk(l, path, &te, &scope, &tree);
         if (r < 0)
                 return r == -ENOTDIR ? -ENOENT : r;
-        fill_from_entry(NULL, NULL, 0, &te, l, scope, &e);
-        if (S_ISREG(e.mode) && noted != UINT64_MAX) {
-                e.size = noted;
-                e.size_known = true;
-                e.conv = 1;
-        }
+        /* te is a copy of the folder's entry, its note with it */
+        fill_from_entry(tree, path, slash ? (size_t)(slash - path) : 0, &te, l, scope, &e);
+        tree_put(l, tree);
         e.path = strdup(path);
         if (!e.path)
                 return -ENOMEM;
@@ -483,18 +487,13 @@ static int git_size(struct lower *l, struct lent *e)
         return 0;
 }
 
-bool lower_git_attr_scope(struct lower *l, const char *path)
-{
-        struct tree_ent te;
-        bool scope;
-
-        if (path_walk(l, path, &te, &scope, NULL) < 0)
-                return true; /* cannot tell: look the attributes up, only slower */
-        return scope;
-}
-
-int lower_git_worktree_size(struct lower *l, const char *path, const git_oid *oid, uint64_t *size,
-                            bool *ret_converted)
+/*
+ * A file of the base tree in attribute scope as a fresh checkout writes it:
+ * *size holds the blob's size on the way in and is left alone unless the
+ * file converts, so the blob is read only then.
+ */
+static int worktree_size(struct lower *l, const char *path, const git_oid *oid, uint64_t *size,
+                         bool *ret_converted)
 {
         struct lent e = {
                 .path = (char *)path, .oid = *oid, .mode = S_IFREG | 0644, .attr_scope = true};
@@ -526,7 +525,7 @@ int lower_git_index_file(struct lower *l, struct lower_git_cursor *c, const char
         if (!c->started || strlen(c->dir) != n || strncmp(c->dir, path, n) != 0) {
                 struct tree_index *t = NULL;
                 struct tree_ent te;
-                bool scope;
+                bool scope = false;
 
                 if (n >= sizeof(c->dir))
                         return -ENAMETOOLONG;
@@ -534,18 +533,20 @@ int lower_git_index_file(struct lower *l, struct lower_git_cursor *c, const char
                 memcpy(c->dir, path, n);
                 c->dir[n] = 0;
                 c->started = true;
-                c->scope = lower_git_attr_scope(l, path);
-                /* The folder's tree, held while its files come, for the notes;
-                 * none (a read error): no notes, only slower lookups later. */
+                /* The folder's tree, held while its files come, for the notes
+                 * and, with the folders above it, the attribute scope: one
+                 * walk per folder. A read error: no notes (only slower
+                 * lookups later) and the attributes looked up. */
                 if (n == 0)
                         (void)tree_get(l, &l->tree_oid, &t);
                 else if (path_walk(l, c->dir, &te, &scope, NULL) == 0 &&
                          te.mode == GIT_FILEMODE_TREE)
                         (void)tree_get(l, &te.oid, &t);
                 c->tree = t;
+                c->scope = t ? scope || t->attr_converts : true;
         }
         if (c->scope) {
-                r = lower_git_worktree_size(l, path, oid, size, &converted);
+                r = worktree_size(l, path, oid, size, &converted);
                 if (r < 0)
                         return r;
         }
@@ -770,18 +771,20 @@ const struct lower_ops lower_git_ops = {
  * The fixed config of the per-thread handles, in the blob cache (ours, never
  * the agent's): what a fresh checkout on Linux does with no user config. The
  * attributes and excludes files are /dev/null, which also keeps libgit2 from
- * falling back to the host user's ~/.config/git/attributes. libgit2 reads a
- * config only from a path: the cache directory's, through our own fd.
+ * falling back to the host user's ~/.config/git/attributes; once sealed
+ * (lower_git_seal), libgit2 has no such file to fall back to, and the line
+ * goes: libgit2 stat(2)s that file on every attribute lookup. libgit2 reads
+ * a config only from a path: the cache directory's, through our own fd.
  */
 static int config_write(struct lower *l)
 {
-        static const char text[] = "[core]\n"
+        static const char head[] = "[core]\n"
                                    "\tautocrlf = false\n"
                                    "\teol = lf\n"
                                    "\tsafecrlf = false\n"
                                    "\tignorecase = false\n"
-                                   "\tattributesFile = /dev/null\n"
                                    "\texcludesFile = /dev/null\n";
+        static const char attributes[] = "\tattributesFile = /dev/null\n";
         char tmp[64];
         _cleanup_close_ int fd = -1;
         int r;
@@ -791,18 +794,37 @@ static int config_write(struct lower *l)
                     0600);
         if (fd < 0)
                 return negative_errno();
-        r = write_all(fd, text, sizeof(text) - 1);
+        r = write_all(fd, head, sizeof(head) - 1);
+        if (r == 0 && !l->sealed)
+                r = write_all(fd, attributes, sizeof(attributes) - 1);
         if (r == 0 && renameat(l->cache_dirfd, tmp, l->cache_dirfd, "gitconfig") < 0)
                 r = negative_errno();
         if (r < 0) {
                 unlinkat(l->cache_dirfd, tmp, 0);
                 return r;
         }
-        if (asprintf(&l->config_path, "/proc/self/fd/%d/gitconfig", l->cache_dirfd) < 0) {
+        if (!l->config_path &&
+            asprintf(&l->config_path, "/proc/self/fd/%d/gitconfig", l->cache_dirfd) < 0) {
                 l->config_path = NULL;
                 return -ENOMEM;
         }
         return 0;
+}
+
+int lower_git_seal(struct lower *l)
+{
+        static const int levels[] = {GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_XDG,
+                                     GIT_CONFIG_LEVEL_GLOBAL};
+
+        for (size_t i = 0; i < ELEMENTSOF(levels); i++)
+                if (git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, levels[i], "") < 0)
+                        return -EIO;
+        /* The source's ownership (safe.directory) was checked when it was
+         * opened; the files that could allow another owner are out of reach now. */
+        if (git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0) < 0)
+                return -EIO;
+        l->sealed = true;
+        return config_write(l);
 }
 
 static int set_error(char **ret_error, const char *what, const char *arg)

@@ -31,6 +31,7 @@ struct lower {
         git_oid commit_oid; /* attributes come from this commit's .gitattributes only */
         char commit_hex[GIT_OID_HEXSZ + 1];
         char *config_path; /* the fixed git config of the per-thread handles (lower-git.c) */
+        bool sealed;       /* lower_git_seal(): host git files are out of libgit2's reach */
         char *objects_dir;
         struct timespec time;     /* committer time of the base commit */
         int cache_dirfd;          /* inflated blobs, named by object id */

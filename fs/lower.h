@@ -94,20 +94,24 @@ int lower_read_small(struct lower *l, struct lent *e, size_t max, char **ret, si
 int lower_readlink(struct lower *l, const struct lent *e, char **ret);
 
 /*
- * A file of the base tree as a fresh checkout writes it: its size after the
- * base revision's eol and ident attributes (never a filter that runs a
- * program), and whether that differs from the blob. *size holds the blob's
- * size on the way in (git_odb_read_header), and is left alone unless the
- * file converts, so the blob is read only then. For a path in attribute
- * scope (lower_git_attr_scope; outside it nothing converts). For the
- * workspace's .git/index (fs/gitindex.c). Thread-safe.
+ * For a process that opens no other repository than l's source, once it has
+ * opened it: libgit2 no longer looks for the host's system, XDG and global
+ * git files, and l's per-thread handles get a config without
+ * core.attributesFile. Without it, every attribute lookup (the first stat of
+ * a file under a .gitattributes that may convert, as in git.git) made an
+ * access(2) of /etc/gitattributes and two stat(2)s of that file: three of
+ * the five system calls of a cold lookup. Process-wide: the daemon calls it
+ * before any per-thread handle exists. A failure leaves l as it was (and
+ * correct, only slower).
  */
-int lower_git_worktree_size(struct lower *l, const char *path, const git_oid *oid, uint64_t *size,
-                            bool *ret_converted);
+int lower_git_seal(struct lower *l);
+
 /*
  * The workspace index build's view of a file of the base tree, path, blob
  * oid, *size its blob's size (git_odb_read_header): *size becomes its size
- * as checked out (lower_git_worktree_size, for a path in attribute scope),
+ * as checked out (after the base revision's eol and ident attributes, never
+ * a filter that runs a program; read only for a path under a
+ * .gitattributes that mentions "crlf" or "ident"),
  * and a file that does not convert is noted in its folder's tree index
  * (lower-tree.h), so that its first stat after the build (the first git
  * status stats every file) neither reads its object header again nor looks
@@ -122,11 +126,6 @@ struct lower_git_cursor {
 int lower_git_index_file(struct lower *l, struct lower_git_cursor *c, const char *path,
                          const git_oid *oid, uint64_t *size);
 void lower_git_cursor_done(struct lower *l, struct lower_git_cursor *c);
-/*
- * Is a .gitattributes of the base tree that may convert files (one that
- * mentions "crlf" or "ident", lower-tree.h) in path's directory or above?
- */
-bool lower_git_attr_scope(struct lower *l, const char *path);
 
 /*
  * A stack of frozen layers over a base lower (lower-stack.c;

@@ -231,6 +231,51 @@ expect_eq only_the_converted_blob_was_inflated "$(git -C "$A" rev-parse HEAD:w.b
         "$(cd "$tmp/attrs-state/fs/cache" && ls | grep -v '^gitconfig$' | sed 's/\..*//')"
 expect_eq converted_file_is_crlf_as_a_checkout_writes_it "$(printf 'echo off\r\nrem two\r\n' | od -c)" \
         "$(od -c <"$AW/w.bat")"
+
+# --- a cold lookup asks the host for no git file -------------------------------
+# Mounted again, the daemon's tree cache is empty and nothing is noted, so
+# the first stat of each file (all in attribute scope here) asks libgit2 for
+# its attributes. The daemon has sealed libgit2 (lower_git_seal): no lookup
+# looks for /etc/gitattributes, the user's git files or core.attributesFile,
+# nor stats the handles' config again (before: three such calls per lookup).
+check attrs_unmount_before_the_cold_lookups "$CLOISTER" unmount "$acfg"
+check attrs_mount_again_for_the_cold_lookups "$CLOISTER" mount "$acfg"
+if ! command -v strace >/dev/null || ! strace -qq -o /dev/null true 2>/dev/null; then
+        TAP_N=$((TAP_N + 1))
+        echo "ok $TAP_N - cold_lookups_look_up_no_host_git_file # SKIP strace or ptrace is not available"
+else
+        dpid=$(cat "$tmp/attrs-state/mount.pid")
+        slog=$tmp/cold-lookups.strace
+        strace -f -qq -e trace=access,faccessat,faccessat2,stat,lstat,newfstatat,statx,openat \
+                -o "$slog" -p "$dpid" &
+        spid=$!
+        # strace -p attaches to every thread before it traces: wait for that.
+        for _ in $(seq 200); do
+                untraced=$(grep -l '^TracerPid:[[:space:]]*0$' /proc/"$dpid"/task/*/status 2>/dev/null)
+                [ -z "$untraced" ] && break
+                sleep 0.05
+        done
+        stat "$AW/a.c" "$AW/t/t0001.sh" "$AW/sub/n.txt" "$AW/README" "$AW/w.bat" >/dev/null
+        kill "$spid"
+        wait "$spid" 2>/dev/null
+        # The daemon's own lookup of README in the upper store: traced at all.
+        check cold_lookups_were_traced grep -q '"README"' "$slog"
+        expect_eq cold_lookups_look_up_no_host_git_file "" \
+                "$(grep -E 'gitattributes|/dev/null|\.config/git|"/etc/|"/root/|"'"$HOME"'/' "$slog")"
+        # Its own config (in the blob cache) is read once per thread, when the
+        # thread makes its handle, and not looked at again by the lookup that
+        # made it (libgit2 stats it once after reading it) or any other: no
+        # thread touches it without opening it, or more than once after.
+        expect_eq cold_lookups_read_the_config_only_to_make_a_handle "" \
+                "$(awk '!/gitconfig"/ { next }
+                        /openat\(/ { opened[$1] = 1; after[$1] = 0; next }
+                        { seen[$1] = 1; if ($1 in opened) after[$1]++ }
+                        END {
+                                for (t in seen)
+                                        if (!(t in opened)) print "thread " t " without opening it"
+                                for (t in after) if (after[t] > 1) print "thread " t ": " after[t] " after"
+                        }' "$slog")"
+fi
 check final_attrs_unmount_succeeds "$CLOISTER" unmount "$acfg"
 
 finish
