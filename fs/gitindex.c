@@ -168,6 +168,14 @@ static void *build(void *arg)
                 usleep((useconds_t)MIN(strtoul(delay, NULL, 10), 10000UL) * 1000);
         (void)unlinkat(ws->index.git_fd, INDEX_TMP, 0); /* left by a killed daemon */
         r = gitdir_write_index_msg(&p, ws->index.git_fd, INDEX_TMP, &err);
+        /* Only a whole build's sizes are kept; failing to keep them costs
+         * later mounts a header read per file, as before. */
+        if (sc && r == 0) {
+                int k = lower_git_cursor_save(sc->lower, &sc->cur);
+                if (k < 0)
+                        fprintf(stderr, "cloister mount: cannot keep the blob sizes: %s\n",
+                                strerror(-k));
+        }
         if (sc)
                 lower_git_cursor_done(sc->lower, &sc->cur);
         if (r == 0 && fstatat(ws->index.git_fd, INDEX_TMP, &st, AT_SYMLINK_NOFOLLOW) < 0)

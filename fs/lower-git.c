@@ -459,6 +459,7 @@ out:
 static int git_size(struct lower *l, struct lent *e)
 {
         struct thread_git *t = thread_git(l);
+        uint64_t size;
         size_t len;
         git_object_t type;
         int r;
@@ -477,6 +478,11 @@ static int git_size(struct lower *l, struct lent *e)
                 if (fstat(fd, &st) < 0)
                         return negative_errno();
                 e->size = (uint64_t)st.st_size;
+                e->size_known = true;
+                return 0;
+        }
+        if (blob_sizes_find(__atomic_load_n(&l->sizes, __ATOMIC_ACQUIRE), &e->oid, &size)) {
+                e->size = size;
                 e->size_known = true;
                 return 0;
         }
@@ -522,6 +528,7 @@ int lower_git_index_file(struct lower *l, struct lower_git_cursor *c, const char
         bool converted = false;
         int r;
 
+        blob_sizes_add(&c->sizes, oid, *size); /* the blob's, before any conversion */
         if (!c->started || strlen(c->dir) != n || strncmp(c->dir, path, n) != 0) {
                 struct tree_index *t = NULL;
                 struct tree_ent te;
@@ -529,7 +536,8 @@ int lower_git_index_file(struct lower *l, struct lower_git_cursor *c, const char
 
                 if (n >= sizeof(c->dir))
                         return -ENAMETOOLONG;
-                lower_git_cursor_done(l, c);
+                tree_put(l, c->tree); /* the folder before's */
+                c->tree = NULL;
                 memcpy(c->dir, path, n);
                 c->dir[n] = 0;
                 c->started = true;
@@ -558,10 +566,24 @@ int lower_git_index_file(struct lower *l, struct lower_git_cursor *c, const char
         return 0;
 }
 
+int lower_git_cursor_save(struct lower *l, struct lower_git_cursor *c)
+{
+        struct blob_sizes *s = NULL, *none = NULL;
+        int r = blob_sizes_write(&c->sizes, l->cache_dirfd);
+
+        if (r == 0)
+                r = blob_sizes_open(l->cache_dirfd, &s);
+        if (r == 0 && !__atomic_compare_exchange_n(&l->sizes, &none, s, false, __ATOMIC_ACQ_REL,
+                                                   __ATOMIC_ACQUIRE))
+                blob_sizes_free(s); /* mapped at open already: the same sizes */
+        return r;
+}
+
 void lower_git_cursor_done(struct lower *l, struct lower_git_cursor *c)
 {
         tree_put(l, c->tree);
         c->tree = NULL;
+        blob_sizes_builder_done(&c->sizes);
 }
 
 int lower_git_read_file(struct lower *l, struct lent *e, char **ret, size_t *ret_len)
@@ -749,6 +771,7 @@ static void git_free(struct lower *l)
                 pthread_key_delete(l->thread_key);
         }
         tree_cache_free(l->trees);
+        blob_sizes_free(l->sizes);
         safe_close(l->cache_dirfd);
         free(l->config_path);
         free(l->source);
@@ -898,6 +921,9 @@ int lower_git_open(const char *source, const char *rev, int cache_dirfd, uint64_
                 r = negative_errno();
                 goto out;
         }
+        /* Sizes an earlier mount's index build learned; none (or a file not
+         * ours to trust): object headers are read, as before. */
+        (void)blob_sizes_open(l->cache_dirfd, &l->sizes);
         r = config_write(l);
         if (r < 0) {
                 if (ret_error)

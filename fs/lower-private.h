@@ -36,6 +36,7 @@ struct lower {
         struct timespec time;     /* committer time of the base commit */
         int cache_dirfd;          /* inflated blobs, named by object id */
         struct tree_cache *trees; /* parsed trees by id, shared by all threads (lower-tree.c) */
+        struct blob_sizes *sizes; /* set once (atomically), then read by all (lower-sizes.h) */
         /* plain directory */
         int root_fd;
 };

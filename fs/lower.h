@@ -20,6 +20,8 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "lower-sizes.h"
+
 struct lower;
 
 struct lent {
@@ -122,9 +124,17 @@ struct lower_git_cursor {
         char dir[PATH_MAX];
         bool started, scope;
         void *tree; /* struct tree_index, held */
+        struct blob_sizes_builder sizes;
 };
 int lower_git_index_file(struct lower *l, struct lower_git_cursor *c, const char *path,
                          const git_oid *oid, uint64_t *size);
+/*
+ * After a whole build: keep every blob size it learned in the blob cache
+ * (lower-sizes.h), for the lookups of this daemon once the notes are
+ * evicted and of every later one on this state, which read no object
+ * header for them.
+ */
+int lower_git_cursor_save(struct lower *l, struct lower_git_cursor *c);
 void lower_git_cursor_done(struct lower *l, struct lower_git_cursor *c);
 
 /*

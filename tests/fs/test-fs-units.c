@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "fs-private.h"
+#include "lower-sizes.h"
 #include "lower-tree.h"
 #include "state.h"
 #include "lib/util.h"
@@ -555,6 +556,83 @@ START_TEST(data_copy_keeps_holes)
 }
 END_TEST
 
+static git_oid oid_of(unsigned v)
+{
+        git_oid o;
+        memset(&o, 0, sizeof(o));
+        o.id[0] = (unsigned char)(v >> 8);
+        o.id[19] = (unsigned char)v;
+        return o;
+}
+
+static void put_file(int dirfd, const char *name, const void *buf, size_t len)
+{
+        int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, buf, len), (ssize_t)len);
+        close(fd);
+}
+
+START_TEST(blob_sizes_round_trip_and_refuse_what_they_did_not_write)
+{
+        struct blob_sizes_builder b = {0};
+        struct blob_sizes *s = NULL;
+        char buf[16384];
+        git_oid o;
+        uint64_t size = 0;
+        ssize_t n;
+        int dirfd = open(tmpdir, O_RDONLY | O_DIRECTORY), fd;
+
+        ck_assert_int_ge(dirfd, 0);
+        ck_assert_int_eq(blob_sizes_open(dirfd, &s), -ENOENT);
+        /* Out of order, one blob twice (two paths), one over 4 GiB. */
+        for (unsigned i = 300; i > 0; i--) {
+                o = oid_of(i);
+                blob_sizes_add(&b, &o, i * 7u);
+        }
+        o = oid_of(42);
+        blob_sizes_add(&b, &o, 42 * 7u);
+        o = oid_of(1000);
+        blob_sizes_add(&b, &o, (uint64_t)5 << 32);
+        ck_assert_int_eq(blob_sizes_write(&b, dirfd), 0);
+        blob_sizes_builder_done(&b);
+        ck_assert_int_eq(blob_sizes_open(dirfd, &s), 0);
+        for (unsigned i = 1; i <= 300; i++) {
+                o = oid_of(i);
+                ck_assert(blob_sizes_find(s, &o, &size));
+                ck_assert_uint_eq(size, i * 7u);
+        }
+        o = oid_of(1000);
+        ck_assert(blob_sizes_find(s, &o, &size));
+        ck_assert_uint_eq(size, (uint64_t)5 << 32);
+        o = oid_of(301);
+        ck_assert(!blob_sizes_find(s, &o, &size));
+        ck_assert(!blob_sizes_find(NULL, &o, &size));
+        blob_sizes_free(s);
+
+        /* 16 bytes of head and 28 per record: 301 distinct blobs, no repeat. */
+        fd = openat(dirfd, BLOB_SIZES_FILE, O_RDONLY);
+        n = read(fd, buf, sizeof(buf));
+        close(fd);
+        ck_assert_int_eq(n, 16 + 301 * 28);
+        /* Torn, or not in order, or not ours: refused, never half-used. */
+        put_file(dirfd, BLOB_SIZES_FILE, buf, (size_t)n - 3);
+        ck_assert_int_eq(blob_sizes_open(dirfd, &s), -EINVAL);
+        put_file(dirfd, BLOB_SIZES_FILE, buf, (size_t)n - 28);
+        ck_assert_int_eq(blob_sizes_open(dirfd, &s), -EINVAL); /* count says 301 */
+        memcpy(buf + 16 + 28, buf + 16, 20);                   /* record 1 = record 0 */
+        put_file(dirfd, BLOB_SIZES_FILE, buf, (size_t)n);
+        ck_assert_int_eq(blob_sizes_open(dirfd, &s), -EINVAL);
+        memcpy(buf, "NOTSIZES", 8);
+        put_file(dirfd, BLOB_SIZES_FILE, buf, (size_t)n);
+        ck_assert_int_eq(blob_sizes_open(dirfd, &s), -EINVAL);
+        ck_assert_int_eq(unlinkat(dirfd, BLOB_SIZES_FILE, 0), 0);
+        ck_assert_int_eq(symlinkat("/etc/passwd", dirfd, BLOB_SIZES_FILE), 0);
+        ck_assert_int_eq(blob_sizes_open(dirfd, &s), -ELOOP);
+        close(dirfd);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("fs");
@@ -580,6 +658,7 @@ int main(void)
         tcase_add_test(tc, tree_cache_notes_hold_for_the_folder_that_made_them);
         tcase_add_test(tc, dir_lower_shows_symlinks_without_following_them);
         tcase_add_test(tc, data_copy_keeps_holes);
+        tcase_add_test(tc, blob_sizes_round_trip_and_refuse_what_they_did_not_write);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

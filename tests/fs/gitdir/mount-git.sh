@@ -228,9 +228,42 @@ expect_eq first_status_with_attributes_is_clean "" \
 expect_eq status_as_the_agent_leaves_the_built_index_as_it_was "$index_sum" \
         "$(sha256sum <"$AW/.git/index")"
 expect_eq only_the_converted_blob_was_inflated "$(git -C "$A" rev-parse HEAD:w.bat)" \
-        "$(cd "$tmp/attrs-state/fs/cache" && ls | grep -v '^gitconfig$' | sed 's/\..*//')"
+        "$(cd "$tmp/attrs-state/fs/cache" && ls | grep -v -e '^gitconfig$' -e '^sizes$' | sed 's/\..*//')"
 expect_eq converted_file_is_crlf_as_a_checkout_writes_it "$(printf 'echo off\r\nrem two\r\n' | od -c)" \
         "$(od -c <"$AW/w.bat")"
+
+# --- the blob sizes the build learned outlive the mount -----------------------
+# The build writes every blob's size to the blob cache (fs/lower-sizes.c),
+# sorted by id: a daemon started on this state sizes a file from it, not
+# from an object header, which walks the blob's delta chain in the pack.
+sizes_file=$tmp/attrs-state/fs/cache/sizes
+expect_eq build_keeps_one_size_per_blob "$(( 16 + 28 * $(git -C "$A" ls-tree -r HEAD | awk '{ print $3 }' | sort -u | wc -l) ))" \
+        "$(stat -c %s "$sizes_file" 2>&1)"
+# A size changed in the file (by hand, as only a test would) is what a
+# remounted daemon shows for a.c: the file is what it reads. Put back, and
+# then replaced by one that is not ours, the headers give the right size.
+a_oid=$(git -C "$A" rev-parse HEAD:a.c)
+cp "$sizes_file" "$tmp/sizes.good"
+python3 - "$sizes_file" "$a_oid" <<'PY'
+import sys
+path, oid = sys.argv[1], bytes.fromhex(sys.argv[2])
+b = bytearray(open(path, "rb").read())
+for off in range(16, len(b), 28):
+        if b[off:off + 20] == oid:
+                b[off + 20:off + 28] = (12345).to_bytes(8, "little")
+open(path, "wb").write(b)
+PY
+check attrs_unmount_for_the_kept_sizes "$CLOISTER" unmount "$acfg"
+check attrs_mount_with_the_kept_sizes "$CLOISTER" mount "$acfg"
+expect_eq a_remounted_daemon_sizes_from_the_kept_file 12345 "$(stat -c %s "$AW/a.c" 2>&1)"
+cp "$tmp/sizes.good" "$sizes_file"
+printf 'not ours, not sorted, not anything' >>"$sizes_file"
+check attrs_unmount_for_a_broken_sizes_file "$CLOISTER" unmount "$acfg"
+check attrs_mount_with_a_broken_sizes_file "$CLOISTER" mount "$acfg"
+expect_eq a_sizes_file_not_ours_is_ignored "$(git -C "$A" cat-file -s HEAD:a.c)" \
+        "$(stat -c %s "$AW/a.c" 2>&1)"
+expect_eq and_the_file_still_reads_whole "$(git -C "$A" cat-file -p HEAD:a.c)" "$(cat "$AW/a.c")"
+cp "$tmp/sizes.good" "$sizes_file"
 
 # --- a cold lookup asks the host for no git file -------------------------------
 # Mounted again, the daemon's tree cache is empty and nothing is noted, so
