@@ -575,7 +575,7 @@ int lower_git_cursor_save(struct lower *l, struct lower_git_cursor *c)
                 r = blob_sizes_open(l->cache_dirfd, &s);
         if (r == 0 && !__atomic_compare_exchange_n(&l->sizes, &none, s, false, __ATOMIC_ACQ_REL,
                                                    __ATOMIC_ACQUIRE))
-                blob_sizes_free(s); /* mapped at open already: the same sizes */
+                blob_sizes_free(s); /* read at open already: the same sizes */
         return r;
 }
 

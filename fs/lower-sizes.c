@@ -4,12 +4,13 @@
  *
  * The file: an 8-byte magic, a little-endian 64-bit count, then count
  * records of a 20-byte object id and a little-endian 64-bit size, sorted by
- * id with no repeats. It is mapped, never read into the heap, and a lookup
- * bisects it. It lives in the state's blob cache, which only the daemon
+ * id with no repeats. It is read whole at mount (a copy, not a mapping:
+ * a file cut short under a mapping would kill the daemon with SIGBUS) and a
+ * lookup bisects it. It lives in the state's blob cache, which only the daemon
  * writes and the agent never sees; still, a file that is not exactly what
  * this code writes (a torn write cannot happen: tmp + rename) is ignored
  * rather than trusted: its length must match its count and its ids must
- * increase, checked once when it is mapped.
+ * increase, checked once when it is read.
  */
 #include <endian.h>
 #include <errno.h>
@@ -17,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,46 +34,54 @@ struct blob_size_rec {
 };
 
 struct blob_sizes {
-        const unsigned char *map;
-        size_t map_len, n;
+        unsigned char *buf;
+        size_t n;
 };
 
 static const unsigned char *rec_at(const struct blob_sizes *s, size_t i)
 {
-        return s->map + HEAD_LEN + i * REC_LEN;
+        return s->buf + HEAD_LEN + i * REC_LEN;
 }
 
 int blob_sizes_open(int dirfd, struct blob_sizes **ret)
 {
         _cleanup_close_ int fd = openat(dirfd, BLOB_SIZES_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        _cleanup_free_ unsigned char *buf = NULL;
         struct blob_sizes *s;
         struct stat st;
+        size_t len, got = 0;
         uint64_t n;
-        void *map;
 
         if (fd < 0)
                 return negative_errno();
         if (fstat(fd, &st) < 0)
                 return negative_errno();
         if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size < HEAD_LEN ||
+            (uint64_t)st.st_size > BLOB_SIZES_MAX_BYTES ||
             ((uint64_t)st.st_size - HEAD_LEN) % REC_LEN != 0)
                 return -EINVAL;
-        map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (map == MAP_FAILED)
-                return negative_errno();
-        memcpy(&n, (const unsigned char *)map + 8, sizeof(n));
-        n = le64toh(n);
-        if (memcmp(map, MAGIC, 8) != 0 || n != ((uint64_t)st.st_size - HEAD_LEN) / REC_LEN) {
-                munmap(map, (size_t)st.st_size);
-                return -EINVAL;
-        }
-        s = calloc(1, sizeof(*s));
-        if (!s) {
-                munmap(map, (size_t)st.st_size);
+        len = (size_t)st.st_size;
+        buf = malloc(len);
+        if (!buf)
                 return -ENOMEM;
+        while (got < len) {
+                ssize_t k = read(fd, buf + got, len - got);
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k < 0)
+                        return negative_errno();
+                if (k == 0)
+                        return -EINVAL; /* shorter than it was a moment ago */
+                got += (size_t)k;
         }
-        s->map = map;
-        s->map_len = (size_t)st.st_size;
+        memcpy(&n, buf + 8, sizeof(n));
+        n = le64toh(n);
+        if (memcmp(buf, MAGIC, 8) != 0 || n != (len - HEAD_LEN) / REC_LEN)
+                return -EINVAL;
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->buf = TAKE_PTR(buf);
         s->n = (size_t)n;
         for (size_t i = 1; i < s->n; i++)
                 if (memcmp(rec_at(s, i - 1), rec_at(s, i), GIT_OID_RAWSZ) >= 0) {
@@ -110,7 +118,7 @@ void blob_sizes_free(struct blob_sizes *s)
 {
         if (!s)
                 return;
-        munmap((void *)s->map, s->map_len);
+        free(s->buf);
         free(s);
 }
 

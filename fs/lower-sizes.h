@@ -19,13 +19,17 @@
 #include <stdint.h>
 
 #define BLOB_SIZES_FILE "sizes"
+/* 2.4 million blobs: a larger file is not one this code wrote for a tree the
+ * daemon can serve ([limits] of the index build), and is ignored. */
+#define BLOB_SIZES_MAX_BYTES (64u << 20)
 
 struct blob_sizes;
 
 /*
- * Map dirfd/BLOB_SIZES_FILE read-only. -ENOENT if there is none, -EINVAL if
- * it is not one this code wrote whole (wrong magic or length, ids not in
- * strictly increasing order): the caller then goes without it.
+ * Read dirfd/BLOB_SIZES_FILE. -ENOENT if there is none, -EINVAL if it is
+ * not one this code wrote whole (wrong magic or length, over
+ * BLOB_SIZES_MAX_BYTES, ids not in strictly increasing order): the caller
+ * then goes without it.
  */
 int blob_sizes_open(int dirfd, struct blob_sizes **ret);
 /* The size recorded for oid, if any. O(log n); thread-safe. */
