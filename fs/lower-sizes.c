@@ -45,7 +45,9 @@ static const unsigned char *rec_at(const struct blob_sizes *s, size_t i)
 
 int blob_sizes_open(int dirfd, struct blob_sizes **ret)
 {
-        _cleanup_close_ int fd = openat(dirfd, BLOB_SIZES_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        /* O_NONBLOCK: a FIFO in its place must not hang the mount (S_ISREG below) */
+        _cleanup_close_ int fd =
+                openat(dirfd, BLOB_SIZES_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
         _cleanup_free_ unsigned char *buf = NULL;
         struct blob_sizes *s;
         struct stat st;

@@ -629,6 +629,9 @@ START_TEST(blob_sizes_round_trip_and_refuse_what_they_did_not_write)
         ck_assert_int_eq(unlinkat(dirfd, BLOB_SIZES_FILE, 0), 0);
         ck_assert_int_eq(symlinkat("/etc/passwd", dirfd, BLOB_SIZES_FILE), 0);
         ck_assert_int_eq(blob_sizes_open(dirfd, &s), -ELOOP);
+        ck_assert_int_eq(unlinkat(dirfd, BLOB_SIZES_FILE, 0), 0);
+        ck_assert_int_eq(mkfifoat(dirfd, BLOB_SIZES_FILE, 0600), 0); /* no writer: must not block */
+        ck_assert_int_eq(blob_sizes_open(dirfd, &s), -EINVAL);
         close(dirfd);
 }
 END_TEST
