@@ -346,7 +346,7 @@ fi
 # --- mount lifecycle (real FUSE only) ------------------------------------
 is_fuse() { [ "$(stat -f -c %T "$1" 2>/dev/null)" = fuseblk ] || [ "$(stat -f -c %t "$1" 2>/dev/null)" = 65735546 ]; }
 if [ "$fs_mode" = fuse ]; then
-        ws_new "$T/m"
+        ws_new "$T/m2" # its own: a second ws_new of "$T/m" has nothing to commit
         crun "$CFG" -- true
         is_fuse "$MNT" && not_ok run_unmounts_what_it_mounted "still mounted" ||
                 ok run_unmounts_what_it_mounted
