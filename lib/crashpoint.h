@@ -3,7 +3,8 @@
  * crashpoint.h: deterministic SIGKILLs for the crash tests.
  *
  * A multi-step change of the state directory (a checkpoint, a fork, a
- * restore, a squash: fs/layers*.c) calls crashpoint(op) between its steps.
+ * restore, a squash: fs/layers*.c) calls crashpoint(op) between its steps,
+ * and so does the start of a sandbox (op "run", mounts/sandbox/sandbox.c).
  * With CLOISTER_TEST_CRASH_AT=OP:N in the environment, the Nth call for OP
  * kills the process with SIGKILL, exactly as `kill -9` at that moment
  * would. tests/fs/layers-crash.sh runs each command with N = 1, 2, ...

@@ -18,14 +18,22 @@
 
 int pidfile_starttime(pid_t pid, unsigned long long *ret)
 {
-        char path[64], stat[1024] = "", *p;
-        _cleanup_fclose_ FILE *f = NULL;
+        char path[64], stat[1024], *p;
         unsigned long long t;
+        ssize_t n;
+        int fd;
 
+        /* open and read, not stdio: a spawned child calls this before its exec
+         * (sandbox-registry.c), where nothing may allocate. */
         snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-        f = fopen(path, "re");
-        if (!f || !fgets(stat, sizeof(stat), f))
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
                 return -ESRCH;
+        n = read(fd, stat, sizeof(stat) - 1);
+        close(fd);
+        if (n <= 0)
+                return -ESRCH;
+        stat[n] = '\0';
         /* "PID (comm) S ...": comm may hold anything, so after the last ')'. */
         p = strrchr(stat, ')');
         if (!p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X')

@@ -37,6 +37,7 @@ struct sandbox_fds {
         const struct sandbox_tmpfs *tmpfs; /* the /tmp and /dev/shm to bind */
         struct sandbox_etc *etc;           /* filled by sandbox_bwrap_argv() */
         int userns; /* --userns: a root-run sandbox's user namespace, or -1 */
+        const struct sandbox_record *record; /* claimed by the child for its group */
         struct {
                 char *path; /* a host path of root's; mounted at SANDBOX_STAGE_DIR/<index> */
                 bool dir;
@@ -170,10 +171,20 @@ int sandbox_errorf(char **ret_error, int r, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 
 /* Records of running sandboxes in <state>/sandboxes (sandbox-registry.c). */
-/* pgid: bubblewrap's process group (0: none of its own); pid1: its child, 0 if
- * not known yet. Writes (or rewrites) the run's record. ret_path may be NULL. */
-int sandbox_registry_add(const char *state, pid_t pgid, pid_t pid1, char **ret_path);
-void sandbox_registry_remove(char *path); /* unlinks and frees; NULL is a no-op */
+struct sandbox_record {
+        int fd; /* the record, open for rewrites; -1: none */
+        char *path;
+        unsigned long long run_start; /* this run's start time */
+};
+#define SANDBOX_RECORD_NULL ((struct sandbox_record){.fd = -1})
+/* Before the spawn: the run's record, naming nothing to kill yet. */
+int sandbox_registry_open(const char *state, struct sandbox_record *ret);
+/* In the spawned child, before its exec (nothing allocated): names the
+ * process group the child has just made as the sandbox's. */
+int sandbox_registry_claim(const struct sandbox_record *rec);
+/* pgid: bubblewrap's process group (0: none of its own); pid1: its child. */
+int sandbox_registry_update(const struct sandbox_record *rec, pid_t pgid, pid_t pid1);
+void sandbox_registry_close(struct sandbox_record *rec); /* unlinks; a closed one is a no-op */
 void sandbox_registry_sweep(const char *state);
 
 /*

@@ -4,23 +4,31 @@
  * kill one that outlived its `cloister run`.
  *
  * bubblewrap ties the sandbox to the run (--die-with-parent), but arms that
- * only once the command is about to start; a run SIGKILLed in that instant
- * leaves the sandbox running. Each run therefore records its sandbox in
- * <state>/sandboxes/RUNPID as "RUNSTART PID1 PID1START PGID PGIDSTART"
- * (start times from /proc/PID/stat, so a reused pid is never mistaken for
- * ours), and removes the record when the sandbox is gone. It is written
- * twice: as soon as bubblewrap is spawned, naming its process group (PID1
- * 0: bubblewrap's child is not known yet), and again once the child is. A
- * run SIGKILLed between the two can leave bubblewrap's child waiting, in
- * that group, for a parent that is gone. A run that starts sweeps the
- * records of runs that are dead: it SIGKILLs their sandbox's first process,
- * which takes its whole PID namespace with it, and their process group.
+ * only once the command is about to start; a run SIGKILLed before that
+ * leaves the sandbox running, or bubblewrap's child blocked forever in its
+ * setup on a wake-up from a bubblewrap that died. Each run therefore
+ * records its sandbox in <state>/sandboxes/RUNPID as "RUNSTART PID1
+ * PID1START PGID PGIDSTART" (start times from /proc/PID/stat, so a reused
+ * pid is never mistaken for ours), and removes the record when the sandbox
+ * is gone.
+ *
+ * The record exists before the spawn, naming nothing. The spawned child,
+ * before it execs bubblewrap and while the run is suspended in the spawn
+ * (CLONE_VFORK), makes its own process group and writes it in: so from the
+ * first instant anything of the sandbox exists, a sweep can find it,
+ * whenever the run dies. Once bubblewrap's child is known, the run adds
+ * it. A run that starts sweeps the records of runs that are dead: it
+ * SIGKILLs their sandbox's first process, which takes its whole PID
+ * namespace with it, and their process group, where bubblewrap's child
+ * stays until it is about to fork the command.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "sandbox-private.h"
 #include "lib/pidfile.h"
@@ -38,43 +46,77 @@ static bool process_is(pid_t pid, unsigned long long start)
         return pid > 0 && proc_starttime(pid, &now) == 0 && now == start;
 }
 
-int sandbox_registry_add(const char *state, pid_t pgid, pid_t pid1, char **ret_path)
+/*
+ * The record's one line, rewritten in place: the run is its only writer, and
+ * a sweep reads it only once the run is dead. No allocation: the child calls
+ * this before its exec.
+ */
+static int record_write(const struct sandbox_record *rec, pid_t pgid, pid_t pid1)
 {
-        _cleanup_free_ char *dir = NULL, *path = NULL;
-        unsigned long long run_start, start = 0, group_start = 0;
-        _cleanup_close_ int fd = -1;
+        unsigned long long start = 0, group_start = 0;
         char line[160];
         int r, l;
 
-        r = proc_starttime(getpid(), &run_start);
-        if (r < 0)
-                return r;
         if (pid1 > 0 && (r = proc_starttime(pid1, &start)) < 0)
                 return r;
         if (pgid > 0 && proc_starttime(pgid, &group_start) < 0)
                 pgid = 0; /* gone already: nothing to sweep */
-        if (asprintf(&dir, "%s/sandboxes", state) < 0 ||
-            asprintf(&path, "%s/%d", dir, (int)getpid()) < 0)
-                return -ENOMEM;
-        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
-                return negative_errno();
-        fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-                return negative_errno();
-        l = snprintf(line, sizeof(line), "%llu %d %llu %d %llu\n", run_start, (int)pid1, start,
+        l = snprintf(line, sizeof(line), "%llu %d %llu %d %llu\n", rec->run_start, (int)pid1, start,
                      (int)pgid, group_start);
-        if (write(fd, line, (size_t)l) != l)
-                return negative_errno();
-        if (ret_path)
-                *ret_path = TAKE_PTR(path);
+        if (pwrite(rec->fd, line, (size_t)l, 0) != l || ftruncate(rec->fd, l) < 0)
+                return -EIO;
         return 0;
 }
 
-void sandbox_registry_remove(char *path)
+int sandbox_registry_open(const char *state, struct sandbox_record *ret)
 {
-        if (path)
-                (void)unlink(path);
-        free(path);
+        _cleanup_free_ char *dir = NULL;
+        struct sandbox_record rec = SANDBOX_RECORD_NULL;
+        int r;
+
+        r = proc_starttime(getpid(), &rec.run_start);
+        if (r < 0)
+                return r;
+        if (asprintf(&dir, "%s/sandboxes", state) < 0 ||
+            asprintf(&rec.path, "%s/%d", dir, (int)getpid()) < 0)
+                return -ENOMEM;
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+                r = negative_errno();
+                free(rec.path);
+                return r;
+        }
+        rec.fd = open(rec.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (rec.fd < 0) {
+                r = negative_errno();
+                free(rec.path);
+                return r;
+        }
+        r = record_write(&rec, 0, 0);
+        if (r < 0) {
+                sandbox_registry_close(&rec);
+                return r;
+        }
+        *ret = rec;
+        return 0;
+}
+
+int sandbox_registry_claim(const struct sandbox_record *rec)
+{
+        return record_write(rec, (pid_t)syscall(SYS_getpid), 0);
+}
+
+int sandbox_registry_update(const struct sandbox_record *rec, pid_t pgid, pid_t pid1)
+{
+        return record_write(rec, pgid, pid1);
+}
+
+void sandbox_registry_close(struct sandbox_record *rec)
+{
+        if (rec->path)
+                (void)unlink(rec->path);
+        rec->fd = safe_close(rec->fd);
+        free(rec->path);
+        rec->path = NULL;
 }
 
 void sandbox_registry_sweep(const char *state)

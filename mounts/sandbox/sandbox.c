@@ -16,7 +16,8 @@
  * and watch bwrap through a pidfd, so that a signal or the wall-clock
  * timeout becomes SIGTERM to every process of the sandbox and, after
  * SANDBOX_GRACE_SECONDS, SIGKILL to its PID namespace. bwrap runs with
- * --die-with-parent: if we are killed outright, so is the sandbox.
+ * --die-with-parent: if we are killed outright, so is the sandbox, but for
+ * the start, which the records of sandbox-registry.c cover.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +37,7 @@
 #include "cloister-config.h"
 #include "config.h"
 #include "sandbox-private.h"
+#include "lib/crashpoint.h"
 #include "lib/util.h"
 #include "proxy/proxy.h"
 
@@ -138,6 +140,12 @@ static _noreturn_ void child_exec(const struct sandbox_options *o, char **argv,
         /* Keep a terminal's ^C away from bwrap itself unless a person drives it. */
         if (!o->interactive)
                 (void)setpgid(0, 0);
+        /* Before anything of the sandbox exists: a sweep can find this group. */
+        if (fds->record && (r = sandbox_registry_claim(fds->record)) < 0) {
+                fprintf(stderr, "cloister: cannot record the sandbox in %s: %s\n",
+                        fds->record->path, strerror(-r));
+                _exit(127);
+        }
         /* /tmp and /dev/shm with their inode limit, in a mount namespace of ours. */
         if (sandbox_tmpfs_enter(fds->tmpfs) < 0)
                 _exit(127);
@@ -320,7 +328,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
         struct sandbox_cgroup *cg = NULL;
         struct sandbox_limiter *limiter = NULL;
         struct sandbox_userns *userns = NULL;
-        char *record = NULL;
+        struct sandbox_record record = SANDBOX_RECORD_NULL;
         struct status_reader *st = NULL;
         struct sandbox_result res = {0};
         sigset_t mask, old;
@@ -394,6 +402,16 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                 sandbox_trace("user namespace made");
         }
 
+        /* Written before the spawn, and by the child with its group: see
+         * sandbox-registry.c. A terminal's run keeps its group, which is the
+         * user's shell's: that one is never recorded. */
+        r = sandbox_registry_open(o->config->workspace.state, &record);
+        if (r < 0) {
+                sandbox_errorf(ret_error, r, "cannot record the sandbox in %s/sandboxes: %s",
+                               o->config->workspace.state, strerror(-r));
+                goto out;
+        }
+        fds.record = o->interactive ? NULL : &record;
         bwrap = child_spawn(o, argv, &fds, &mask);
         if (bwrap < 0) {
                 r = sandbox_errorf(ret_error, bwrap, "cannot start bubblewrap: %s",
@@ -401,16 +419,8 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                 goto out;
         }
         fds_close(&fds);
-        /* Recorded at once, by its process group, for the instant before its
-         * child is known (sandbox-registry.c); a terminal's run keeps its
-         * group, which is the user's shell's: that one is never recorded. */
         pgid = o->interactive ? 0 : bwrap;
-        r = sandbox_registry_add(o->config->workspace.state, pgid, 0, &record);
-        if (r < 0) {
-                sandbox_errorf(ret_error, r, "cannot record the sandbox in %s/sandboxes: %s",
-                               o->config->workspace.state, strerror(-r));
-                goto out;
-        }
+        crashpoint("run");
         pidfd = (int)syscall(SYS_pidfd_open, bwrap, 0);
         if (pidfd < 0) {
                 r = sandbox_errorf(ret_error, negative_errno(), "pidfd_open: %m");
@@ -425,6 +435,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
 
         r = wait_child_pid(status_r, sfd, st, -1);
         sandbox_trace("bwrap reported its child");
+        crashpoint("run");
         if (r < 0) {
                 if (r == -EINTR)
                         sandbox_errorf(ret_error, r, "interrupted while setting up the sandbox");
@@ -453,12 +464,14 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
         if (cgroup_note)
                 fprintf(stderr, "cloister run: %s\n", cgroup_note);
         sandbox_trace("cgroups made");
-        r = sandbox_registry_add(o->config->workspace.state, pgid, st->child_pid, NULL);
+        crashpoint("run");
+        r = sandbox_registry_update(&record, pgid, st->child_pid);
         if (r < 0) {
                 sandbox_errorf(ret_error, r, "cannot record the sandbox in %s/sandboxes: %s",
                                o->config->workspace.state, strerror(-r));
                 goto out;
         }
+        crashpoint("run");
         /*
          * The proxy's listener goes into the sandbox's network namespace now,
          * before the command can run; the connection stays open for the
@@ -484,6 +497,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
         }
         seccomp_w = safe_close(seccomp_w);
         sandbox_trace("limits applied, filter passed");
+        crashpoint("run");
         /* Off the path to the command's start: the user namespace helper has exited. */
         sandbox_userns_free(userns);
         userns = NULL;
@@ -574,7 +588,7 @@ out:
         sandbox_userns_free(userns);
         sandbox_limiter_free(limiter);
         sandbox_cgroup_free(cg);
-        sandbox_registry_remove(record);
+        sandbox_registry_close(&record);
         fds_close(&fds);
         sandbox_tmpfs_clear(&tmpfs);
         sandbox_etc_clear(&etc);

@@ -91,7 +91,7 @@ fi
 proc_running() {
         local f cmd
         for f in /proc/[0-9]*/cmdline; do
-                cmd=$(tr '\0' ' ' <"$f" 2>/dev/null) || continue
+                cmd=$(tr '\0' ' ' 2>/dev/null <"$f") || continue
                 [[ ${cmd% } =~ $1 ]] && return 0
         done
         return 1

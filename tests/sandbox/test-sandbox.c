@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -310,6 +311,75 @@ START_TEST(sweep_kills_the_process_group_of_a_dead_runs_bubblewrap)
 }
 END_TEST
 
+static void record_read(const char *path, char *buf, size_t size)
+{
+        FILE *f = fopen(path, "re");
+
+        ck_assert_ptr_nonnull(f);
+        ck_assert_ptr_nonnull(fgets(buf, (int)size, f));
+        fclose(f);
+}
+
+/*
+ * The record's life: before the spawn it names nothing; the child claims its
+ * own new process group in it; the run adds bwrap's child (rewritten in place,
+ * so a shorter line leaves nothing of the longer); closing removes it.
+ */
+START_TEST(record_names_nothing_then_the_childs_group_then_its_first_process)
+{
+        char state[] = "/tmp/cloister-record.XXXXXX", line[160], want[160];
+        struct sandbox_record rec = SANDBOX_RECORD_NULL;
+        unsigned long long run_start, start;
+        int pipefd[2], status;
+        pid_t child;
+        char c;
+
+        ck_assert_ptr_nonnull(mkdtemp(state));
+        ck_assert_int_eq(pidfile_starttime(getpid(), &run_start), 0);
+        ck_assert_int_eq(sandbox_registry_open(state, &rec), 0);
+        record_read(rec.path, line, sizeof(line));
+        snprintf(want, sizeof(want), "%llu 0 0 0 0\n", run_start);
+        ck_assert_str_eq(line, want);
+
+        ck_assert_int_eq(pipe(pipefd), 0);
+        child = fork();
+        if (child == 0) {
+                close(pipefd[1]);
+                setpgid(0, 0);
+                _exit(sandbox_registry_claim(&rec) < 0 || read(pipefd[0], &c, 1) < 0);
+        }
+        ck_assert_int_gt(child, 0);
+        for (int i = 0; i < 1000; i++) { /* until the child has written it */
+                record_read(rec.path, line, sizeof(line));
+                if (strcmp(line, want) != 0)
+                        break;
+                usleep(10000);
+        }
+        ck_assert_int_eq(pidfile_starttime(child, &start), 0);
+        snprintf(want, sizeof(want), "%llu 0 0 %d %llu\n", run_start, (int)child, start);
+        ck_assert_str_eq(line, want);
+
+        ck_assert_int_eq(sandbox_registry_update(&rec, 0, child), 0);
+        record_read(rec.path, line, sizeof(line));
+        snprintf(want, sizeof(want), "%llu %d %llu 0 0\n", run_start, (int)child, start);
+        ck_assert_str_eq(line, want);
+        ck_assert_int_eq(lseek(rec.fd, 0, SEEK_END), (off_t)strlen(want));
+
+        close(pipefd[1]);
+        ck_assert_int_eq(waitpid(child, &status, 0), child);
+        ck_assert_int_eq(WEXITSTATUS(status), 0);
+        close(pipefd[0]);
+        snprintf(want, sizeof(want), "%s", rec.path);
+        sandbox_registry_close(&rec);
+        ck_assert_int_eq(access(want, F_OK), -1);
+        ck_assert_int_eq(rec.fd, -1);
+        sandbox_registry_close(&rec); /* closed: a no-op */
+        snprintf(want, sizeof(want), "%s/sandboxes", state);
+        rmdir(want);
+        rmdir(state);
+}
+END_TEST
+
 START_TEST(missing_layout_is_refused_with_the_path)
 {
         char *argv[] = {"true", NULL}, root[PATH_MAX];
@@ -346,6 +416,7 @@ int main(void)
         tcase_add_test(tc, bwrap_command_line_for_a_shell_with_host_network);
         tcase_add_test(tc, missing_layout_is_refused_with_the_path);
         tcase_add_test(tc, sweep_kills_the_process_group_of_a_dead_runs_bubblewrap);
+        tcase_add_test(tc, record_names_nothing_then_the_childs_group_then_its_first_process);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
