@@ -20,6 +20,7 @@
 
 #include "keys.h"
 #include "paseto.h"
+#include "lib/readall.h"
 #include "lib/util.h"
 
 #define KEY_FILE_MAX  (16 * 1024)
@@ -224,15 +225,8 @@ static int file_replace(int dirfd, const char *name, mode_t mode, const char *da
                 return negative_errno();
         if (fchmod(fd, mode) < 0)
                 r = negative_errno();
-        for (size_t off = 0; r == 0 && off < len;) {
-                ssize_t n = write(fd, data + off, len - off);
-                if (n < 0 && errno == EINTR)
-                        continue;
-                if (n < 0)
-                        r = negative_errno();
-                else
-                        off += (size_t)n;
-        }
+        if (r == 0)
+                r = fd_write_whole(fd, data, len);
         if (r == 0 && fsync(fd) < 0)
                 r = negative_errno();
         if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)

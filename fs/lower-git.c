@@ -37,6 +37,7 @@
 
 #include "lower-private.h"
 #include "lower-tree.h"
+#include "lib/readall.h"
 #include "lib/util.h"
 
 struct thread_git {
@@ -411,8 +412,6 @@ static int conv_apply(struct lower *l, struct thread_git *t, const struct lent *
         return g < 0 ? -EIO : 0;
 }
 
-static int write_all(int fd, const void *buf, size_t len);
-
 /* The cache file of a converted checkout: <oid>.<key>, made once (tmp + rename). */
 static int conv_open(struct lower *l, struct thread_git *t, const struct lent *e, int *ret_fd)
 {
@@ -439,7 +438,7 @@ static int conv_open(struct lower *l, struct thread_git *t, const struct lent *e
                 r = negative_errno();
                 goto out;
         }
-        r = write_all(fd, buf.ptr, buf.size);
+        r = fd_write_whole(fd, buf.ptr, buf.size);
         if (r == 0 && renameat(l->cache_dirfd, tmp, l->cache_dirfd, name) < 0)
                 r = negative_errno();
         if (r < 0)
@@ -569,12 +568,10 @@ int lower_git_index_file(struct lower *l, struct lower_git_cursor *c, const char
 int lower_git_cursor_save(struct lower *l, struct lower_git_cursor *c)
 {
         struct blob_sizes *s = NULL, *none = NULL;
-        int r = blob_sizes_write(&c->sizes, l->cache_dirfd);
+        int r = blob_sizes_write(&c->sizes, l->cache_dirfd, &s);
 
-        if (r == 0)
-                r = blob_sizes_open(l->cache_dirfd, &s);
-        if (r == 0 && !__atomic_compare_exchange_n(&l->sizes, &none, s, false, __ATOMIC_ACQ_REL,
-                                                   __ATOMIC_ACQUIRE))
+        if (s && !__atomic_compare_exchange_n(&l->sizes, &none, s, false, __ATOMIC_ACQ_REL,
+                                              __ATOMIC_ACQUIRE))
                 blob_sizes_free(s); /* read at open already: the same sizes */
         return r;
 }
@@ -636,22 +633,6 @@ static int git_list(struct lower *l, const struct lent *dir, lower_list_fn fn, v
         return r;
 }
 
-static int write_all(int fd, const void *buf, size_t len)
-{
-        const char *p = buf;
-        while (len > 0) {
-                ssize_t n = write(fd, p, len);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                p += n;
-                len -= (size_t)n;
-        }
-        return 0;
-}
-
 /* Inflate a blob into the cache (tmp file + rename, so a crash leaves no half file). */
 static int inflate_blob(struct lower *l, const git_oid *oid, const char *hex)
 {
@@ -672,7 +653,7 @@ static int inflate_blob(struct lower *l, const git_oid *oid, const char *hex)
                 r = negative_errno();
                 goto out;
         }
-        r = write_all(fd, git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob));
+        r = fd_write_whole(fd, git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob));
         if (r < 0) {
                 unlinkat(l->cache_dirfd, tmp, 0);
                 goto out;
@@ -817,9 +798,9 @@ static int config_write(struct lower *l)
                     0600);
         if (fd < 0)
                 return negative_errno();
-        r = write_all(fd, head, sizeof(head) - 1);
+        r = fd_write_whole(fd, head, sizeof(head) - 1);
         if (r == 0 && !l->sealed)
-                r = write_all(fd, attributes, sizeof(attributes) - 1);
+                r = fd_write_whole(fd, attributes, sizeof(attributes) - 1);
         if (r == 0 && renameat(l->cache_dirfd, tmp, l->cache_dirfd, "gitconfig") < 0)
                 r = negative_errno();
         if (r < 0) {

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "lower-sizes.h"
+#include "lib/readall.h"
 #include "lib/util.h"
 
 #define MAGIC    "CLSIZES1"
@@ -48,11 +49,12 @@ int blob_sizes_open(int dirfd, struct blob_sizes **ret)
         /* O_NONBLOCK: a FIFO in its place must not hang the mount (S_ISREG below) */
         _cleanup_close_ int fd =
                 openat(dirfd, BLOB_SIZES_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-        _cleanup_free_ unsigned char *buf = NULL;
+        _cleanup_free_ char *buf = NULL;
         struct blob_sizes *s;
         struct stat st;
-        size_t len, got = 0;
+        size_t len;
         uint64_t n;
+        int r;
 
         if (fd < 0)
                 return negative_errno();
@@ -62,20 +64,11 @@ int blob_sizes_open(int dirfd, struct blob_sizes **ret)
             (uint64_t)st.st_size > BLOB_SIZES_MAX_BYTES ||
             ((uint64_t)st.st_size - HEAD_LEN) % REC_LEN != 0)
                 return -EINVAL;
-        len = (size_t)st.st_size;
-        buf = malloc(len);
-        if (!buf)
-                return -ENOMEM;
-        while (got < len) {
-                ssize_t k = read(fd, buf + got, len - got);
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return negative_errno();
-                if (k == 0)
-                        return -EINVAL; /* shorter than it was a moment ago */
-                got += (size_t)k;
-        }
+        r = fd_read_whole(fd, (size_t)st.st_size, BLOB_SIZES_MAX_BYTES, &buf, &len);
+        if (r < 0)
+                return r == -EFBIG ? -EINVAL : r;
+        if (len != (size_t)st.st_size)
+                return -EINVAL; /* changed while it was read */
         memcpy(&n, buf + 8, sizeof(n));
         n = le64toh(n);
         if (memcmp(buf, MAGIC, 8) != 0 || n != (len - HEAD_LEN) / REC_LEN)
@@ -83,7 +76,7 @@ int blob_sizes_open(int dirfd, struct blob_sizes **ret)
         s = calloc(1, sizeof(*s));
         if (!s)
                 return -ENOMEM;
-        s->buf = TAKE_PTR(buf);
+        s->buf = (unsigned char *)TAKE_PTR(buf);
         s->n = (size_t)n;
         for (size_t i = 1; i < s->n; i++)
                 if (memcmp(rec_at(s, i - 1), rec_at(s, i), GIT_OID_RAWSZ) >= 0) {
@@ -149,9 +142,10 @@ static int rec_cmp(const void *a, const void *b)
                            &((const struct blob_size_rec *)b)->oid);
 }
 
-int blob_sizes_write(struct blob_sizes_builder *b, int dirfd)
+int blob_sizes_write(struct blob_sizes_builder *b, int dirfd, struct blob_sizes **ret)
 {
         _cleanup_free_ unsigned char *buf = NULL;
+        struct blob_sizes *s;
         char tmp[64];
         size_t n = 0, len;
         unsigned char *p;
@@ -183,20 +177,24 @@ int blob_sizes_write(struct blob_sizes_builder *b, int dirfd)
         snprintf(tmp, sizeof(tmp), BLOB_SIZES_FILE ".tmp.%ld", (long)getpid());
         fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
-                return negative_errno();
-        for (size_t off = 0; off < len && r == 0;) {
-                ssize_t w = write(fd, buf + off, len - off);
-                if (w < 0 && errno != EINTR)
+                r = negative_errno();
+        else {
+                r = fd_write_whole(fd, buf, len);
+                if (close(fd) < 0 && r == 0)
                         r = negative_errno();
-                else if (w > 0)
-                        off += (size_t)w;
+                if (r == 0 && renameat(dirfd, tmp, dirfd, BLOB_SIZES_FILE) < 0)
+                        r = negative_errno();
+                if (r < 0)
+                        (void)unlinkat(dirfd, tmp, 0);
         }
-        if (close(fd) < 0 && r == 0)
-                r = negative_errno();
-        if (r == 0 && renameat(dirfd, tmp, dirfd, BLOB_SIZES_FILE) < 0)
-                r = negative_errno();
-        if (r < 0)
-                (void)unlinkat(dirfd, tmp, 0);
+        /* What was written is the file's bytes: the daemon that wrote them
+         * uses them as they are, written or not, rather than read them back. */
+        s = ret ? calloc(1, sizeof(*s)) : NULL;
+        if (s) {
+                s->buf = TAKE_PTR(buf);
+                s->n = n;
+                *ret = s;
+        }
         return r;
 }
 

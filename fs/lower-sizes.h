@@ -43,6 +43,8 @@ struct blob_sizes_builder {
         bool failed; /* out of memory once: nothing is written */
 };
 void blob_sizes_add(struct blob_sizes_builder *b, const git_oid *oid, uint64_t size);
-/* Sort, drop duplicates, and write dirfd/BLOB_SIZES_FILE (tmp + rename). */
-int blob_sizes_write(struct blob_sizes_builder *b, int dirfd);
+/* Sort, drop duplicates, and write dirfd/BLOB_SIZES_FILE (tmp + rename).
+ * ret (may be NULL): the same sizes in memory, also when the write failed;
+ * left alone if out of memory. */
+int blob_sizes_write(struct blob_sizes_builder *b, int dirfd, struct blob_sizes **ret);
 void blob_sizes_builder_done(struct blob_sizes_builder *b);

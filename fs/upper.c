@@ -291,21 +291,6 @@ out:
         return m;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-        while (len > 0) {
-                ssize_t n = write(fd, p, len);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return negative_errno();
-                }
-                p += n;
-                len -= (size_t)n;
-        }
-        return 0;
-}
-
 static bool meta_empty(json_t *m)
 {
         const char *k;
@@ -346,7 +331,7 @@ int upper_meta_write(int dfd, json_t *m)
         fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
                 return negative_errno();
-        r = write_all(fd, s, strlen(s));
+        r = fd_write_whole(fd, s, strlen(s));
         if (r < 0)
                 return r;
         /*

@@ -3,7 +3,7 @@
  * readall.c: one bounded read-whole loop for the file-system daemon's
  * sidecars and the review's reads of the upper store. Reading in as few
  * read(2) calls as the size allows matters: jansson's json_loadfd read a
- * sidecar one byte per call.
+ * sidecar one byte per call. And its pair, the one write-whole loop.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -51,5 +51,23 @@ int fd_read_whole(int fd, size_t size, size_t max, char **ret, size_t *ret_len)
         /* len < cap here: a full buffer is grown before the read that sees the end. */
         *ret = TAKE_PTR(buf);
         *ret_len = len;
+        return 0;
+}
+
+int fd_write_whole(int fd, const void *buf, size_t len)
+{
+        const char *p = buf;
+
+        while (len > 0) {
+                ssize_t n = write(fd, p, len);
+
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return negative_errno();
+                }
+                p += n;
+                len -= (size_t)n;
+        }
         return 0;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * readall.h: read a whole regular file from a descriptor, bounded.
+ * readall.h: read a whole regular file from a descriptor, bounded; and
+ * write a whole buffer to one.
  */
 #pragma once
 
@@ -14,3 +15,7 @@
  * negative errno; nothing is returned then.
  */
 int fd_read_whole(int fd, size_t size, size_t max, char **ret, size_t *ret_len);
+
+/* Write all len bytes of buf to fd, again after a short write or EINTR.
+ * 0, or the negative errno of the write that failed. */
+int fd_write_whole(int fd, const void *buf, size_t len);

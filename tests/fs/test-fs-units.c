@@ -576,7 +576,7 @@ static void put_file(int dirfd, const char *name, const void *buf, size_t len)
 START_TEST(blob_sizes_round_trip_and_refuse_what_they_did_not_write)
 {
         struct blob_sizes_builder b = {0};
-        struct blob_sizes *s = NULL;
+        struct blob_sizes *s = NULL, *mem = NULL;
         char buf[16384];
         git_oid o;
         uint64_t size = 0;
@@ -594,21 +594,27 @@ START_TEST(blob_sizes_round_trip_and_refuse_what_they_did_not_write)
         blob_sizes_add(&b, &o, 42 * 7u);
         o = oid_of(1000);
         blob_sizes_add(&b, &o, (uint64_t)5 << 32);
-        ck_assert_int_eq(blob_sizes_write(&b, dirfd), 0);
+        ck_assert_int_eq(blob_sizes_write(&b, dirfd, &mem), 0);
         blob_sizes_builder_done(&b);
+        ck_assert_ptr_nonnull(mem);
         ck_assert_int_eq(blob_sizes_open(dirfd, &s), 0);
-        for (unsigned i = 1; i <= 300; i++) {
-                o = oid_of(i);
-                ck_assert(blob_sizes_find(s, &o, &size));
-                ck_assert_uint_eq(size, i * 7u);
+        /* The writer's copy in memory and the file read back say the same. */
+        for (int k = 0; k < 2; k++) {
+                const struct blob_sizes *t = k ? mem : s;
+                for (unsigned i = 1; i <= 300; i++) {
+                        o = oid_of(i);
+                        ck_assert(blob_sizes_find(t, &o, &size));
+                        ck_assert_uint_eq(size, i * 7u);
+                }
+                o = oid_of(1000);
+                ck_assert(blob_sizes_find(t, &o, &size));
+                ck_assert_uint_eq(size, (uint64_t)5 << 32);
+                o = oid_of(301);
+                ck_assert(!blob_sizes_find(t, &o, &size));
         }
-        o = oid_of(1000);
-        ck_assert(blob_sizes_find(s, &o, &size));
-        ck_assert_uint_eq(size, (uint64_t)5 << 32);
-        o = oid_of(301);
-        ck_assert(!blob_sizes_find(s, &o, &size));
         ck_assert(!blob_sizes_find(NULL, &o, &size));
         blob_sizes_free(s);
+        blob_sizes_free(mem);
 
         /* 16 bytes of head and 28 per record: 301 distinct blobs, no repeat. */
         fd = openat(dirfd, BLOB_SIZES_FILE, O_RDONLY);
