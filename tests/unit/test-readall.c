@@ -95,6 +95,31 @@ START_TEST(an_empty_file_and_a_read_error)
 }
 END_TEST
 
+START_TEST(writes_whole_after_short_writes_and_says_why_not)
+{
+        _cleanup_close_ int file = file_of(0), pipe_r = -1, pipe_w = -1;
+        _cleanup_free_ char *buf = malloc(1 << 20), *back = NULL;
+        size_t len = 0;
+        int p[2];
+
+        ck_assert_ptr_nonnull(buf);
+        for (size_t i = 0; i < 1 << 20; i++)
+                buf[i] = (char)('a' + i % 26);
+        ck_assert_int_eq(fd_write_whole(file, buf, 1 << 20), 0);
+        ck_assert_int_eq(lseek(file, 0, SEEK_SET), 0);
+        ck_assert_int_eq(fd_read_whole(file, 0, 2 << 20, &back, &len), 0);
+        content_is(back, len, 1 << 20);
+        /* A pipe takes part of 1 MiB (a short write), then no more: the
+         * second write's errno, not a count, and not a spin. */
+        ck_assert_int_eq(pipe2(p, O_NONBLOCK), 0);
+        pipe_r = p[0];
+        pipe_w = p[1];
+        ck_assert_int_eq(fd_write_whole(pipe_w, buf, 1 << 20), -EAGAIN);
+        ck_assert_int_eq(fd_write_whole(pipe_r, buf, 1), -EBADF);
+        ck_assert_int_eq(fd_write_whole(-1, buf, 0), 0); /* nothing to write */
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("readall");
@@ -106,6 +131,7 @@ int main(void)
         tcase_add_test(tc, reads_past_a_stale_size_and_up_to_a_short_one);
         tcase_add_test(tc, max_is_the_largest_file_read);
         tcase_add_test(tc, an_empty_file_and_a_read_error);
+        tcase_add_test(tc, writes_whole_after_short_writes_and_says_why_not);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
