@@ -194,6 +194,7 @@ struct fs_workspace {
                 pthread_mutex_t lock;
                 pthread_cond_t wake;
                 pthread_t thread;
+                pthread_mutex_t repay_lock; /* the worker repaying (shed_repay) */
                 bool started, stop, asked;
                 size_t limit; /* RLIMIT_NOFILE */
                 /* nodes ever inserted, and the count at which to kick a round
@@ -346,6 +347,10 @@ void shed_kick(struct fs_workspace *ws);
 /* Too many descriptors may be open for more nodes to be made at no one's
  * asking (readdirplus); kicks a round. Takes itable_lock. */
 bool shed_short(struct fs_workspace *ws);
+/* After replying with a new entry: while short, this worker has the kernel
+ * drop a few unused entries before it takes another request, so that a
+ * stream of lookups cannot outrun the rounds. Holding no lock. */
+void shed_repay(struct fs_workspace *ws);
 /* An operation ran out of descriptors: a round now. Holding no lock. */
 void shed_wake(struct fs_workspace *ws);
 void shed_stop(struct fs_workspace *ws);
@@ -528,6 +533,9 @@ int fs_journal(struct fs_workspace *ws, fuse_req_t req, const struct journal_ent
 
 /* loop.c: serve se until it is unmounted or stopped by a signal */
 int fs_loop_run(struct fuse_session *se, unsigned max_workers);
+/* A handler about to wait for something another request must first end (a
+ * directory lock the kernel holds for it): another worker reads meanwhile. */
+void fs_loop_hand_on(void);
 
 /* ops */
 extern const struct fuse_lowlevel_ops fs_ops;

@@ -230,6 +230,9 @@ static int worker_start_locked(struct loop *l)
         return 0;
 }
 
+/* The loop of the worker this thread is, if it is one. */
+static __thread struct loop *loop_self;
+
 /* Let another worker read: the most recently parked, or a new one. */
 static void loop_hand_on_locked(struct loop *l)
 {
@@ -249,6 +252,7 @@ static void *worker_main(void *arg)
         struct loop *l = w->loop;
 
         pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+        loop_self = l;
         pthread_mutex_lock(&l->lock);
         for (;;) {
                 int res;
@@ -286,6 +290,18 @@ static void *worker_main(void *arg)
         }
         pthread_mutex_unlock(&l->lock);
         return NULL;
+}
+
+void fs_loop_hand_on(void)
+{
+        struct loop *l = loop_self;
+
+        if (!l)
+                return;
+        pthread_mutex_lock(&l->lock);
+        if (!l->exit)
+                loop_hand_on_locked(l);
+        pthread_mutex_unlock(&l->lock);
 }
 
 int fs_loop_run(struct fuse_session *se, unsigned max_workers)

@@ -401,6 +401,7 @@ reply:
                 handle_track(ws, h);
         if (fuse_reply_create(req, &e, fi) == -ENOENT)
                 handle_free(ws, h);
+        shed_repay(ws);
 }
 
 static void do_read(fuse_req_t req, struct handle *h, size_t size, off_t off)

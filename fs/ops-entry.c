@@ -166,6 +166,7 @@ void ops_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
         }
         ops_fill_entry(ws, n, &st, &e);
         fuse_reply_entry(req, &e);
+        shed_repay(ws);
 }
 
 void ops_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)

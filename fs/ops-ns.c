@@ -66,6 +66,7 @@ static void reply_entry(fuse_req_t req, struct fs_workspace *ws, struct node *n,
         }
         ops_fill_entry(ws, n, &st, &e);
         fuse_reply_entry(req, &e);
+        shed_repay(ws);
 }
 
 /* Make a node for an entry just created in p's upper dir; takes fd (see make_entry). */

@@ -26,13 +26,17 @@
  * of each entry), faster than a round: while the last count plus the
  * nodes made since may reach SHED_HIGH of the limit, readdirplus gives
  * plain entries, which the kernel looks up only when they are used
- * (ops-entry.c). Lookups themselves are not held back: one out of
- * descriptors fails with EMFILE and wakes a round. A round waits for
- * lookups running in a victim's directory (the kernel takes the
- * directory's lock to drop an entry), so a burst of parallel lookups can
- * still outrun it when the limit is small: at 1,024, git status's
- * threads can; at the 20,000 of the hosts this was measured on, the
- * half kept free is 10,000 descriptors.
+ * (ops-entry.c). A drop waits for the lookups running in its directory
+ * (the kernel takes the directory's lock), so a serial stream of lookups
+ * in one folder gains on a round whenever the round's thread is not
+ * running, and on a loaded machine it reached the limit. So while short,
+ * the worker that answered a lookup or create drops SHED_REPAY entries
+ * itself before its next request (shed_repay), after handing the reading
+ * on (fs_loop_hand_on): the stream pays for the nodes it makes. One out
+ * of descriptors still fails with EMFILE and wakes a round; a burst of
+ * parallel lookups can outrun both when the limit is small: at 1,024,
+ * git status's threads can; at the 20,000 of the hosts this was measured
+ * on, the half kept free is 10,000 descriptors.
  */
 #include <dirent.h>
 #include <sys/syscall.h>
@@ -50,6 +54,7 @@
 #define SHED_LOW_PCT  30 /* ... down to this much */
 #define SHED_EVERY    32 /* look again after limit / SHED_EVERY new nodes */
 #define SHED_BATCH    4096
+#define SHED_REPAY    2 /* entries a worker drops after making a node while short */
 
 struct victim {
         struct node *parent; /* a reference held */
@@ -119,6 +124,17 @@ out:
         return k;
 }
 
+/* Ask the kernel to drop the entries of k victims; frees them. Holding no lock. */
+static void victims_drop(struct fs_workspace *ws, struct victim *v, size_t k)
+{
+        for (size_t i = 0; i < k; i++) {
+                (void)fuse_lowlevel_notify_inval_entry(ws->se, node_ino(ws, v[i].parent), v[i].name,
+                                                       strlen(v[i].name));
+                free(v[i].name);
+                node_unref(ws, v[i].parent);
+        }
+}
+
 /* One round; true if descriptors were asked back. */
 static bool shed_round(struct fs_workspace *ws)
 {
@@ -137,12 +153,7 @@ static bool shed_round(struct fs_workspace *ws)
         if (!v)
                 return false;
         k = victims_pick(ws, v, want);
-        for (size_t i = 0; i < k; i++) {
-                (void)fuse_lowlevel_notify_inval_entry(ws->se, node_ino(ws, v[i].parent), v[i].name,
-                                                       strlen(v[i].name));
-                free(v[i].name);
-                node_unref(ws, v[i].parent);
-        }
+        victims_drop(ws, v, k);
         return k > 0;
 }
 
@@ -178,6 +189,7 @@ void shed_init(struct fs_workspace *ws)
         struct rlimit rl;
 
         pthread_mutex_init(&ws->shed.lock, NULL);
+        pthread_mutex_init(&ws->shed.repay_lock, NULL);
         pthread_cond_init(&ws->shed.wake, NULL);
         ws->shed.limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
                                  ? (size_t)rl.rlim_cur
@@ -217,6 +229,25 @@ bool shed_short(struct fs_workspace *ws)
                 shed_kick(ws);
         pthread_mutex_unlock(&ws->itable_lock);
         return r;
+}
+
+void shed_repay(struct fs_workspace *ws)
+{
+        struct victim v[SHED_REPAY];
+        size_t k;
+
+        if (!ws->se || !shed_short(ws))
+                return;
+        /* One worker at a time: the others keep serving, so that the
+         * requests whose directory locks the drops wait for are answered. */
+        if (pthread_mutex_trylock(&ws->shed.repay_lock) != 0)
+                return;
+        /* A drop waits for the requests in its directory, which this worker,
+         * if it is the one reading, would otherwise never read. */
+        fs_loop_hand_on();
+        k = victims_pick(ws, v, SHED_REPAY);
+        victims_drop(ws, v, k);
+        pthread_mutex_unlock(&ws->shed.repay_lock);
 }
 
 void shed_kick(struct fs_workspace *ws)
