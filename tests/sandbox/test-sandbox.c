@@ -255,23 +255,32 @@ START_TEST(sweep_kills_the_process_group_of_a_dead_runs_bubblewrap)
         char state[] = "/tmp/cloister-registry.XXXXXX", path[PATH_MAX], line[160];
         pid_t group, bystander, dead;
         unsigned long long gstart;
-        int status, fd;
+        int status, fd, ready[2];
+        char c;
         FILE *f;
 
         ck_assert_ptr_nonnull(mkdtemp(state));
-        /* A process group like bubblewrap's, its leader already gone. */
+        /* A process group like bubblewrap's, its leader already gone. The
+         * leader says when its child exists: killed sooner, it would leave
+         * an empty group (seen on a loaded machine). */
+        ck_assert_int_eq(pipe(ready), 0);
         group = fork();
         if (group == 0) {
+                close(ready[0]);
                 setpgid(0, 0);
                 if (fork() == 0) {
                         pause();
                         _exit(0);
                 }
+                (void)!write(ready[1], "1", 1);
                 pause();
                 _exit(0);
         }
         ck_assert_int_gt(group, 0);
         setpgid(group, group);
+        close(ready[1]);
+        ck_assert_int_eq(read(ready[0], &c, 1), 1);
+        close(ready[0]);
         bystander = fork();
         if (bystander == 0) {
                 pause();
