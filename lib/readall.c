@@ -66,6 +66,8 @@ int fd_write_whole(int fd, const void *buf, size_t len)
                                 continue;
                         return negative_errno();
                 }
+                if (n == 0)
+                        return -EIO; /* no progress and no errno: don't spin */
                 p += n;
                 len -= (size_t)n;
         }

@@ -17,5 +17,6 @@
 int fd_read_whole(int fd, size_t size, size_t max, char **ret, size_t *ret_len);
 
 /* Write all len bytes of buf to fd, again after a short write or EINTR.
- * 0, or the negative errno of the write that failed. */
+ * 0, or the negative errno of the write that failed (-EIO for a write that
+ * wrote nothing and set no errno, rather than trying forever). */
 int fd_write_whole(int fd, const void *buf, size_t len);

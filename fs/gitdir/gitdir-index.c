@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "gitdir-private.h"
+#include "lib/readall.h"
 
 struct walk {
         git_index *index;
@@ -142,16 +143,9 @@ static int copy_fd(int in, int out)
                 }
                 if (n == 0)
                         return 0;
-                for (char *p = buf; n > 0;) {
-                        ssize_t m = write(out, p, (size_t)n);
-                        if (m < 0) {
-                                if (errno == EINTR)
-                                        continue;
-                                return negative_errno();
-                        }
-                        p += m;
-                        n -= m;
-                }
+                int r = fd_write_whole(out, buf, (size_t)n);
+                if (r < 0)
+                        return r;
         }
 }
 

@@ -55,6 +55,7 @@ static int record_write(const struct sandbox_record *rec, pid_t pgid, pid_t pid1
 {
         unsigned long long start = 0, group_start = 0;
         char line[160];
+        ssize_t n;
         int r, l;
 
         if (pid1 > 0 && (r = proc_starttime(pid1, &start)) < 0)
@@ -63,8 +64,13 @@ static int record_write(const struct sandbox_record *rec, pid_t pgid, pid_t pid1
                 pgid = 0; /* gone already: nothing to sweep */
         l = snprintf(line, sizeof(line), "%llu %d %llu %d %llu\n", rec->run_start, (int)pid1, start,
                      (int)pgid, group_start);
-        if (pwrite(rec->fd, line, (size_t)l, 0) != l || ftruncate(rec->fd, l) < 0)
-                return -EIO;
+        n = pwrite(rec->fd, line, (size_t)l, 0);
+        if (n < 0)
+                return negative_errno();
+        if (n != l)
+                return -EIO; /* a short write of 60 bytes: the disk is full */
+        if (ftruncate(rec->fd, l) < 0)
+                return negative_errno();
         return 0;
 }
 
@@ -80,17 +86,11 @@ int sandbox_registry_open(const char *state, struct sandbox_record *ret)
         if (asprintf(&dir, "%s/sandboxes", state) < 0 ||
             asprintf(&rec.path, "%s/%d", dir, (int)getpid()) < 0)
                 return -ENOMEM;
-        if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
-                r = negative_errno();
-                free(rec.path);
-                return r;
-        }
+        if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+                goto fail;
         rec.fd = open(rec.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (rec.fd < 0) {
-                r = negative_errno();
-                free(rec.path);
-                return r;
-        }
+        if (rec.fd < 0)
+                goto fail;
         r = record_write(&rec, 0, 0);
         if (r < 0) {
                 sandbox_registry_close(&rec);
@@ -98,6 +98,10 @@ int sandbox_registry_open(const char *state, struct sandbox_record *ret)
         }
         *ret = rec;
         return 0;
+fail:
+        r = negative_errno();
+        free(rec.path); /* nothing made yet to unlink */
+        return r;
 }
 
 int sandbox_registry_claim(const struct sandbox_record *rec)
