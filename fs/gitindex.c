@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +205,11 @@ static void *build(void *arg)
         pthread_mutex_unlock(&ws->index.lock);
         if (r == 0)
                 forget_git_attrs(ws);
+        /* The build's transient state (libgit2's index of every entry, the
+         * sizes' builder) was allocated in this thread's malloc arena and
+         * freed in pieces that glibc keeps: 24 of the idle daemon's 34 MB
+         * anonymous at 100,000 files. Give the free pages back. */
+        (void)malloc_trim(0);
         return NULL;
 }
 
