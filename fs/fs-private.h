@@ -205,6 +205,9 @@ struct fs_workspace {
                 int proc_fd;   /* /proc/self/fd, to count them */
                 /* descriptors open at the last count, and inserts then (itable_lock) */
                 size_t open, open_at;
+                /* entries owed by the lookups and creates made while short,
+                 * paid by whichever worker holds repay_lock (itable_lock) */
+                size_t debt;
         } shed;
 
         pthread_mutex_t itable_lock;

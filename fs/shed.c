@@ -30,9 +30,13 @@
  * (the kernel takes the directory's lock), so a serial stream of lookups
  * in one folder gains on a round whenever the round's thread is not
  * running, and on a loaded machine it reached the limit. So while short,
- * the worker that answered a lookup or create drops SHED_REPAY entries
- * itself before its next request (shed_repay), after handing the reading
- * on (fs_loop_hand_on): the stream pays for the nodes it makes. One out
+ * each lookup or create that makes a node owes SHED_REPAY drops, and the
+ * worker that holds repay_lock pays all that is owed before its next
+ * request (shed_repay), after handing the reading on (fs_loop_hand_on):
+ * the stream pays for the nodes it makes. The debt is shared because the
+ * payer's drops wait for the stream's next lookups, answered by the
+ * other workers: each paying only its own, they found the lock taken and
+ * paid nothing, and the stream won again under load. One out
  * of descriptors still fails with EMFILE and wakes a round; a burst of
  * parallel lookups can outrun both when the limit is small: at 1,024,
  * git status's threads can; at the 20,000 of the hosts this was measured
@@ -50,11 +54,12 @@
 #include "ops.h"
 #include "lib/util.h"
 
-#define SHED_HIGH_PCT 50 /* shed when this much of RLIMIT_NOFILE is open */
-#define SHED_LOW_PCT  30 /* ... down to this much */
-#define SHED_EVERY    32 /* look again after limit / SHED_EVERY new nodes */
-#define SHED_BATCH    4096
-#define SHED_REPAY    2 /* entries a worker drops after making a node while short */
+#define SHED_HIGH_PCT    50 /* shed when this much of RLIMIT_NOFILE is open */
+#define SHED_LOW_PCT     30 /* ... down to this much */
+#define SHED_EVERY       32 /* look again after limit / SHED_EVERY new nodes */
+#define SHED_BATCH       4096
+#define SHED_REPAY       2  /* entries a worker drops after making a node while short */
+#define SHED_REPAY_BATCH 16 /* ... taken from the debt at a time */
 
 struct victim {
         struct node *parent; /* a reference held */
@@ -215,39 +220,90 @@ void shed_wake(struct fs_workspace *ws)
         pthread_mutex_unlock(&ws->itable_lock);
 }
 
+/* itable_lock held. */
+static bool shed_short_locked(struct fs_workspace *ws)
+{
+        /* At most a descriptor per node made since the last count: nodes
+         * of git's own tree hold none, so the table's size would say
+         * "short" for any large checkout. */
+        bool r = ws->shed.open + (ws->shed.inserts - ws->shed.open_at) >=
+                 ws->shed.limit * SHED_HIGH_PCT / 100;
+
+        if (r)
+                shed_kick(ws);
+        return r;
+}
+
 bool shed_short(struct fs_workspace *ws)
 {
         bool r;
 
         pthread_mutex_lock(&ws->itable_lock);
-        /* At most a descriptor per node made since the last count: nodes
-         * of git's own tree hold none, so the table's size would say
-         * "short" for any large checkout. */
-        r = ws->shed.open + (ws->shed.inserts - ws->shed.open_at) >=
-            ws->shed.limit * SHED_HIGH_PCT / 100;
-        if (r)
-                shed_kick(ws);
+        r = shed_short_locked(ws);
         pthread_mutex_unlock(&ws->itable_lock);
         return r;
 }
 
-void shed_repay(struct fs_workspace *ws)
+/* Take up to max of the debt; none once no longer short (the FORGETs of
+ * the drops so far came back, or a round counted fewer). */
+static size_t debt_take(struct fs_workspace *ws, size_t max)
 {
-        struct victim v[SHED_REPAY];
         size_t k;
 
-        if (!ws->se || !shed_short(ws))
+        pthread_mutex_lock(&ws->itable_lock);
+        if (!shed_short_locked(ws))
+                ws->shed.debt = 0;
+        k = MIN(ws->shed.debt, max);
+        ws->shed.debt -= k;
+        pthread_mutex_unlock(&ws->itable_lock);
+        return k;
+}
+
+void shed_repay(struct fs_workspace *ws)
+{
+        struct victim v[SHED_REPAY_BATCH];
+        bool handed = false;
+        size_t want, k;
+
+        if (!ws->se)
                 return;
-        /* One worker at a time: the others keep serving, so that the
-         * requests whose directory locks the drops wait for are answered. */
-        if (pthread_mutex_trylock(&ws->shed.repay_lock) != 0)
-                return;
-        /* A drop waits for the requests in its directory, which this worker,
-         * if it is the one reading, would otherwise never read. */
-        fs_loop_hand_on();
-        k = victims_pick(ws, v, SHED_REPAY);
-        victims_drop(ws, v, k);
-        pthread_mutex_unlock(&ws->shed.repay_lock);
+        pthread_mutex_lock(&ws->itable_lock);
+        if (shed_short_locked(ws))
+                ws->shed.debt = MIN(ws->shed.debt + SHED_REPAY, (size_t)SHED_BATCH);
+        else
+                ws->shed.debt = 0;
+        want = ws->shed.debt;
+        pthread_mutex_unlock(&ws->itable_lock);
+        /*
+         * One worker at a time pays, and pays what the others owe too: a
+         * drop waits for the requests in its directory, so while one is
+         * paying, the lookups of a stream are answered by the others, and
+         * their debt must not be lost because they found the lock taken.
+         */
+        while (want > 0 && pthread_mutex_trylock(&ws->shed.repay_lock) == 0) {
+                /* A drop waits for the requests in its directory, which this
+                 * worker, if it is the one reading, would never read. */
+                if (!handed) {
+                        fs_loop_hand_on();
+                        handed = true;
+                }
+                while ((want = debt_take(ws, SHED_REPAY_BATCH)) > 0) {
+                        k = victims_pick(ws, v, want);
+                        victims_drop(ws, v, k);
+                        if (k == 0) { /* nothing left that the kernel may drop */
+                                pthread_mutex_lock(&ws->itable_lock);
+                                ws->shed.debt = 0;
+                                pthread_mutex_unlock(&ws->itable_lock);
+                                break;
+                        }
+                }
+                pthread_mutex_unlock(&ws->shed.repay_lock);
+                /* Owed after this worker's last look and before its unlock,
+                 * by a worker whose trylock failed: pay that too. */
+                pthread_mutex_lock(&ws->itable_lock);
+                want = ws->shed.debt;
+                pthread_mutex_unlock(&ws->itable_lock);
+        }
 }
 
 void shed_kick(struct fs_workspace *ws)
