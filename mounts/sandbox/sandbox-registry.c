@@ -68,7 +68,7 @@ static int record_write(const struct sandbox_record *rec, pid_t pgid, pid_t pid1
         if (n < 0)
                 return negative_errno();
         if (n != l)
-                return -EIO; /* a short write of 60 bytes: the disk is full */
+                return -EIO; /* short, for one line of under 100 bytes: the disk is full */
         if (ftruncate(rec->fd, l) < 0)
                 return negative_errno();
         return 0;
