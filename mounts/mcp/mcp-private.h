@@ -125,7 +125,7 @@ json_t *mcp_result_error(const char *fmt, ...) __attribute__((format(printf, 1, 
  * comes later (when the run ends), from mcp_runs_pump(). */
 json_t *mcp_runs_call(struct mcp_server *s, const char *name, size_t ws, json_t *args, json_t *id,
                       json_t *progress_token);
-/* The fds to poll: up to 3 per run; returns how many were set (at most max). */
+/* The fds to poll: up to OPS_RUN_FDS per run; returns how many were set (at most max). */
 size_t mcp_runs_fds(const struct mcp_server *s, int *fds, size_t max);
 /* Read their output, send progress and the answers of runs that ended;
  * returns the ms until it wants to be called again (-1: only on output). */

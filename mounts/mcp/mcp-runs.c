@@ -256,13 +256,13 @@ size_t mcp_runs_fds(const struct mcp_server *s, int *fds, size_t max)
         size_t n = 0;
 
         for (const struct mcp_run *r = s->runs; r; r = r->next) {
-                int three[3];
+                int some[OPS_RUN_FDS];
                 if (r->ended)
                         continue;
-                ops_run_fds(r->r, three);
-                for (int i = 0; i < 3 && n < max; i++)
-                        if (three[i] >= 0)
-                                fds[n++] = three[i];
+                ops_run_fds(r->r, some);
+                for (int i = 0; i < OPS_RUN_FDS && n < max; i++)
+                        if (some[i] >= 0)
+                                fds[n++] = some[i];
         }
         return n;
 }
@@ -290,12 +290,17 @@ int mcp_runs_pump(struct mcp_server *s)
                 if (run->ended)
                         continue;
                 if (ops_run_pump(run->r) != 1) {
+                        int soon = ops_run_timeout_ms(run->r);
                         if (run->progress_token && now >= run->progress_next_ms) {
                                 progress_send(s, run);
                                 run->progress_next_ms = now + PROGRESS_EVERY_MS;
                         }
-                        /* Wake up for progress, and for a stop's deadline (ops_run_pump). */
-                        timeout = PROGRESS_EVERY_MS;
+                        /* Wake up for progress, and for a stop's deadline (ops_run_pump);
+                         * the run's end wakes us through its fds (ops_run_fds). */
+                        if (timeout < 0 || timeout > PROGRESS_EVERY_MS)
+                                timeout = PROGRESS_EVERY_MS;
+                        if (soon >= 0 && soon < timeout)
+                                timeout = soon;
                         continue;
                 }
                 run->ended = true;
@@ -337,8 +342,8 @@ void mcp_runs_stop_all(struct mcp_server *s)
                         ops_run_stop(run->r, "killed");
         /* ops_run_pump() kills a run that outlasts its grace: this ends. */
         while (count(s, false) > 0) {
-                struct pollfd pfd[3 * 64];
-                int fds[3 * 64];
+                struct pollfd pfd[OPS_RUN_FDS * MCP_RUNS_MAX];
+                int fds[OPS_RUN_FDS * MCP_RUNS_MAX];
                 size_t n = mcp_runs_fds(s, fds, ELEMENTSOF(fds));
                 for (size_t i = 0; i < n; i++)
                         pfd[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};

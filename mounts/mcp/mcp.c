@@ -30,7 +30,7 @@
 /* Newest first: what we answer an initialize that asks for another. */
 static const char *const versions[] = {"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"};
 
-#define POLL_FDS_MAX (2 + 3 * 64)
+#define POLL_FDS_MAX (2 + OPS_RUN_FDS * MCP_RUNS_MAX)
 
 int64_t mcp_now_ms(void)
 {

@@ -127,8 +127,16 @@ int ops_run_check_env(const struct config *c, char *const *env, char **ret_error
  * when the thread that started it ends (its parent-death signal).
  */
 int ops_run_start(const struct ops_run_options *o, ops_run **ret, char **ret_error);
-/* The fds to poll for output (stdout, stderr, the result): up to 3, -1 when closed. */
-void ops_run_fds(const ops_run *r, int fds[3]);
+/*
+ * The fds to poll (stdout, stderr, the result, and the child's pidfd), -1
+ * when closed: until the run has ended, one of them, or the timeout of
+ * ops_run_timeout_ms(), always wakes the caller for what comes next.
+ */
+#define OPS_RUN_FDS 4
+void ops_run_fds(const ops_run *r, int fds[OPS_RUN_FDS]);
+/* The longest the caller may sleep before ops_run_pump(), in ms, or -1:
+ * until an fd is ready (-1 unless the kernel has no pidfd_open). */
+int ops_run_timeout_ms(const ops_run *r);
 /*
  * Read what is there (never blocks). Returns 1 when the run has ended and
  * everything is read, else 0; < 0 on error.

@@ -41,6 +41,12 @@
 #define OUTPUT_HEAD  (16 * 1024)
 #define RESULT_MAX   (64 * 1024)
 #define STOP_GRACE_S (SANDBOX_GRACE_SECONDS + 10) /* then the child itself is killed */
+/* Without a pidfd: how soon to look again for an exit the result pipe announced. */
+#define REAP_RETRY_MS 5
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434 /* the same number on every architecture */
+#endif
 
 extern char **environ;
 
@@ -62,6 +68,7 @@ struct stream {
 
 struct ops_run {
         pid_t pid;
+        int pidfd;    /* readable once the child has exited; -1 without pidfd_open */
         pid_t writer; /* writes a large stdin, or 0 */
         int result_fd;
         char result[RESULT_MAX + 1];
@@ -350,6 +357,7 @@ int ops_run_start(const struct ops_run_options *o, ops_run **ret, char **ret_err
         if (!r)
                 return -ENOMEM;
         r->pid = -1;
+        r->pidfd = -1;
         r->result_fd = -1;
         r->stop_at_ms = -1;
         if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 ||
@@ -385,6 +393,17 @@ int ops_run_start(const struct ops_run_options *o, ops_run **ret, char **ret_err
                 close(in[1]);
                 child_main(o, parent, in[0], out[1], err[1], res[1]);
         }
+        /*
+         * The child's exit, as an fd the caller polls: the result pipe's
+         * end comes just before the exit, and nothing else would wake a
+         * caller that waits for the exit itself (issue 46: a second's
+         * stall). Before Linux 5.3 there is none: ops_run_timeout_ms()
+         * then asks to be called again soon, while only the exit is
+         * awaited. (A pidfd is close-on-exec.)
+         */
+        r->pidfd = (int)syscall(SYS_pidfd_open, r->pid, 0);
+        if (r->pidfd < 0)
+                r->pidfd = -1;
         safe_close(in[0]);
         safe_close(out[1]);
         safe_close(err[1]);
@@ -420,11 +439,20 @@ fail:
         return k;
 }
 
-void ops_run_fds(const ops_run *r, int fds[3])
+void ops_run_fds(const ops_run *r, int fds[OPS_RUN_FDS])
 {
         fds[0] = r->out.fd;
         fds[1] = r->err.fd;
         fds[2] = r->result_fd;
+        fds[3] = r->pid > 0 ? r->pidfd : -1;
+}
+
+int ops_run_timeout_ms(const ops_run *r)
+{
+        /* Only the exit is awaited, and no fd says when it comes. */
+        if (!r->done && r->result_fd < 0 && r->pid > 0 && r->pidfd < 0)
+                return REAP_RETRY_MS;
+        return -1;
 }
 
 int ops_run_pump(ops_run *r)
@@ -461,15 +489,19 @@ int ops_run_pump(ops_run *r)
          * theirs: the broker or the proxy that the run started (they
          * outlive it, for the workspace's next run) hold their write ends.
          * What the sandbox wrote is in the pipes by then; read it, and stop.
+         * The child is reaped as soon as it has exited, whatever the pipe
+         * says: its pidfd stays readable until then, and must not be left
+         * in a caller's poll set (it would spin).
          */
-        if (r->result_fd >= 0)
-                return 0;
         if (r->pid > 0) {
                 pid_t w = waitpid(r->pid, &r->wstatus, WNOHANG);
-                if (w == 0)
-                        return 0;
-                r->pid = -1;
+                if (w != 0) { /* reaped (or not ours to reap: as good as) */
+                        r->pid = -1;
+                        r->pidfd = safe_close(r->pidfd);
+                }
         }
+        if (r->result_fd >= 0 || r->pid > 0)
+                return 0;
         (void)stream_pump(&r->out, max);
         (void)stream_pump(&r->err, max);
         r->out.fd = safe_close(r->out.fd);
@@ -585,5 +617,6 @@ void ops_run_free(ops_run *r)
         stream_free(&r->out);
         stream_free(&r->err);
         safe_close(r->result_fd);
+        safe_close(r->pidfd);
         free(r);
 }
