@@ -40,7 +40,7 @@ struct mcp_ws {
         struct config *c;
         const char *config_path;
         pthread_mutex_t lock; /* hold */
-        sandbox_hold *hold;   /* mounted and kept so for the file tools, once one is used */
+        sandbox_hold *hold;   /* mounted and kept so, once a tool needs the mount */
 };
 
 /* A tool call in flight on a worker thread. */
@@ -114,6 +114,15 @@ bool mcp_tool_in_loop(const char *name);
 json_t *mcp_tool_check(const struct mcp_server *s, const char *name, json_t *args, size_t *ret_ws);
 /* Run a worker tool (not a loop one); the tools/call result. */
 json_t *mcp_tool_call(struct mcp_server *s, const char *name, size_t ws, json_t *args);
+
+/*
+ * The workspace mounted (as `cloister run` mounts it), and kept so while
+ * the server lives (sandbox_hold_take), from the first tool that needs the
+ * mount on, run_command included: the agent's home and build outputs then
+ * last across its commands, as between runs of `cloister run` on a mounted
+ * workspace. Takes ws->lock (restore holds it while it works).
+ */
+int mcp_ws_hold(struct mcp_server *s, size_t ws, char **ret_error);
 
 /* A tool's results: structuredContent beside a text content, or an error for the model. */
 json_t *mcp_result(json_t *structured, const char *text);

@@ -18,6 +18,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sodium.h>
+
 #include "config.h"
 #include "mcp-private.h"
 #include "lib/errorf.h"
@@ -33,6 +35,13 @@
 #define S_STR(d)  "{\"type\":\"string\",\"description\":\"" d "\"}"
 #define S_INT(d)  "{\"type\":\"integer\",\"description\":\"" d "\"}"
 #define S_BOOL(d) "{\"type\":\"boolean\",\"description\":\"" d "\"}"
+#define S_PATH_READ                                                                                \
+        "{\"type\":\"string\",\"maxLength\":4095,\"description\":\"the file: relative to "         \
+        "/workspace, or absolute in the sandbox (the repository, the home, the mirrors)\"}"
+#define S_PATH_WRITE                                                                               \
+        "{\"type\":\"string\",\"maxLength\":4095,\"description\":\"the file: relative to "         \
+        "/workspace, or absolute below it (the home and the mirrors are read-only to the file "    \
+        "tools)\"}"
 
 #define OUT_RUN                                                                                    \
         "{\"type\":\"object\",\"properties\":{"                                                    \
@@ -49,6 +58,35 @@
         "\"dropped\":{\"type\":\"integer\"},"                                                      \
         "\"error\":{\"type\":\"string\"}},"                                                        \
         "\"required\":[\"run_id\",\"running\"]}"
+
+/*
+ * diff's result (ops_review_json): the patch, or with stat the files; both
+ * with the home's changes (names and sizes only: never in the patch) and
+ * the count of paths the ignore rules left out. One property a line: a new
+ * one is a line here (tests/mcp checks that every key a tool returns is
+ * declared).
+ */
+#define OUT_DIFF                                                                                   \
+        "{\"type\":\"object\",\"properties\":{"                                                    \
+        "\"patch\":{\"type\":\"string\"},"                                                         \
+        "\"bytes\":{\"type\":\"integer\"},"                                                        \
+        "\"files\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"            \
+        "\"path\":{\"type\":\"string\"},\"from\":{\"type\":\"string\"},"                           \
+        "\"status\":{\"type\":\"string\"},\"added\":{\"type\":\"integer\"},"                       \
+        "\"removed\":{\"type\":\"integer\"},\"binary\":{\"type\":\"boolean\"}},"                   \
+        "\"required\":[\"path\",\"status\"]}},"                                                    \
+        "\"changed\":{\"type\":\"integer\"},"                                                      \
+        "\"insertions\":{\"type\":\"integer\"},"                                                   \
+        "\"deletions\":{\"type\":\"integer\"},"                                                    \
+        "\"home\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"             \
+        "\"path\":{\"type\":\"string\"},"                                                          \
+        "\"type\":{\"type\":\"string\",\"enum\":[\"file\",\"dir\",\"symlink\",\"deleted\","        \
+        "\"other\"]},"                                                                             \
+        "\"size\":{\"type\":[\"integer\",\"null\"]}},"                                             \
+        "\"required\":[\"path\",\"type\",\"size\"]}},"                                             \
+        "\"ignored\":{\"type\":\"integer\"},"                                                      \
+        "\"warning\":{\"type\":\"string\"}},"                                                      \
+        "\"required\":[\"home\",\"ignored\"]}"
 
 struct tool {
         const char *name, *title, *description;
@@ -84,8 +122,10 @@ static const struct tool tools[] = {
                 "run_command",
                 "Run a command",
                 "Run a shell command (/bin/sh -c) in the workspace's sandbox, as `cloister run` "
-                "would: the repository at /workspace (the default cwd), an empty home, the "
-                "config's limits, network and broker. Returns the exit code, stdout, stderr "
+                "would: the repository at /workspace (the default cwd), the agent's home "
+                "(empty at first; it and the build outputs last from one command to the next "
+                "while this server runs), the config's limits, network and broker. Returns the "
+                "exit code, stdout, stderr "
                 "(each kept to its first and last bytes when long: truncated says so) and the "
                 "duration. With background, returns a run_id at once: read the output with "
                 "run_output, stop it with run_kill.",
@@ -166,7 +206,7 @@ static const struct tool tools[] = {
                 "(lines offset+1 to offset+limit, numbered when asked), anything else as "
                 "base64.",
                 "{\"type\":\"object\",\"properties\":{"
-                "\"path\":{\"type\":\"string\",\"maxLength\":4095},"
+                "\"path\":" S_PATH_READ ","
                 "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"lines to "
                 "skip\"},"
                 "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"lines to "
@@ -180,7 +220,11 @@ static const struct tool tools[] = {
                 "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"]},"
                 "\"content\":{\"type\":\"string\"},\"size\":{\"type\":\"integer\"},"
                 "\"first_line\":{\"type\":\"integer\"},\"lines\":{\"type\":\"integer\"},"
-                "\"truncated\":{\"type\":\"boolean\"}},"
+                "\"truncated\":{\"type\":\"boolean\"},"
+                "\"line_cut\":{\"type\":\"object\",\"properties\":{"
+                "\"line\":{\"type\":\"integer\"},\"bytes_left_out\":{\"type\":\"integer\"},"
+                "\"at_byte\":{\"type\":\"integer\"}},"
+                "\"required\":[\"line\",\"bytes_left_out\",\"at_byte\"]}},"
                 "\"required\":[\"path\",\"encoding\",\"content\",\"size\",\"truncated\"]}",
                 true,
                 false,
@@ -193,8 +237,12 @@ static const struct tool tools[] = {
                 "Create or replace a file in the repository (/workspace), with the directories "
                 "it needs. The home and the mirrors are read-only to the file tools.",
                 "{\"type\":\"object\",\"properties\":{"
-                "\"path\":{\"type\":\"string\",\"maxLength\":4095},"
-                "\"content\":{\"type\":\"string\",\"maxLength\":8388608}},"
+                "\"path\":" S_PATH_WRITE ","
+                "\"content\":{\"type\":\"string\",\"maxLength\":11184812,\"description\":"
+                "\"the file's whole new content (at most 8 MiB once decoded)\"},"
+                "\"encoding\":{\"type\":\"string\",\"enum\":[\"utf-8\",\"base64\"],"
+                "\"description\":\"utf-8 (the default): content is the text; base64: content "
+                "is the bytes in base64, for a binary file (as file_read returns one)\"}},"
                 "\"required\":[\"path\",\"content\"],\"additionalProperties\":false}",
                 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
                 "\"bytes\":{\"type\":\"integer\"},\"created\":{\"type\":\"boolean\"}},"
@@ -210,9 +258,12 @@ static const struct tool tools[] = {
                 "Replace old_string by new_string in a file of the repository. old_string must "
                 "match exactly (whitespace included) and, unless replace_all, exactly once.",
                 "{\"type\":\"object\",\"properties\":{"
-                "\"path\":{\"type\":\"string\",\"maxLength\":4095},"
-                "\"old_string\":{\"type\":\"string\",\"maxLength\":8388608},"
-                "\"new_string\":{\"type\":\"string\",\"maxLength\":8388608},"
+                "\"path\":" S_PATH_WRITE ","
+                "\"old_string\":{\"type\":\"string\",\"maxLength\":8388608,\"description\":"
+                "\"the text to replace, exactly as in the file (whitespace and line ends "
+                "included)\"},"
+                "\"new_string\":{\"type\":\"string\",\"maxLength\":8388608,\"description\":"
+                "\"the text to put in its place\"},"
                 "\"replace_all\":" S_BOOL(
                         "replace every occurrence") "},\"required\":[\"path\",\"old_string\",\"new_"
                                                     "string\"],"
@@ -232,8 +283,12 @@ static const struct tool tools[] = {
                 "type and size; recursive descends (not into .git); pattern is a glob matched "
                 "against each entry's name and its path below the directory.",
                 "{\"type\":\"object\",\"properties\":{"
-                "\"path\":{\"type\":\"string\",\"maxLength\":4095},"
-                "\"pattern\":{\"type\":\"string\",\"maxLength\":1024},"
+                "\"path\":{\"type\":\"string\",\"maxLength\":4095,\"description\":"
+                "\"the directory: relative to /workspace, or absolute in the sandbox (default "
+                "/workspace)\"},"
+                "\"pattern\":{\"type\":\"string\",\"maxLength\":1024,\"description\":"
+                "\"a glob (fnmatch: * ? [...]) that an entry's name or its path below the "
+                "directory must match\"},"
                 "\"recursive\":" S_BOOL(
                         "list subdirectories too") "},\"additionalProperties\":false}",
                 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
@@ -253,7 +308,7 @@ static const struct tool tools[] = {
                 "Delete a file",
                 "Remove a file, a symlink or an empty directory of the repository.",
                 "{\"type\":\"object\",\"properties\":{"
-                "\"path\":{\"type\":\"string\",\"maxLength\":4095}},"
+                "\"path\":" S_PATH_WRITE "},"
                 "\"required\":[\"path\"],\"additionalProperties\":false}",
                 "{\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
                 "\"deleted\":{\"type\":\"string\"}},\"required\":[\"path\",\"deleted\"]}",
@@ -270,14 +325,7 @@ static const struct tool tools[] = {
                 "{\"type\":\"object\",\"properties\":{\"stat\":" S_BOOL(
                         "per-file counts instead of the patch") "},"
                                                                 "\"additionalProperties\":false}",
-                "{\"type\":\"object\",\"properties\":{\"patch\":{\"type\":\"string\"},"
-                "\"bytes\":{\"type\":\"integer\"},\"files\":{\"type\":\"array\",\"items\":{"
-                "\"type\":\"object\",\"properties\":{\"path\":{\"type\":\"string\"},"
-                "\"from\":{\"type\":\"string\"},\"status\":{\"type\":\"string\"},"
-                "\"added\":{\"type\":\"integer\"},\"removed\":{\"type\":\"integer\"},"
-                "\"binary\":{\"type\":\"boolean\"}},\"required\":[\"path\",\"status\"]}},"
-                "\"changed\":{\"type\":\"integer\"},\"insertions\":{\"type\":\"integer\"},"
-                "\"deletions\":{\"type\":\"integer\"},\"warning\":{\"type\":\"string\"}}}",
+                OUT_DIFF,
                 true,
                 false,
                 true,
@@ -490,8 +538,8 @@ static json_t *arg_check(const char *key, json_t *v, json_t *schema)
 
         if (!type || !type_is(v, type))
                 return mcp_result_error("argument '%s': must be %s %s, not %s", key,
-                                        type && type[0] == 'i' ? "an" : "a", type ? type : "?",
-                                        type_name(v));
+                                        type && strchr("aeiou", type[0]) ? "an" : "a",
+                                        type ? type : "?", type_name(v));
         if (json_is_integer(v) && ((min && json_integer_value(v) < json_integer_value(min)) ||
                                    (max && json_integer_value(v) > json_integer_value(max))))
                 return mcp_result_error(
@@ -508,14 +556,28 @@ static json_t *arg_check(const char *key, json_t *v, json_t *schema)
             strlen(json_string_value(v)) != json_string_length(v))
                 return mcp_result_error("argument '%s': holds a NUL character", key);
         if (en) {
+                _cleanup_free_ char *allowed = NULL;
+                size_t len = 0;
                 bool found = false;
+                FILE *f;
                 json_array_foreach (en, i, x)
                         found = found || json_equal(x, v);
-                if (!found)
-                        return mcp_result_error("argument '%s': '%.100s' is not one of the "
-                                                "allowed values",
-                                                key,
-                                                json_is_string(v) ? json_string_value(v) : "?");
+                if (found)
+                        return NULL;
+                /* Say which are (the served workspaces, for workspace). */
+                f = open_memstream(&allowed, &len);
+                json_array_foreach (en, i, x)
+                        if (f)
+                                fprintf(f, "%s'%s'", i ? ", " : "", json_string_value(x));
+                if (f)
+                        fclose(f);
+                return mcp_result_error("argument '%s': '%.100s' is not one of %s%s", key,
+                                        json_is_string(v) ? json_string_value(v) : "?",
+                                        allowed ? allowed : "the allowed values",
+                                        streq(key, "workspace")
+                                                ? " (the workspaces this server serves: "
+                                                  "workspace_list)"
+                                                : "");
         }
         if (json_is_object(v) && json_is_object(each))
                 json_object_foreach (v, k, x)
@@ -563,7 +625,7 @@ json_t *mcp_tool_check(const struct mcp_server *s, const char *name, json_t *arg
                                 *ret_ws = i;
                                 return NULL;
                         }
-                /* Not reached: the enum check refused it. */
+                /* Not reached: the enum check refused it, naming the served ones. */
                 return mcp_result_error("no workspace '%.64s' here", json_string_value(ws));
         }
         if (s->n_ws == 0)
@@ -609,8 +671,7 @@ static json_t *result_of(int r, json_t *structured, char *error)
 
 /* --- the worker tools ------------------------------------------------------------------ */
 
-/* The workspace mounted, and kept so while the server lives (sandbox_hold_take). */
-static int ws_hold(struct mcp_server *s, size_t i, char **ret_error)
+int mcp_ws_hold(struct mcp_server *s, size_t i, char **ret_error)
 {
         struct mcp_ws *w = &s->ws[i];
         struct sandbox_session_options o = {.config_path = w->config_path, .config = w->c};
@@ -659,10 +720,26 @@ static json_t *file_read_result(json_t *o)
                         text = NULL;
                 return mcp_result(o, text ? text : "");
         }
-        if (flag(o, "truncated") &&
-            asprintf(&text, "%s\n[... more lines: read on with offset %" JSON_INTEGER_FORMAT "]\n",
-                     content, num(o, "first_line", 1) - 1 + num(o, "lines", 0)) < 0)
+        if (json_is_object(json_object_get(o, "line_cut"))) {
+                json_t *cut = json_object_get(o, "line_cut");
+                if (asprintf(&text,
+                             "%s\n[... line %" JSON_INTEGER_FORMAT
+                             " is longer than a read (256 KiB): %" JSON_INTEGER_FORMAT
+                             " bytes of it were left out, from byte %" JSON_INTEGER_FORMAT
+                             " of the file on (run_command can show them: tail -c "
+                             "+%" JSON_INTEGER_FORMAT
+                             " FILE | head -c 262144); read on with offset %" JSON_INTEGER_FORMAT
+                             "]\n",
+                             content, num(cut, "line", 0), num(cut, "bytes_left_out", 0),
+                             num(cut, "at_byte", 0), num(cut, "at_byte", 0) + 1,
+                             num(o, "first_line", 1) - 1 + num(o, "lines", 0)) < 0)
+                        text = NULL;
+        } else if (flag(o, "truncated") &&
+                   asprintf(&text,
+                            "%s\n[... more lines: read on with offset %" JSON_INTEGER_FORMAT "]\n",
+                            content, num(o, "first_line", 1) - 1 + num(o, "lines", 0)) < 0) {
                 text = NULL;
+        }
         return mcp_result(o, text ? text : content);
 }
 
@@ -689,6 +766,28 @@ static json_t *diff_result(json_t *o)
                 num(o, "changed", 0), num(o, "insertions", 0), num(o, "deletions", 0));
         fclose(m);
         return mcp_result(o, text);
+}
+
+/* file_write of base64 content: the bytes it stands for (a binary file). */
+static json_t *file_write_base64(const struct config *c, const char *path, json_t *content)
+{
+        size_t n = json_string_length(content), len = 0;
+        _cleanup_free_ unsigned char *bytes = malloc(n / 4 * 3 + 3);
+        const char *end = NULL;
+        json_t *o = NULL;
+        char *error = NULL;
+        int r;
+
+        if (!bytes)
+                return mcp_result_error("out of memory");
+        /* Line breaks and spaces, as base64 tools wrap it, are skipped. */
+        if (sodium_base642bin(bytes, n / 4 * 3 + 3, json_string_value(content), n, " \t\r\n", &len,
+                              &end, sodium_base64_VARIANT_ORIGINAL) != 0 ||
+            (end && *end))
+                return mcp_result_error("content: not base64 (A-Z a-z 0-9 + /, padded with =), "
+                                        "though encoding is base64");
+        r = ops_file_write(c, path, (const char *)bytes, len, &o, &error);
+        return result_of(r, o, error);
 }
 
 /*
@@ -815,7 +914,7 @@ json_t *mcp_tool_call(struct mcp_server *s, const char *name, size_t ws, json_t 
         if (streq(name, "checkpoint") || streq(name, "restore") || streq(name, "fork"))
                 return layers_call(s, name, ws, args);
         /* The rest work in the mount: it is made, and kept, on first use. */
-        r = ws_hold(s, ws, &error);
+        r = mcp_ws_hold(s, ws, &error);
         if (r < 0)
                 return result_of(r, NULL, error);
         if (streq(name, "diff"))
@@ -844,6 +943,9 @@ json_t *mcp_tool_call(struct mcp_server *s, const char *name, size_t ws, json_t 
         }
         if (streq(name, "file_write")) {
                 json_t *content = json_object_get(args, "content");
+                const char *enc = str(args, "encoding");
+                if (enc && streq(enc, "base64"))
+                        return file_write_base64(c, str(args, "path"), content);
                 r = ops_file_write(c, str(args, "path"), json_string_value(content),
                                    json_string_length(content), &o, &error);
         } else if (streq(name, "file_edit")) {

@@ -136,11 +136,24 @@ static void agent_end(struct view *v)
                 (void)syscall(SYS_setgroups, v->n_groups, v->groups);
 }
 
+/*
+ * openat2 answers EAGAIN when a rename or a mount anywhere on the host
+ * raced a lookup of ".." (its seqlock check); the call is then to be
+ * retried. A bounded number of times: a host that renames without pause
+ * gets an error, not a hung tool.
+ */
+#define OPEN2_TRIES 64
+
 static int open2(int dirfd, const char *path, uint64_t flags, uint64_t resolve)
 {
         struct open_how how = {.flags = flags | O_CLOEXEC, .resolve = resolve};
-        long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+        long fd = -1;
 
+        for (int i = 0; i < OPEN2_TRIES; i++) {
+                fd = syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+                if (fd >= 0 || (errno != EAGAIN && errno != EINTR))
+                        break;
+        }
         return fd < 0 ? negative_errno() : (int)fd;
 }
 
@@ -191,7 +204,9 @@ static const char *why(int e)
         case ELOOP:
                 return "a symlink is in the way (writes never follow one)";
         case ENOENT:
-                return "no such file or directory in the workspace view";
+                return "no such file or directory";
+        case EAGAIN:
+                return "the host kept renaming files while it was looked up: try again";
         case EROFS:
                 return "read-only: a mirror";
         default:
@@ -225,22 +240,30 @@ static int parent_open(struct view *v, const char *path, bool make, int *ret_fd,
         if (!dir)
                 return -ENOMEM;
         if (make && slash) {
-                /* mkdir -p below the repo, one component at a time. */
+                /*
+                 * mkdir -p below the repo, one component at a time, each
+                 * prefix resolved as the other file tools resolve a path
+                 * (from the repo, beneath it): "src/../x" is the repo's x,
+                 * a symlink inside the repo is followed, and "../x" or a
+                 * symlink that leaves it is refused, as EXDEV.
+                 */
                 _cleanup_close_ int cur = fcntl(v->repo, F_DUPFD_CLOEXEC, 3);
+                _cleanup_free_ char *prefix = calloc(1, strlen(dir) + 1);
                 char *save = NULL;
+                if (cur < 0 || !prefix)
+                        return -ENOMEM;
                 for (char *part = strtok_r(dir, "/", &save); part;
                      part = strtok_r(NULL, "/", &save)) {
                         int next;
-                        if (streq(part, "."))
-                                continue;
-                        if (streq(part, ".."))
-                                return errorf(ret_error, -EXDEV, "'%s': %s", path, why(EXDEV));
-                        if (mkdirat(cur, part, 0777) < 0 && errno != EEXIST)
+                        if (*prefix)
+                                strcat(prefix, "/");
+                        strcat(prefix, part);
+                        if (!streq(part, ".") && !streq(part, "..") &&
+                            mkdirat(cur, part, 0777) < 0 && errno != EEXIST)
                                 return errorf(ret_error, negative_errno(), "'%s': %s", path,
                                               why(errno));
-                        next = open2(cur, part, O_PATH | O_DIRECTORY,
-                                     RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV |
-                                             RESOLVE_NO_SYMLINKS);
+                        next = open2(v->repo, prefix, O_PATH | O_DIRECTORY,
+                                     RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV);
                         if (next < 0)
                                 return errorf(ret_error, next, "'%s': %s", path, why(-next));
                         safe_close(cur);
@@ -273,7 +296,7 @@ static bool below(const char *rel, const char *top)
  * (.cloister/) that a symlink to "/.cloister/..." would reach from inside
  * the mount but not from the sandbox.
  */
-static int view_resolve(struct view *v, const char *path, uint64_t flags)
+static int view_resolve(struct view *v, const char *path, uint64_t flags, bool *ret_outside)
 {
         char proc[64], root_at[PATH_MAX], at[PATH_MAX];
         const char *rel;
@@ -307,9 +330,67 @@ static int view_resolve(struct view *v, const char *path, uint64_t flags)
                 ok = below(rel, v->c->mirrors[i].path);
         if (!ok) {
                 safe_close(fd);
+                *ret_outside = true;
                 return -ENOENT; /* as in the sandbox: nothing is there */
         }
         return fd;
+}
+
+/*
+ * Whether path (as looked up from the mount's root) is, by its name alone,
+ * in a tree the sandbox shows: only to choose an error message (the
+ * lookup itself is openat2's). ".." stops at "/", as RESOLVE_IN_ROOT does.
+ */
+static bool named_in_view(const struct config *c, const char *path)
+{
+        char norm[PATH_MAX] = "";
+        size_t n = 0;
+        bool ok;
+
+        for (const char *p = path; *p;) {
+                size_t len = strcspn(p, "/");
+                if (len == 2 && p[0] == '.' && p[1] == '.') {
+                        while (n > 0 && norm[n - 1] != '/')
+                                n--;
+                        if (n > 0)
+                                n--;
+                } else if (len > 0 && !(len == 1 && p[0] == '.')) {
+                        if (n + 1 + len >= sizeof(norm))
+                                return false;
+                        if (n > 0)
+                                norm[n++] = '/';
+                        memcpy(norm + n, p, len);
+                        n += len;
+                }
+                norm[n] = '\0';
+                p += len;
+                while (*p == '/')
+                        p++;
+        }
+        ok = below(norm, c->repo.path) || below(norm, c->home.path);
+        for (size_t i = 0; !ok && i < c->n_mirrors; i++)
+                ok = below(norm, c->mirrors[i].path);
+        return ok;
+}
+
+/* For a path the sandbox does not show: what the file tools can see. */
+static int outside_view(const struct config *c, const char *path, char **ret_error)
+{
+        _cleanup_free_ char *mirrors = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&mirrors, &len);
+
+        if (!f)
+                return -ENOMEM;
+        for (size_t i = 0; i < c->n_mirrors; i++)
+                fprintf(f, "%s%s", i ? ", " : "", c->mirrors[i].path);
+        if (fclose(f) != 0)
+                return -ENOMEM;
+        return errorf(ret_error, -ENOENT,
+                      "'%s': not in the sandbox's view: the file tools see the repository (%s, "
+                      "where a relative path starts), the home (%s)%s%s%s",
+                      path, c->repo.path, c->home.path, c->n_mirrors ? " and the mirrors (" : "",
+                      c->n_mirrors ? mirrors : "", c->n_mirrors ? ")" : "");
 }
 
 /*
@@ -349,6 +430,7 @@ int ops_file_read(const struct config *c, const char *path, int64_t offset_line,
         _cleanup_free_ char *p = NULL, *data = NULL, *text = NULL;
         struct view v;
         size_t len = 0;
+        bool outside = false;
         int fd, r;
 
         r = path_check(path, path ? strlen(path) : 0, ret_error);
@@ -364,13 +446,15 @@ int ops_file_read(const struct config *c, const char *path, int64_t offset_line,
         if (r < 0)
                 return r;
         agent_begin(&v);
-        fd = view_resolve(&v, p, O_RDONLY | O_NONBLOCK | O_NOCTTY);
+        fd = view_resolve(&v, p, O_RDONLY | O_NONBLOCK | O_NOCTTY, &outside);
         if (fd >= 0) {
                 r = read_regular(fd, &data, &len);
                 safe_close(fd);
         }
         agent_end(&v);
         view_close(&v);
+        if (fd == -ENOENT && (outside || !named_in_view(c, p)))
+                return outside_view(c, path, ret_error);
         if (fd < 0)
                 return errorf(ret_error, fd, "'%s': %s", path, why(-fd));
         if (r == -EISDIR || r == -EINVAL)
@@ -395,7 +479,7 @@ int ops_file_read(const struct config *c, const char *path, int64_t offset_line,
         }
         /* Lines offset_line+1 .. +limit (all when 0), numbered as cat -n does. */
         FILE *f;
-        size_t tlen = 0, out_bytes = 0;
+        size_t tlen = 0, out_bytes = 0, cut = 0, cut_at = 0;
         int64_t line = 0, lines_out = 0;
         bool truncated = false;
         f = open_memstream(&text, &tlen);
@@ -406,7 +490,25 @@ int ops_file_read(const struct config *c, const char *path, int64_t offset_line,
                 size_t l = nl ? (size_t)(nl - s + 1) : strlen(s);
                 line++;
                 if (line > offset_line && (limit == 0 || lines_out < limit)) {
-                        if (out_bytes + l > OPS_FILE_READ_MAX) {
+                        if (out_bytes + l > OPS_FILE_READ_MAX && lines_out == 0) {
+                                /*
+                                 * A first line longer than a whole read: its
+                                 * first bytes (cut where a character
+                                 * starts), and the read goes on at the next
+                                 * line, or it would answer the same again.
+                                 */
+                                size_t n = OPS_FILE_READ_MAX;
+                                while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+                                        n--;
+                                if (numbered)
+                                        fprintf(f, "%6lld\t", (long long)line);
+                                fwrite(s, 1, n, f);
+                                out_bytes += n;
+                                lines_out++;
+                                cut = l - n;
+                                cut_at = (size_t)(s - data) + n;
+                        }
+                        if (cut || out_bytes + l > OPS_FILE_READ_MAX) {
                                 truncated = true;
                                 break;
                         }
@@ -424,6 +526,12 @@ int ops_file_read(const struct config *c, const char *path, int64_t offset_line,
                          "content", text, tlen, "size", (json_int_t)len, "first_line",
                          (json_int_t)(offset_line + 1), "lines", (json_int_t)lines_out, "truncated",
                          truncated || (limit && lines_out == limit && line > offset_line + limit));
+        /* The line shown in part: how much of it was left out, and where that starts. */
+        if (*ret && cut)
+                json_object_set_new(*ret, "line_cut",
+                                    json_pack("{s:I, s:I, s:I}", "line", (json_int_t)line,
+                                              "bytes_left_out", (json_int_t)cut, "at_byte",
+                                              (json_int_t)cut_at));
         return *ret ? 0 : -ENOMEM;
 }
 
@@ -654,6 +762,7 @@ int ops_file_list(const struct config *c, const char *path, const char *pattern,
         _cleanup_free_ char *p = NULL;
         struct lister l = {.pattern = pattern && *pattern ? pattern : NULL};
         struct view v;
+        bool outside = false;
         int fd, r;
 
         if (!path || !*path)
@@ -671,7 +780,7 @@ int ops_file_list(const struct config *c, const char *path, const char *pattern,
                 return r;
         l.entries = json_array();
         agent_begin(&v);
-        fd = view_resolve(&v, p, O_PATH | O_DIRECTORY);
+        fd = view_resolve(&v, p, O_PATH | O_DIRECTORY, &outside);
         if (fd >= 0) {
                 list_dir(&l, fd, "", recursive, 0);
                 safe_close(fd);
@@ -680,6 +789,8 @@ int ops_file_list(const struct config *c, const char *path, const char *pattern,
         view_close(&v);
         if (fd < 0) {
                 json_decref(l.entries);
+                if (fd == -ENOENT && (outside || !named_in_view(c, p)))
+                        return outside_view(c, path, ret_error);
                 return errorf(ret_error, fd, "'%s': %s", path,
                               fd == -ENOTDIR ? "not a directory" : why(-fd));
         }

@@ -57,8 +57,34 @@ const transport = new StdioClientTransport({
 });
 const client = new Client({ name: 'cloister-tests', version: '1.0.0' });
 await client.connect(transport);
-const call = (name, args, opts) =>
-  client.callTool({ name, arguments: { workspace: env.WS, ...args } }, CallToolResultSchema, opts);
+
+// Every structuredContent is checked against its tool's outputSchema, made
+// strict: an object that lists its properties may hold no other (a key
+// the schema does not declare is a key a client can't know of).
+const strict = (schema) => {
+  if (Array.isArray(schema)) return schema.map(strict);
+  if (schema === null || typeof schema !== 'object') return schema;
+  const out = {};
+  for (const [k, v] of Object.entries(schema))
+    out[k] = k === 'properties' ? Object.fromEntries(Object.entries(v).map(([p, x]) => [p, strict(x)])) : strict(v);
+  if (out.properties && out.additionalProperties === undefined) out.additionalProperties = false;
+  return out;
+};
+const outChecks = new Map(); // tool -> {calls, bad: [why]}
+let outValidators;
+const checkOut = (name, r) => {
+  if (!outValidators || r?.isError || r?.structuredContent === undefined) return;
+  const v = outValidators.get(name);
+  const seen = outChecks.get(name) ?? { calls: 0, bad: [] };
+  seen.calls++;
+  if (!v(r.structuredContent)) seen.bad.push({ errors: v.errors, got: r.structuredContent });
+  outChecks.set(name, seen);
+};
+const call = async (name, args, opts) => {
+  const r = await client.callTool({ name, arguments: { workspace: env.WS, ...args } }, CallToolResultSchema, opts);
+  checkOut(name, r);
+  return r;
+};
 
 // --- the handshake and the tools ---------------------------------------------------
 ok(client.getServerVersion()?.name === 'cloister', 'server_says_it_is_cloister', client.getServerVersion());
@@ -73,6 +99,29 @@ const want = ['workspace_list', 'run_command', 'run_output', 'run_kill', 'file_r
 ok(JSON.stringify(tools.map((t) => t.name).sort()) === JSON.stringify([...want].sort()),
    'tools_list_has_exactly_the_documented_tools', tools.map((t) => t.name));
 const ajv = new Ajv({ strict: false });
+outValidators = new Map(tools.map((t) => [t.name, new Ajv({ strict: false, allowUnionTypes: true }).compile(strict(t.outputSchema))]));
+for (const t of tools) {
+  const undescribed = Object.entries(t.inputSchema.properties ?? {})
+    .filter(([, p]) => typeof p.description !== 'string' || p.description.length < 8).map(([k]) => k);
+  ok(undescribed.length === 0, `every_input_property_of_${t.name}_has_a_description`, undescribed);
+}
+// The docs say how many tools there are, and name each: checked, so they can't drift.
+{
+  const words = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine', 'ten',
+                 'eleven', 'twelve', 'thirteen', 'fourteen', 'fifteen', 'sixteen', 'seventeen',
+                 'eighteen', 'nineteen', 'twenty'];
+  const mcpMd = readFileSync(`${env.DOCS}/mcp.md`, 'utf8').replace(/\s+/g, ' ');
+  const said = /through (\w+) tools/.exec(mcpMd)?.[1];
+  ok(said === words[tools.length], 'docs_mcp_md_gives_the_number_of_tools', { said, tools: tools.length });
+  const rows = [...mcpMd.matchAll(/\| `(\w+)` \|/g)].map((m) => m[1]);
+  ok(JSON.stringify([...rows].sort()) === JSON.stringify(tools.map((t) => t.name).sort()),
+     'docs_mcp_md_has_a_row_for_each_tool_and_no_other', rows);
+  const man = readFileSync(`${env.DOCS}/cloister-mcp.md`, 'utf8').replace(/\s+/g, ' ');
+  const listed = /The tools are (.*?)\./.exec(man)?.[1] ?? '';
+  const names = [...listed.matchAll(/`(\w+)`/g)].map((m) => m[1]);
+  ok(JSON.stringify([...names].sort()) === JSON.stringify(tools.map((t) => t.name).sort()),
+     'the_man_page_names_each_tool', names);
+}
 for (const t of tools) {
   let good = true;
   let why;
@@ -94,7 +143,7 @@ ok(!r.isError && r.structuredContent.workspaces.length === 1 &&
    r.structuredContent.workspaces[0].name === env.WS && r.structuredContent.workspaces[0].rev === 'HEAD',
    'workspace_list_lists_the_served_workspace', r);
 r = await client.callTool({ name: 'file_read', arguments: { workspace: 'other', path: 'README' } });
-ok(r.isError === true, 'a_workspace_not_served_does_not_exist', r);
+ok(r.isError === true && text(r).includes(`'${env.WS}'`), 'a_workspace_not_served_does_not_exist_and_the_error_names_the_served_ones', r);
 
 // --- the file tools ----------------------------------------------------------------
 r = await call('file_write', { path: 'src/new.c', content: 'int answer(void) { return 41; }\n' });
@@ -144,6 +193,75 @@ r = await call('file_read', { path: '/opt/licenses/GPL-3', limit: 1 });
 ok(!r.isError && /GNU GENERAL PUBLIC LICENSE/.test(r.structuredContent.content),
    'file_read_reads_a_mirror', r);
 
+// --- issue 46's smaller faults -----------------------------------------------------
+// A first line longer than a read: a real chunk of it, and a continuation that moves on.
+await call('file_write', { path: 'long.txt', content: `${'é'.repeat(150000)}\nsecond\n` });
+r = await call('file_read', { path: 'long.txt' });
+const sc = r.structuredContent ?? {};
+ok(!r.isError && sc.content.length > 100000 && /^é+$/.test(sc.content) && sc.lines === 1 &&
+   sc.truncated === true && sc.line_cut?.line === 1 &&
+   Buffer.byteLength(sc.content) + sc.line_cut.bytes_left_out === 300001 &&
+   sc.line_cut.at_byte === Buffer.byteLength(sc.content) && /offset 1/.test(text(r)),
+   'file_read_of_a_first_line_over_256k_returns_a_chunk_of_it', { ...sc, content: `${sc.content?.length} chars` });
+r = await call('file_read', { path: 'long.txt', offset: sc.first_line - 1 + sc.lines });
+ok(!r.isError && r.structuredContent.content === 'second\n', 'file_read_goes_on_after_a_cut_line', r);
+await call('file_delete', { path: 'long.txt' });
+// "src/../x" is the same file for every file tool.
+r = await call('file_write', { path: 'src/../dotdot.txt', content: 'up and down\n' });
+ok(!r.isError && r.structuredContent.created === true, 'file_write_takes_a_path_through_dotdot_inside', r);
+r = await call('file_read', { path: 'dotdot.txt' });
+ok(!r.isError && r.structuredContent.content === 'up and down\n', 'file_write_through_dotdot_wrote_the_repos_file', r);
+r = await call('file_write', { path: 'src/new-dir/../../dotdot2.txt', content: 'x' });
+ok(!r.isError, 'file_write_makes_a_folder_and_comes_back_out_of_it', r);
+r = await call('file_edit', { path: 'src/../dotdot.txt', old_string: 'up', new_string: 'UP' });
+ok(!r.isError, 'file_edit_takes_the_same_path', r);
+r = await call('file_delete', { path: 'src/../dotdot.txt' });
+ok(!r.isError, 'file_delete_takes_the_same_path', r);
+await call('file_delete', { path: 'dotdot2.txt' });
+r = await call('file_write', { path: 'src/../../x.txt', content: 'x' });
+ok(r.isError && /leads out of the repository/.test(text(r)), 'file_write_out_of_the_repository_says_so', r);
+// Binary content, as base64 both ways.
+const bin = Buffer.from([...Array(1024).keys()].map((i) => (i * 37 + 11) & 255));
+r = await call('file_write', { path: 'bin/blob2.bin', content: bin.toString('base64'), encoding: 'base64' });
+ok(!r.isError && r.structuredContent.bytes === 1024, 'file_write_takes_base64_content', r);
+r = await call('file_read', { path: 'bin/blob2.bin' });
+ok(!r.isError && r.structuredContent.encoding === 'base64' &&
+   Buffer.from(r.structuredContent.content, 'base64').equals(bin), 'file_write_of_base64_writes_the_bytes', r);
+r = await call('file_write', { path: 'bin/bad.bin', content: 'not base64!', encoding: 'base64' });
+ok(r.isError && /not base64/.test(text(r)), 'file_write_refuses_content_that_is_not_base64', r);
+await call('file_delete', { path: 'bin/blob2.bin' });
+await call('file_delete', { path: 'bin' });
+// Outside the view: the error says what the file tools see.
+for (const p of ['/etc/passwd', '/usr/bin', 'meta-nothing']) {
+  r = await call(p === '/usr/bin' ? 'file_list' : 'file_read', { path: p });
+  const t = text(r);
+  ok(r.isError && (p === 'meta-nothing' ? /no such file/.test(t) && !/sees?/.test(t)
+                                       : /the file tools see the repository \(\/workspace/.test(t) &&
+                                         t.includes('/home/agent') && t.includes('/opt/licenses')),
+     `a_path_outside_the_view_says_what_is_seen: ${p}`, r);
+}
+// openat2's EAGAIN (a rename anywhere on the host raced a "..") is retried.
+{
+  const spin = spawn('python3', ['-c', `
+import os, sys, tempfile
+d = tempfile.mkdtemp(prefix='${env.MARK}-rename.')
+a, b = os.path.join(d, 'a'), os.path.join(d, 'b')
+open(a, 'w').close()
+print(d, flush=True)
+while True:
+    os.rename(a, b); os.rename(b, a)
+`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise((resolve) => spin.stdout.once('data', resolve));
+  let failures = [];
+  for (let i = 0; i < 300; i++) {
+    r = await call('file_read', { path: 'src/../a.txt' });
+    if (r.isError || r.structuredContent.content !== 'hello\nworld\n') failures.push(text(r));
+  }
+  spin.kill('SIGKILL');
+  ok(failures.length === 0, 'file_read_through_dotdot_survives_renames_on_the_host',
+     `${failures.length} of 300 failed: ${failures.slice(0, 3).join(' | ')}`);
+}
+
 // --- escapes: every path argument, every trick ----------------------------------------
 r = await call('run_command', {
   command: 'ln -s /etc/passwd abs && ln -s ../../../../../../etc/passwd rel && ' +
@@ -188,6 +306,10 @@ r = await client.callTool({ name: 'file_read', arguments: { workspace: env.WS, p
 ok(r.isError && /unknown argument 'bogus'/.test(text(r)), 'an_unknown_argument_is_a_tool_error', r);
 r = await client.callTool({ name: 'file_read', arguments: { workspace: env.WS, path: 7 } });
 ok(r.isError && /must be a string/.test(text(r)), 'a_wrongly_typed_argument_is_a_tool_error', r);
+r = await client.callTool({ name: 'run_command', arguments: { workspace: env.WS, command: 'true', env: 'x' } });
+ok(r.isError && /must be an object, not a string/.test(text(r)), 'an_error_says_an_object_not_a_object', r);
+r = await client.callTool({ name: 'file_read', arguments: { workspace: env.WS, path: 'a.txt', offset: 'x' } });
+ok(r.isError && /must be an integer/.test(text(r)), 'an_error_says_an_integer', r);
 r = await client.callTool({ name: 'file_read', arguments: { workspace: env.WS, path: 'a\u0000b' } });
 ok(r.isError === true, 'a_path_with_a_nul_is_refused', r);
 
@@ -368,6 +490,18 @@ ok(!r.isError && r.structuredContent.workspaces.every((w) => w.name !== 'attempt
    'the_fork_is_not_served_by_this_server', r);
 r = await call('checkpoint', { name: 'cp1', delete: true });
 ok(!r.isError && r.structuredContent.deleted === 'cp1', 'checkpoint_delete_works', r);
+
+// Every structuredContent seen, against its tool's outputSchema made strict.
+r = await call('run_command', { command: 'echo h > ~/home-note.txt' });
+r = await call('diff', {});
+ok(!r.isError && r.structuredContent.home.some((h) => h.path.endsWith('home-note.txt')) &&
+   typeof r.structuredContent.ignored === 'number', 'diff_reports_the_home_and_the_ignored_count', r);
+await call('diff', { stat: true });
+for (const t of tools) {
+  const seen = outChecks.get(t.name) ?? { calls: 0, bad: [] };
+  ok(seen.calls > 0 && seen.bad.length === 0, `structured_content_of_${t.name}_matches_its_output_schema`,
+     seen.calls ? seen.bad.slice(0, 2) : 'never called with success');
+}
 
 await client.close();
 try {

@@ -64,7 +64,7 @@ path = /opt/licenses
 timeout = 10m
 EOI
 
-CLOISTER=$CLOISTER CFG=$T/ws.ini REPO=$repo WS=ws MARK=$MARK SDK=$sdk \
+CLOISTER=$CLOISTER CFG=$T/ws.ini REPO=$repo WS=ws MARK=$MARK SDK=$sdk DOCS=$src/docs \
         node "$src/tests/mcp/mcp-sdk.mjs"
 rc=$?
 # The server ends on its own once its stdin has (and unmounts what it mounted).
