@@ -200,6 +200,11 @@ static json_t *run_command(struct mcp_server *s, size_t ws, json_t *args, json_t
                                            : 0),
                 .output_max = s->o->output_max,
         };
+        /* Without the hold, each run would mount and, as the last one
+         * to end, unmount: a fresh home every command (issue 46). */
+        r = mcp_ws_hold(s, ws, &error);
+        if (r < 0)
+                return mcp_result_error("%s", error ? error : strerror(-r));
         run = calloc(1, sizeof(*run));
         if (!run)
                 return mcp_result_error("out of memory");
