@@ -120,9 +120,12 @@ json_t *mcp_tool_call(struct mcp_server *s, const char *name, size_t ws, json_t 
  * the server lives (sandbox_hold_take), from the first tool that needs the
  * mount on, run_command included: the agent's home and build outputs then
  * last across its commands, as between runs of `cloister run` on a mounted
- * workspace. Takes ws->lock (restore holds it while it works).
+ * workspace. Takes ws->lock, which restore holds while it works. Without
+ * wait (the loop, which must not stall behind a restore), it returns 0 at
+ * once if another thread has the lock: that one is mounting the workspace
+ * or restoring it, and a run then mounts for itself, as `cloister run` does.
  */
-int mcp_ws_hold(struct mcp_server *s, size_t ws, char **ret_error);
+int mcp_ws_hold(struct mcp_server *s, size_t ws, bool wait, char **ret_error);
 
 /* A tool's results: structuredContent beside a text content, or an error for the model. */
 json_t *mcp_result(json_t *structured, const char *text);

@@ -202,7 +202,7 @@ static json_t *run_command(struct mcp_server *s, size_t ws, json_t *args, json_t
         };
         /* Without the hold, each run would mount and, as the last one
          * to end, unmount: a fresh home every command (issue 46). */
-        r = mcp_ws_hold(s, ws, &error);
+        r = mcp_ws_hold(s, ws, false, &error);
         if (r < 0)
                 return mcp_result_error("%s", error ? error : strerror(-r));
         run = calloc(1, sizeof(*run));

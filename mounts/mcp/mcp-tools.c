@@ -671,13 +671,18 @@ static json_t *result_of(int r, json_t *structured, char *error)
 
 /* --- the worker tools ------------------------------------------------------------------ */
 
-int mcp_ws_hold(struct mcp_server *s, size_t i, char **ret_error)
+int mcp_ws_hold(struct mcp_server *s, size_t i, bool wait, char **ret_error)
 {
         struct mcp_ws *w = &s->ws[i];
         struct sandbox_session_options o = {.config_path = w->config_path, .config = w->c};
         int r = 0;
 
-        pthread_mutex_lock(&w->lock);
+        if (!wait) {
+                if (pthread_mutex_trylock(&w->lock) != 0)
+                        return 0;
+        } else {
+                pthread_mutex_lock(&w->lock);
+        }
         if (!w->hold) {
                 r = sandbox_hold_take(&o, &w->hold, ret_error);
                 if (r == 0)
@@ -914,7 +919,7 @@ json_t *mcp_tool_call(struct mcp_server *s, const char *name, size_t ws, json_t 
         if (streq(name, "checkpoint") || streq(name, "restore") || streq(name, "fork"))
                 return layers_call(s, name, ws, args);
         /* The rest work in the mount: it is made, and kept, on first use. */
-        r = mcp_ws_hold(s, ws, &error);
+        r = mcp_ws_hold(s, ws, true, &error);
         if (r < 0)
                 return result_of(r, NULL, error);
         if (streq(name, "diff"))
