@@ -39,7 +39,8 @@ const gitIn = (...a) => execFileSync('git', ['-C', env.REPO, ...a]).toString();
 const latency = new Map();
 const connect = async (cfg) => {
   const client = new Client({ name: 'cloister-session', version: '1.0.0' });
-  await client.connect(new StdioClientTransport({ command: env.CLOISTER, args: ['mcp', cfg], stderr: 'inherit' }));
+  const transport = new StdioClientTransport({ command: env.CLOISTER, args: ['mcp', cfg], stderr: 'inherit' });
+  await client.connect(transport);
   const call = async (name, args = {}) => {
     const t = process.hrtime.bigint();
     const r = await client.callTool({ name, arguments: args }, CallToolResultSchema, { timeout: 600000 });
@@ -48,7 +49,18 @@ const connect = async (cfg) => {
     latency.get(name).push(ms);
     return r;
   };
-  return { client, call };
+  // Stop the server as a stdio client does (stdin ends), and wait for its end
+  // however long its unmount takes: the SDK's close() would kill it after 2 s.
+  const close = async () => {
+    const proc = transport._process;
+    if (proc && proc.exitCode === null && proc.signalCode === null) {
+      const gone = new Promise((resolve) => proc.once('close', resolve));
+      proc.stdin.end();
+      await gone;
+    }
+    await client.close();
+  };
+  return { client, call, close };
 };
 // A background run, polled until its end has been read: its whole output and end.
 const finish = async (call, runId) => {
@@ -64,7 +76,7 @@ const finish = async (call, runId) => {
 
 // --- 1. run_command alone: the home and the build outputs last (issue 46) ---------------
 {
-  const { client, call } = await connect(env.CFG);
+  const { call, close } = await connect(env.CFG);
   let r = await call('run_command', { command: 'echo F1 > ~/f1.txt && mkdir -p ~/.cache/tool && echo c > ~/.cache/tool/c' });
   ok(!r.isError && sc(r).exit_code === 0, 'only_run_command: a command writes to the home', r);
   r = await call('run_command', { command: 'cat ~/f1.txt ~/.cache/tool/c' });
@@ -92,11 +104,11 @@ const finish = async (call, runId) => {
   r = await call('run_command', { command: 'cat ~/f1.txt', background: true });
   const end = await finish(call, sc(r).run_id);
   ok(end.exit_code === 0 && end.stdout === 'F1\n', 'only_run_command: a background run sees the same home', end);
-  await client.close();
+  await close();
 }
 
 // --- 2. a whole session, as a model would drive it -------------------------------------
-const { client, call } = await connect(env.CFG);
+const { call, close } = await connect(env.CFG);
 let r = await call('workspace_list');
 ok(!r.isError && sc(r).workspaces.length === 1 && sc(r).workspaces[0].name === env.WS, 'session: workspace_list', r);
 r = await call('run_command', { command: 'cat ~/f1.txt' });
@@ -164,7 +176,7 @@ ok(!r.isError, 'session: the parent edits on after the fork', r);
      'session: diff stat in the fork (the build output is ignored)', fs);
   f = await fork.call('export', {});
   ok(!f.isError && sc(f).ref === 'refs/cloister/try-b', 'session: the fork exports its own ref', f);
-  await fork.client.close();
+  await fork.close();
 }
 r = await call('export', { ref: `refs/cloister/${env.WS}+session` });
 ok(!r.isError && gitIn('rev-parse', `refs/cloister/${env.WS}+session`).trim() === sc(r).commit, 'session: export', r);
@@ -174,7 +186,7 @@ ok(/return a \+ b;/.test(gitIn('show', `refs/cloister/${env.WS}+session:src/calc
    'session: each export holds its workspace\'s work');
 ok(gitIn('status', '--porcelain') === '' && /return a - b;/.test(gitIn('show', 'HEAD:src/calc.c')),
    'session: the source checkout is untouched');
-await client.close();
+await close();
 
 // The tail of each tool's latency: reported, not asserted.
 const q = (xs, p) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))];
