@@ -43,7 +43,8 @@ void ops_unmount(struct review_workspace *w);
  * counts: {"patch": TEXT, "bytes"} or {"files": [{"path", "status",
  * "added", "removed", "binary", "from"?}], "changed", "insertions",
  * "deletions"}; both with "home" (the hidden home's changes, names and
- * sizes only), "ignored" (paths the ignore rules left out) and "warning"?.
+ * sizes only), "ignored" (how many paths the ignore rules left out) and
+ * "warning"?. mounts/mcp declares each key in diff's outputSchema.
  * ops_review_json() is the same of a review the caller opened.
  */
 int ops_diff(const struct config *c, const char *config_path, bool stat, json_t **ret,
@@ -181,7 +182,9 @@ json_t *ops_json_text(const char *p, size_t n);
  * sandbox does (its symlinks, absolute or not, stay inside the view);
  * writes go only under [repo] path, and never through a symlink that
  * leaves it. Run as the agent's identity, so permissions, owners and the
- * journal are the agent's.
+ * journal are the agent's. A read of a line longer than
+ * OPS_FILE_READ_MAX returns its first bytes and "line_cut": {"line",
+ * "bytes_left_out", "at_byte"}; the next offset goes on after it.
  */
 int ops_file_read(const struct config *c, const char *path, int64_t offset_line, int64_t limit,
                   bool numbered, json_t **ret, char **ret_error);
