@@ -76,13 +76,15 @@ rc=$?
 ok $([ $rc = 7 ] && [ "$(cat "$T/out")" = out ] && echo 0 || echo 1) "run_json_keeps_the_commands_stdout_and_status" "rc=$rc"
 jcheck "run_json_summary_is_the_last_line_of_stderr" "$(tail -1 "$T/err")" \
         "j['workspace']=='js' and j['exit_code']==7 and j['signal'] is None and j['timed_out'] is False and j['limits_hit']==[] and j['duration_ms']>=0"
-"$CLOISTER" run --json "$T/ws.ini" -- sh -c 'sleep 30' 2>"$T/err" >/dev/null &
+# Ctrl-C once the command runs (its file is there), not while the sandbox is
+# still being set up: that is another answer (125), and a race under load.
+"$CLOISTER" run --json "$T/ws.ini" -- sh -c 'echo >.started-int; sleep 30' 2>"$T/err" >/dev/null &
 pid=$!
-while ! grep -q . "$T/state/sandboxes"/* 2>/dev/null && kill -0 $pid 2>/dev/null; do sleep 0.05; done
-sleep 0.2
+while [ ! -e "$T/state/mnt/workspace/.started-int" ] && kill -0 $pid 2>/dev/null; do sleep 0.05; done
 kill -INT $pid
 wait $pid
 rc=$?
+"$CLOISTER" run "$T/ws.ini" -- rm -f .started-int
 jcheck "run_json_after_ctrl_c_says_signal_2" "$(tail -1 "$T/err")" \
         "j['exit_code']==130 and j['signal']==2"
 ok $([ $rc = 130 ] && echo 0 || echo 1) "run_json_after_ctrl_c_exits_130" "rc=$rc"
