@@ -385,7 +385,8 @@ static const struct tool tools[] = {
                 "Restore a checkpoint",
                 "Roll the workspace back to the checkpoint (`cloister restore`): every change "
                 "since it is dropped. Refused while a command runs in the workspace or another "
-                "process keeps it mounted; the next tool that needs the mount (run_command, a file tool, diff, export) mounts it again.",
+                "process keeps it mounted; the next tool that needs the mount (run_command, a "
+                "file tool, diff, export) mounts it again.",
                 "{\"type\":\"object\",\"properties\":{"
                 "\"checkpoint\":{\"type\":\"string\",\"maxLength\":64,\"description\":"
                 "\"the checkpoint to go back to\"}},"
