@@ -786,10 +786,13 @@ static json_t *file_write_base64(const struct config *c, const char *path, json_
 
         if (!bytes)
                 return mcp_result_error("out of memory");
-        /* Line breaks and spaces, as base64 tools wrap it, are skipped. */
-        if (sodium_base642bin(bytes, n / 4 * 3 + 3, json_string_value(content), n, " \t\r\n", &len,
+        /* Line breaks and spaces, as base64 tools wrap it, are skipped; a NUL
+         * is not base64 (and libsodium's strchr() of its ignore list would
+         * skip it too). */
+        if (memchr(json_string_value(content), '\0', n) ||
+            sodium_base642bin(bytes, n / 4 * 3 + 3, json_string_value(content), n, " \t\r\n", &len,
                               &end, sodium_base64_VARIANT_ORIGINAL) != 0 ||
-            (end && *end))
+            end != json_string_value(content) + n)
                 return mcp_result_error("content: not base64 (A-Z a-z 0-9 + /, padded with =), "
                                         "though encoding is base64");
         r = ops_file_write(c, path, (const char *)bytes, len, &o, &error);

@@ -229,6 +229,11 @@ ok(!r.isError && r.structuredContent.encoding === 'base64' &&
    Buffer.from(r.structuredContent.content, 'base64').equals(bin), 'file_write_of_base64_writes_the_bytes', r);
 r = await call('file_write', { path: 'bin/bad.bin', content: 'not base64!', encoding: 'base64' });
 ok(r.isError && /not base64/.test(text(r)), 'file_write_refuses_content_that_is_not_base64', r);
+r = await call('file_write', { path: 'bin/bad.bin', content: 'QUJD\u0000REVG', encoding: 'base64' });
+ok(r.isError && /not base64/.test(text(r)), 'file_write_refuses_base64_cut_by_a_nul', r);
+r = await call('file_write', { path: 'bin/wrapped.bin', content: 'QUJD\nREVG\n', encoding: 'base64' });
+ok(!r.isError && r.structuredContent.bytes === 6, 'file_write_takes_wrapped_base64', r);
+await call('file_delete', { path: 'bin/wrapped.bin' });
 await call('file_delete', { path: 'bin/blob2.bin' });
 await call('file_delete', { path: 'bin' });
 // Outside the view: the error says what the file tools see.
