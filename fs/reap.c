@@ -6,7 +6,7 @@
  * its blocks: 90 ms for a 256 MiB file on ext4. That close came in FORGET or
  * RELEASE, which fs/loop.c answers inline while no other worker reads
  * /dev/fuse, and from node_free under itable_lock: every request of the mount
- * waited for it (docs/performance.md, "Append"). Such fds go to one thread
+ * waited for it (docs/bench-log/append.md). Such fds go to one thread
  * that closes them. Nothing reads them again, and the quota was given the
  * space back before (quota_reclaim), as it was. The thread starts on first
  * use; a full queue, or a thread that cannot start, closes inline, as before.

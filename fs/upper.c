@@ -338,12 +338,13 @@ int upper_meta_write(int dfd, json_t *m)
          * Exchange, then unlink the old one, rather than rename over it: a
          * rename that replaces a file makes ext4 (auto_da_alloc) and btrfs
          * start writeback of the new file first, 0.4-0.7 ms a save on a
-         * virtio disk, which doubled the cost of a copy-up (docs/performance.md,
-         * "Append"). Either way the name always holds the old or the new
-         * sidecar, so a SIGKILL loses nothing; nothing here was ever durable
-         * across power loss without fsync (docs/fs-design.md), and fsync and
-         * fsyncdir sync the sidecar (upper_meta_sync). No sidecar yet, or a
-         * store that cannot exchange: rename.
+         * virtio disk, which doubled the cost of a copy-up
+         * (docs/bench-log/append.md). Either way the name always holds the
+         * old or the new sidecar, so a SIGKILL loses nothing; nothing here
+         * was ever durable across power loss without fsync
+         * (docs/fs-design.md), and fsync and fsyncdir sync the sidecar
+         * (upper_meta_sync). No sidecar yet, or a store that cannot
+         * exchange: rename.
          */
         if (renameat2(dfd, tmp, dfd, UPPER_META, RENAME_EXCHANGE) == 0) {
                 (void)unlinkat(dfd, tmp, 0); /* a leftover is truncated by the next save */
