@@ -18,6 +18,7 @@
 
 #include "blueprint.h"
 #include "command.h"
+#include "claims.h"
 #include "config.h"
 #include "lint.h"
 #include "policy.h"
@@ -160,6 +161,18 @@ static int blueprint_collect(struct check *ck, const struct config *c)
                 r = policy_check(ck, c, &policy);
         if (r >= 0)
                 r = lint_run(ck, c);
+        if (r >= 0) {
+                /* Where its state and mountpoint lie, against every known workspace. */
+                _cleanup_free_ char *why = NULL;
+                const char *key = "state";
+                int k = claims_check(c, &key, &why);
+                if (k == -ENOMEM)
+                        r = k;
+                else if (k < 0)
+                        r = lint_add(&ck->out, LINT_ERROR, c->file, 0,
+                                     streq(key, "source") ? "repo" : "workspace", key, "%s",
+                                     why ? why : strerror(-k));
+        }
         /* The [inject] rules' checks of deny, allow and secrets need no policy. */
         if (r >= 0 && (policy || c->n_injects)) {
                 bp.policy = policy;

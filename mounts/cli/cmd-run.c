@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "claims.h"
 #include "command.h"
 #include "config.h"
 #include "run-common.h"
@@ -130,6 +131,14 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
                 return command_fail(cmd, EXIT_USAGE, "%s",
                                     error ? error : "cannot load the config");
         sandbox_trace("config loaded");
+        {
+                /* Before anything is written: never over another workspace's paths. */
+                _cleanup_free_ char *why = NULL;
+                r = claims_check(c, NULL, &why);
+                if (r < 0)
+                        return command_fail(cmd, RUN_EXIT_SETUP, "%s: %s; nothing was run", c->file,
+                                            why ? why : strerror(-r));
+        }
         if (interactive && access("/usr/bin/bash", X_OK) < 0)
                 shell_argv[0] = (char *)"/bin/sh", shell_argv[1] = NULL;
 

@@ -1,0 +1,322 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * claims.c: where a workspace's host paths may lie (claims.h;
+ * docs/security.md). For cloister mount, run, check and fork.
+ *
+ * A workspace claims host paths: its state (broker keys, layers, journal),
+ * its mountpoint, and its sources (the [repo] source work tree, each
+ * [mirror] source), which its agent reads. No state or mountpoint may lie
+ * inside another workspace's claimed path, nor contain one: another's agent
+ * would read its keys, or write into its layers, which `cloister diff`
+ * then shows as its own work. Two workspaces may share a source.
+ *
+ * Paths are compared resolved: realpath of the nearest part that exists,
+ * the rest put back (config values are clean: no "..", no trailing "/"),
+ * and, for what exists, by device and inode, so that a bind mount of a
+ * directory is that directory. Each path's existing ancestors' ids are
+ * taken once (O(depth)); a check is then one pass over the known configs
+ * (known_configs), each loaded once. An index of the claims by path
+ * would make it O(depth): the comparisons below are the ones it would
+ * answer (is this path, or one of its ancestors, claimed; is anything
+ * below it claimed).
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "claims.h"
+#include "config.h"
+#include "known.h"
+#include "lib/errorf.h"
+#include "lib/util.h"
+
+struct file_id {
+        dev_t dev;
+        ino_t ino;
+};
+
+struct claim {
+        const char *key; /* "state", "mountpoint", "source" ([repo] or [mirror]) */
+        char *path;      /* resolved */
+        bool exists;     /* ids[0] is path's own */
+        bool source;     /* read by the agent; may be shared */
+        size_t n_ids;    /* the existing ancestors, nearest first */
+        struct file_id *ids;
+};
+
+struct claims {
+        const char *name; /* the workspace's */
+        const char *file; /* its config's */
+        struct claim v[3 + CONFIG_MAX_MIRRORS];
+        size_t n;
+};
+
+static void claims_clear(struct claims *cl)
+{
+        for (size_t i = 0; i < cl->n; i++) {
+                free(cl->v[i].path);
+                free(cl->v[i].ids);
+        }
+        cl->n = 0;
+}
+
+/* Is a equal to b, or beneath it? Both resolved. */
+static bool path_within(const char *a, const char *b)
+{
+        size_t n = strlen(b);
+
+        if (streq(b, "/"))
+                return true;
+        return strncmp(a, b, n) == 0 && (a[n] == '\0' || a[n] == '/');
+}
+
+/*
+ * p resolved: realpath of its nearest existing ancestor, the rest put
+ * back; and the ids of the existing ancestors, p's own first if it exists.
+ */
+static int claim_make(struct claim *cl, const char *key, const char *p, bool source)
+{
+        _cleanup_free_ char *cut = strdup(p), *real = NULL;
+        struct stat st;
+        size_t keep, n = 1;
+
+        *cl = (struct claim){.key = key, .source = source};
+        if (!cut)
+                return -ENOMEM;
+        for (;;) {
+                char *slash;
+                real = realpath(*cut ? cut : "/", NULL);
+                if (real)
+                        break;
+                /* Not there yet, or closed to this user: compared by its path from here. */
+                slash = strrchr(cut, '/');
+                if (!slash)
+                        return -EINVAL;
+                *slash = '\0';
+        }
+        keep = strlen(cut);
+        if (asprintf(&cl->path, "%s%s", streq(real, "/") && p[keep] ? "" : real, p + keep) < 0) {
+                cl->path = NULL;
+                return -ENOMEM;
+        }
+        cl->exists = !p[keep];
+        for (const char *q = real; *q; q++)
+                n += *q == '/';
+        cl->ids = calloc(n + 1, sizeof(*cl->ids));
+        if (!cl->ids)
+                return -ENOMEM;
+        /* Up from the nearest existing part, through the resolved path. */
+        for (char *q = real; cl->n_ids <= n;) {
+                char *slash;
+                if (stat(*q ? q : "/", &st) == 0)
+                        cl->ids[cl->n_ids++] = (struct file_id){st.st_dev, st.st_ino};
+                else if (cl->n_ids == 0)
+                        cl->exists = false;
+                if (!*q)
+                        break;
+                slash = strrchr(q, '/');
+                if (!slash)
+                        break;
+                *slash = '\0';
+        }
+        return 0;
+}
+
+static int claims_of(const struct config *c, const char *state, struct claims *ret)
+{
+        _cleanup_free_ char *mnt = NULL;
+        struct claims cl = {.name = c->workspace.name, .file = c->file};
+        int r;
+
+        if (state) {
+                /* A fork: its mountpoint is its state's default. */
+                if (asprintf(&mnt, "%s/mnt", state) < 0)
+                        return -ENOMEM;
+        } else {
+                state = c->workspace.state;
+        }
+        r = claim_make(&cl.v[cl.n++], "state", state, false);
+        if (r >= 0)
+                r = claim_make(&cl.v[cl.n++], "mountpoint", mnt ? mnt : c->workspace.mountpoint,
+                               false);
+        if (r >= 0)
+                r = claim_make(&cl.v[cl.n++], "source", c->repo.source, true);
+        for (size_t i = 0; r >= 0 && i < c->n_mirrors; i++)
+                r = claim_make(&cl.v[cl.n++], "source", c->mirrors[i].source, true);
+        if (r < 0) {
+                claims_clear(&cl);
+                return r;
+        }
+        *ret = cl;
+        return 0;
+}
+
+/* Is x inside y (or y itself): by path, or by an ancestor of x that is y? */
+static bool claim_within(const struct claim *x, const struct claim *y)
+{
+        if (path_within(x->path, y->path))
+                return true;
+        if (!y->exists || !y->n_ids)
+                return false;
+        for (size_t i = 0; i < x->n_ids; i++)
+                if (x->ids[i].dev == y->ids[0].dev && x->ids[i].ino == y->ids[0].ino)
+                        return true;
+        return false;
+}
+
+static const char *what(const struct claim *cl)
+{
+        return streq(cl->key, "source") ? "source" : cl->key;
+}
+
+/* ours against theirs: 0, or -EEXIST and why. */
+static int claims_against(const struct claims *ours, const struct claims *theirs,
+                          const char **ret_key, char **ret_error)
+{
+        for (size_t i = 0; i < ours->n; i++)
+                for (size_t j = 0; j < theirs->n; j++) {
+                        const struct claim *a = &ours->v[i], *b = &theirs->v[j];
+                        bool in = claim_within(a, b), holds = !in && claim_within(b, a);
+
+                        if (a->source && b->source)
+                                continue; /* two workspaces may read one source */
+                        if (!in && !holds)
+                                continue;
+                        if (ret_key)
+                                *ret_key = a->source ? "source" : a->key;
+                        return errorf(ret_error, -EEXIST,
+                                      "%s '%s' %s the %s '%s' of workspace '%s' (%s): one "
+                                      "workspace's agent could read or change the other's; "
+                                      "give each workspace places of its own",
+                                      what(a), a->path,
+                                      streq(a->path, b->path) ? "is"
+                                      : in                    ? "is inside"
+                                                              : "contains",
+                                      what(b), b->path, theirs->name, theirs->file);
+                }
+        return 0;
+}
+
+/* A workspace's own paths: state and mountpoint apart from its sources and each other. */
+static int claims_own(const struct claims *cl, const char **ret_key, char **ret_error)
+{
+        const struct claim *state = &cl->v[0], *mnt = &cl->v[1];
+        _cleanup_free_ char *own_mnt = NULL;
+
+        for (size_t i = 2; i < cl->n; i++)
+                for (size_t k = 0; k < 2; k++) {
+                        const struct claim *a = &cl->v[k];
+                        if (!claim_within(a, &cl->v[i]) && !claim_within(&cl->v[i], a))
+                                continue;
+                        if (ret_key)
+                                *ret_key = a->key;
+                        return errorf(ret_error, -EEXIST,
+                                      "%s '%s' overlaps its own source '%s': the agent would "
+                                      "see it, or it the agent's work",
+                                      a->key, a->path, cl->v[i].path);
+                }
+        if (claim_within(state, mnt)) {
+                if (ret_key)
+                        *ret_key = "state";
+                return errorf(ret_error, -EEXIST,
+                              "state '%s' is inside its own mountpoint '%s': the mount would "
+                              "hide it",
+                              state->path, mnt->path);
+        }
+        if (asprintf(&own_mnt, "%s/mnt", state->path) < 0)
+                return errorf(ret_error, -ENOMEM, "out of memory");
+        if (claim_within(mnt, state) && !path_within(mnt->path, own_mnt)) {
+                if (ret_key)
+                        *ret_key = "mountpoint";
+                return errorf(ret_error, -EEXIST,
+                              "mountpoint '%s' is inside its own state '%s' but not in '%s': "
+                              "the mount would cover the state's own files",
+                              mnt->path, state->path, own_mnt);
+        }
+        return 0;
+}
+
+/*
+ * ours against every known config but its own (self, resolved, or NULL),
+ * loaded one at a time. fork: a config naming the same state counts too.
+ */
+static int claims_against_known(const struct claims *ours, const char *self, const char *also_dir,
+                                bool fork, const char **ret_key, char **ret_error)
+{
+        _cleanup_strv_free_ char **known = NULL;
+        size_t n = 0;
+        int r = known_configs(also_dir, &known, &n);
+
+        if (r < 0)
+                return errorf(ret_error, r, "cannot list the known configs: %s", strerror(-r));
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_config_ struct config *o = NULL;
+                _cleanup_free_ char *err = NULL;
+                struct claims theirs;
+
+                if (self && streq(known[i], self))
+                        continue;
+                if (config_load(known[i], &o, &err) < 0)
+                        continue; /* names nothing anyone can mount */
+                r = claims_of(o, NULL, &theirs);
+                if (r < 0)
+                        return errorf(ret_error, r, "%s: %s", known[i], strerror(-r));
+                if (!fork && streq(theirs.v[0].path, ours->v[0].path))
+                        r = 0; /* the same state: the same workspace, kept apart by its lock */
+                else
+                        r = claims_against(ours, &theirs, ret_key, ret_error);
+                claims_clear(&theirs);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int claims_check(const struct config *c, const char **ret_key, char **ret_error)
+{
+        _cleanup_free_ char *self = realpath(c->file, NULL);
+        struct claims ours;
+        int r = claims_of(c, NULL, &ours);
+
+        if (r < 0)
+                return errorf(ret_error, r, "cannot resolve the workspace's paths: %s",
+                              strerror(-r));
+        r = claims_own(&ours, ret_key, ret_error);
+        if (r >= 0)
+                r = claims_against_known(&ours, self, NULL, false, ret_key, ret_error);
+        claims_clear(&ours);
+        return r;
+}
+
+int claims_check_fork(const struct config *c, const char *new_config, const char *state,
+                      char **ret_error)
+{
+        _cleanup_free_ char *dir = strdup(new_config);
+        struct claims ours, parent;
+        int r;
+
+        if (!dir)
+                return errorf(ret_error, -ENOMEM, "out of memory");
+        r = claims_of(c, state, &ours);
+        if (r < 0)
+                return errorf(ret_error, r, "state '%s': cannot resolve it: %s", state,
+                              strerror(-r));
+        r = claims_of(c, NULL, &parent);
+        if (r < 0) {
+                claims_clear(&ours);
+                return errorf(ret_error, r, "cannot resolve the workspace's paths: %s",
+                              strerror(-r));
+        }
+        /* That the state does not exist yet is fs_fork_state's to say (it makes it with
+         * mkdir), as a leftover of this same fork it tells apart. */
+        r = claims_against(&ours, &parent, NULL, ret_error);
+        if (r >= 0)
+                r = claims_against_known(&ours, NULL, dirname(dir), true, NULL, ret_error);
+        claims_clear(&ours);
+        claims_clear(&parent);
+        return r;
+}
