@@ -161,6 +161,14 @@ static int blueprint_collect(struct check *ck, const struct config *c)
                 r = policy_check(ck, c, &policy);
         if (r >= 0)
                 r = lint_run(ck, c);
+        /* The [inject] rules' checks of deny, allow and secrets need no policy. */
+        if (r >= 0 && (policy || c->n_injects)) {
+                bp.policy = policy;
+                bp.broker_dirfd =
+                        open(c->broker.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                bp.broker_dir_error = bp.broker_dirfd < 0 ? negative_errno() : 0;
+                r = blueprint_check(&bp, &ck->out);
+        }
         if (r >= 0) {
                 /* Where its state and mountpoint lie, against every known workspace. */
                 _cleanup_free_ char *why = NULL;
@@ -172,14 +180,6 @@ static int blueprint_collect(struct check *ck, const struct config *c)
                         r = lint_add(&ck->out, LINT_ERROR, c->file, 0,
                                      streq(key, "source") ? "repo" : "workspace", key, "%s",
                                      why ? why : strerror(-k));
-        }
-        /* The [inject] rules' checks of deny, allow and secrets need no policy. */
-        if (r >= 0 && (policy || c->n_injects)) {
-                bp.policy = policy;
-                bp.broker_dirfd =
-                        open(c->broker.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                bp.broker_dir_error = bp.broker_dirfd < 0 ? negative_errno() : 0;
-                r = blueprint_check(&bp, &ck->out);
         }
         safe_close(bp.broker_dirfd);
         git_repository_free(bp.repo);
