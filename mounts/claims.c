@@ -189,7 +189,7 @@ static int claims_against(const struct claims *ours, const struct claims *theirs
                         if (ret_key)
                                 *ret_key = a->source ? "source" : a->key;
                         return errorf(ret_error, -EEXIST,
-                                      "%s '%s' %s the %s '%s' of workspace '%s' (%s): one "
+                                      "%s '%s' %s the %s '%s' of another workspace, '%s' (%s): one "
                                       "workspace's agent could read or change the other's; "
                                       "give each workspace places of its own",
                                       what(a), a->path,

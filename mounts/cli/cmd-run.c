@@ -131,14 +131,6 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
                 return command_fail(cmd, EXIT_USAGE, "%s",
                                     error ? error : "cannot load the config");
         sandbox_trace("config loaded");
-        {
-                /* Before anything is written: never over another workspace's paths. */
-                _cleanup_free_ char *why = NULL;
-                r = claims_check(c, NULL, &why);
-                if (r < 0)
-                        return command_fail(cmd, RUN_EXIT_SETUP, "%s: %s; nothing was run", c->file,
-                                            why ? why : strerror(-r));
-        }
         if (interactive && access("/usr/bin/bash", X_OK) < 0)
                 shell_argv[0] = (char *)"/bin/sh", shell_argv[1] = NULL;
 
@@ -154,7 +146,15 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
                 .warn = run_warn,
         };
         start = now_ms();
-        r = sandbox_session_run(&so, &res, &error);
+        {
+                /* Before anything is written: never over another workspace's paths. */
+                _cleanup_free_ char *why = NULL;
+                r = claims_check(c, NULL, &why);
+                if (r < 0 && asprintf(&error, "%s: %s", c->file, why ? why : strerror(-r)) < 0)
+                        error = NULL;
+        }
+        if (r >= 0)
+                r = sandbox_session_run(&so, &res, &error);
         if (r < 0 && json)
                 return summary_print(c, RUN_EXIT_SETUP, NULL, now_ms() - start,
                                      error ? error : strerror(-r));

@@ -76,28 +76,28 @@ config "$known/p.ini" wsp "$T/s/P" "$T/src-p"
 # Q's state inside P's state (its future upper layer).
 config "$T/q.ini" wsq "$T/s/P/fs/repo/q" "$T/src-q"
 refused mount_refuses_a_state_inside_another_workspaces_state 1 \
-        "state '$T/s/P/fs/repo/q' is inside the state '$T/s/P' of workspace 'wsp'" \
+        "state '$T/s/P/fs/repo/q' is inside the state '$T/s/P' of another workspace, 'wsp'" \
         "$CLOISTER" mount "$T/q.ini"
-refused run_refuses_it_too 125 "inside the state '$T/s/P' of workspace 'wsp'" \
+refused run_refuses_it_too 125 "inside the state '$T/s/P' of another workspace, 'wsp'" \
         "$CLOISTER" run "$T/q.ini" -- true
 [ ! -e "$T/s/P" ]
 ok $? "and_nothing_was_made_in_the_others_state"
-refused check_reports_it 1 "key 'state' in \[workspace\]: .*workspace 'wsp'" \
+refused check_reports_it 1 "key 'state' in \[workspace\]: .*another workspace, 'wsp'" \
         "$CLOISTER" check "$T/q.ini"
 
 # Q's state inside P's source work tree; Q's mountpoint inside P's state.
 config "$T/q2.ini" wsq2 "$T/src-p/.git/q2" "$T/src-q"
 refused a_state_inside_another_workspaces_source_is_refused 1 \
-        "inside the source '$T/src-p' of workspace 'wsp'" "$CLOISTER" mount "$T/q2.ini"
+        "inside the source '$T/src-p' of another workspace, 'wsp'" "$CLOISTER" mount "$T/q2.ini"
 config "$T/q3.ini" wsq3 "$T/s/Q3" "$T/src-q" "$T/s/P/mnt/inner"
 refused a_mountpoint_inside_another_workspaces_state_is_refused 1 \
-        "mountpoint '$T/s/P/mnt/inner' is inside the state '$T/s/P' of workspace 'wsp'" \
+        "mountpoint '$T/s/P/mnt/inner' is inside the state '$T/s/P' of another workspace, 'wsp'" \
         "$CLOISTER" mount "$T/q3.ini"
 
 # A state that contains another's: Q4's state is P's parent folder.
 config "$T/q4.ini" wsq4 "$T/s" "$T/src-q"
 refused a_state_containing_another_workspaces_state_is_refused 1 \
-        "state '$T/s' contains the state '$T/s/P' of workspace 'wsp'" \
+        "state '$T/s' contains the state '$T/s/P' of another workspace, 'wsp'" \
         "$CLOISTER" mount "$T/q4.ini"
 
 # Resolved: through a symlink, and through a bind mount.
@@ -105,12 +105,12 @@ mkdir -p "$T/s/P"
 ln -s "$T/s/P" "$T/link"
 config "$T/q5.ini" wsq5 "$T/link/q5" "$T/src-q"
 refused a_state_inside_another_workspaces_state_through_a_symlink_is_refused 1 \
-        "is inside the state '$T/s/P' of workspace 'wsp'" "$CLOISTER" mount "$T/q5.ini"
+        "is inside the state '$T/s/P' of another workspace, 'wsp'" "$CLOISTER" mount "$T/q5.ini"
 mkdir -p "$T/bind"
 if mount --bind "$T/s/P" "$T/bind" 2>/dev/null; then
         config "$T/q6.ini" wsq6 "$T/bind/q6" "$T/src-q"
         refused a_state_inside_another_workspaces_state_through_a_bind_mount_is_refused 1 \
-                "'$T/bind/q6' is inside the state '$T/s/P' of workspace 'wsp'" \
+                "'$T/bind/q6' is inside the state '$T/s/P' of another workspace, 'wsp'" \
                 "$CLOISTER" mount "$T/q6.ini"
         umount "$T/bind"
 else
@@ -121,7 +121,7 @@ rmdir "$T/s/P"
 # The other way round: P, once Q's config is known, contains it.
 cp "$T/q.ini" "$known/q.ini"
 refused a_workspace_whose_state_contains_a_known_ones_is_refused 1 \
-        "state '$T/s/P' contains the state '$T/s/P/fs/repo/q' of workspace 'wsq'" \
+        "state '$T/s/P' contains the state '$T/s/P/fs/repo/q' of another workspace, 'wsq'" \
         "$CLOISTER" mount "$known/p.ini"
 rm "$known/q.ini"
 
@@ -148,7 +148,7 @@ mkdir -p "$F"
 "$CLOISTER" checkpoint "$known/p.ini" cp1 >/dev/null
 config "$known/future.ini" future "$T/s/future" "$T/src-q"
 refused fork_refuses_the_state_a_known_config_names 2 \
-        "the fork's state '$T/s/future' is the state '$T/s/future' of workspace 'future'" \
+        "the fork's state '$T/s/future' is the state '$T/s/future' of another workspace, 'future'" \
         "$CLOISTER" fork "$known/p.ini" "$F/squat.ini" --from cp1 --name future
 [ ! -e "$T/s/future" ] && [ ! -e "$F/squat.ini" ]
 ok $? "and_makes_neither_the_state_nor_the_config"

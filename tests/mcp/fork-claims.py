@@ -141,7 +141,7 @@ try:
 
     # The reproduction: the name of a known workspace that never ran.
     r = tool("fork", new_config="squat.ini", **{"from": "cp1"}, name="future")
-    ok(err(r) and "workspace 'future'" in text(r), "fork_refuses_the_state_of_a_known_workspace", r)
+    ok(err(r) and "another workspace, 'future'" in text(r), "fork_refuses_the_state_of_a_known_workspace", r)
     ok(not os.path.exists(f"{known}/squat.ini") and not os.path.exists(f"{states}/future"),
        "and_writes_neither_a_config_nor_a_state", sorted(os.listdir(states)))
     out = run(future, "sh", "-c", "cat /workspace/a.txt; ls /workspace")
@@ -155,7 +155,7 @@ try:
 
     # A name whose state would hold a known workspace's.
     r = tool("fork", new_config="o2.ini", **{"from": "cp1"}, name="outer")
-    ok(err(r) and "workspace 'outer'" in text(r) and "contains" in text(r),
+    ok(err(r) and "another workspace, 'outer'" in text(r) and "contains" in text(r),
        "fork_refuses_a_state_that_holds_a_known_workspaces", r)
     # A directory that exists, named by no config: a fork makes its own.
     r = tool("fork", new_config="handmade.ini", **{"from": "cp1"})
@@ -169,7 +169,7 @@ try:
     marker = f"{states}/attempt/fs/layers.json"
     before = open(marker).read() if os.path.exists(marker) else None
     r = tool("fork", new_config="again.ini", **{"from": "cp1"}, name="attempt")
-    ok(err(r) and "workspace 'attempt'" in text(r), "a_second_fork_may_not_take_the_firsts_state", r)
+    ok(err(r) and "another workspace, 'attempt'" in text(r), "a_second_fork_may_not_take_the_firsts_state", r)
     ok(before is not None and open(marker).read() == before and
        not os.path.exists(f"{known}/again.ini"), "and_the_first_forks_state_is_untouched")
     out = run(f"{known}/attempt.ini", "cat", "/workspace/mine.txt")
