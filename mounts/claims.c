@@ -39,19 +39,26 @@ struct file_id {
         ino_t ino;
 };
 
+enum claim_kind {
+        CLAIM_PLACE,  /* the state, the mountpoint: the workspace's alone */
+        CLAIM_SECRET, /* [broker] dir: keys; a broker may serve several workspaces */
+        CLAIM_SOURCE, /* read by the agent ([repo], [mirror], a [home] seed); may be shared */
+};
+
 struct claim {
-        const char *key; /* "state", "mountpoint", "source" ([repo] or [mirror]) */
-        char *path;      /* resolved */
-        bool exists;     /* ids[0] is path's own */
-        bool source;     /* read by the agent; may be shared */
-        size_t n_ids;    /* the existing ancestors, nearest first */
+        enum claim_kind kind;
+        const char *section, *key; /* the config's, e.g. "workspace", "state" */
+        char *path;                /* resolved */
+        bool exists;               /* ids[0] is path's own */
+        size_t n_ids;              /* the existing ancestors, nearest first */
         struct file_id *ids;
 };
 
+/* v[0]: the state, v[1]: the mountpoint, v[2]: the broker dir, then the sources. */
 struct claims {
         const char *name; /* the workspace's */
         const char *file; /* its config's */
-        struct claim v[3 + CONFIG_MAX_MIRRORS];
+        struct claim *v;
         size_t n;
 };
 
@@ -61,6 +68,8 @@ static void claims_clear(struct claims *cl)
                 free(cl->v[i].path);
                 free(cl->v[i].ids);
         }
+        free(cl->v);
+        cl->v = NULL;
         cl->n = 0;
 }
 
@@ -78,13 +87,14 @@ static bool path_within(const char *a, const char *b)
  * p resolved: realpath of its nearest existing ancestor, the rest put
  * back; and the ids of the existing ancestors, p's own first if it exists.
  */
-static int claim_make(struct claim *cl, const char *key, const char *p, bool source)
+static int claim_make(struct claim *cl, enum claim_kind kind, const char *section, const char *key,
+                      const char *p)
 {
         _cleanup_free_ char *cut = strdup(p), *real = NULL;
         struct stat st;
         size_t keep, n = 1;
 
-        *cl = (struct claim){.key = key, .source = source};
+        *cl = (struct claim){.kind = kind, .section = section, .key = key};
         if (!cut)
                 return -ENOMEM;
         for (;;) {
@@ -128,25 +138,36 @@ static int claim_make(struct claim *cl, const char *key, const char *p, bool sou
 
 static int claims_of(const struct config *c, const char *state, struct claims *ret)
 {
-        _cleanup_free_ char *mnt = NULL;
+        _cleanup_free_ char *mnt = NULL, *broker = NULL;
         struct claims cl = {.name = c->workspace.name, .file = c->file};
         int r;
 
         if (state) {
-                /* A fork: its mountpoint is its state's default. */
-                if (asprintf(&mnt, "%s/mnt", state) < 0)
+                /* A fork: its mountpoint and broker dir are its state's defaults. */
+                if (asprintf(&mnt, "%s/mnt", state) < 0 ||
+                    asprintf(&broker, "%s/broker", state) < 0)
                         return -ENOMEM;
         } else {
                 state = c->workspace.state;
         }
-        r = claim_make(&cl.v[cl.n++], "state", state, false);
+        cl.v = calloc(4 + c->n_mirrors + c->home.n_seeds, sizeof(*cl.v));
+        if (!cl.v)
+                return -ENOMEM;
+        r = claim_make(&cl.v[cl.n++], CLAIM_PLACE, "workspace", "state", state);
         if (r >= 0)
-                r = claim_make(&cl.v[cl.n++], "mountpoint", mnt ? mnt : c->workspace.mountpoint,
-                               false);
+                r = claim_make(&cl.v[cl.n++], CLAIM_PLACE, "workspace", "mountpoint",
+                               mnt ? mnt : c->workspace.mountpoint);
         if (r >= 0)
-                r = claim_make(&cl.v[cl.n++], "source", c->repo.source, true);
+                r = claim_make(&cl.v[cl.n++], CLAIM_SECRET, "broker", "dir",
+                               broker ? broker : c->broker.dir);
+        if (r >= 0)
+                r = claim_make(&cl.v[cl.n++], CLAIM_SOURCE, "repo", "source", c->repo.source);
         for (size_t i = 0; r >= 0 && i < c->n_mirrors; i++)
-                r = claim_make(&cl.v[cl.n++], "source", c->mirrors[i].source, true);
+                r = claim_make(&cl.v[cl.n++], CLAIM_SOURCE, "mirror", "source",
+                               c->mirrors[i].source);
+        for (size_t i = 0; r >= 0 && i < c->home.n_seeds; i++)
+                r = claim_make(&cl.v[cl.n++], CLAIM_SOURCE, "home", "seed",
+                               c->home.seeds[i].source);
         if (r < 0) {
                 claims_clear(&cl);
                 return r;
@@ -168,26 +189,52 @@ static bool claim_within(const struct claim *x, const struct claim *y)
         return false;
 }
 
+/* How a message names it: "state", "[broker] dir", "[repo] source", ... */
 static const char *what(const struct claim *cl)
 {
-        return streq(cl->key, "source") ? "source" : cl->key;
+        return cl->kind == CLAIM_PLACE        ? cl->key
+               : cl->kind == CLAIM_SECRET     ? "[broker] dir"
+               : streq(cl->section, "repo")   ? "[repo] source"
+               : streq(cl->section, "mirror") ? "[mirror] source"
+                                              : "[home] seed";
+}
+
+/* Does overlap between a and b matter? Not between two sources, nor a broker dir's with a
+ * place or another broker dir: only where one's agent would read the other's. */
+static bool claims_matter(const struct claim *a, const struct claim *b)
+{
+        if (a->kind == CLAIM_SOURCE)
+                return b->kind != CLAIM_SOURCE;
+        if (a->kind == CLAIM_SECRET)
+                return b->kind == CLAIM_SOURCE;
+        return b->kind != CLAIM_SECRET;
+}
+
+static void key_set(const struct claim *cl, const char **ret_section, const char **ret_key)
+{
+        if (ret_section)
+                *ret_section = cl->section;
+        if (ret_key)
+                *ret_key = cl->key;
 }
 
 /* ours against theirs: 0, or -EEXIST and why. */
 static int claims_against(const struct claims *ours, const struct claims *theirs,
-                          const char **ret_key, char **ret_error)
+                          const char **ret_section, const char **ret_key, char **ret_error)
 {
         for (size_t i = 0; i < ours->n; i++)
                 for (size_t j = 0; j < theirs->n; j++) {
                         const struct claim *a = &ours->v[i], *b = &theirs->v[j];
-                        bool in = claim_within(a, b), holds = !in && claim_within(b, a);
+                        bool in, holds;
 
-                        if (a->source && b->source)
-                                continue; /* two workspaces may read one source */
+                        if (!claims_matter(a, b))
+                                continue;
+                        in = claim_within(a, b);
+                        holds = !in && claim_within(b, a);
+
                         if (!in && !holds)
                                 continue;
-                        if (ret_key)
-                                *ret_key = a->source ? "source" : a->key;
+                        key_set(a, ret_section, ret_key);
                         return errorf(ret_error, -EEXIST,
                                       "%s '%s' %s the %s '%s' of another workspace, '%s' (%s): one "
                                       "workspace's agent could read or change the other's; "
@@ -201,27 +248,27 @@ static int claims_against(const struct claims *ours, const struct claims *theirs
         return 0;
 }
 
-/* A workspace's own paths: state and mountpoint apart from its sources and each other. */
-static int claims_own(const struct claims *cl, const char **ret_key, char **ret_error)
+/* A workspace's own paths: state, mountpoint, broker dir apart from its sources; the
+ * state and the mountpoint apart from each other. */
+static int claims_own(const struct claims *cl, const char **ret_section, const char **ret_key,
+                      char **ret_error)
 {
         const struct claim *state = &cl->v[0], *mnt = &cl->v[1];
         _cleanup_free_ char *own_mnt = NULL;
 
-        for (size_t i = 2; i < cl->n; i++)
-                for (size_t k = 0; k < 2; k++) {
+        for (size_t i = 3; i < cl->n; i++)
+                for (size_t k = 0; k < 3; k++) {
                         const struct claim *a = &cl->v[k];
                         if (!claim_within(a, &cl->v[i]) && !claim_within(&cl->v[i], a))
                                 continue;
-                        if (ret_key)
-                                *ret_key = a->key;
+                        key_set(a, ret_section, ret_key);
                         return errorf(ret_error, -EEXIST,
-                                      "%s '%s' overlaps its own source '%s': the agent would "
+                                      "%s '%s' overlaps its own %s '%s': the agent would "
                                       "see it, or it the agent's work",
-                                      a->key, a->path, cl->v[i].path);
+                                      what(a), a->path, what(&cl->v[i]), cl->v[i].path);
                 }
         if (claim_within(state, mnt)) {
-                if (ret_key)
-                        *ret_key = "state";
+                key_set(state, ret_section, ret_key);
                 return errorf(ret_error, -EEXIST,
                               "state '%s' is inside its own mountpoint '%s': the mount would "
                               "hide it",
@@ -230,8 +277,7 @@ static int claims_own(const struct claims *cl, const char **ret_key, char **ret_
         if (asprintf(&own_mnt, "%s/mnt", state->path) < 0)
                 return errorf(ret_error, -ENOMEM, "out of memory");
         if (claim_within(mnt, state) && !path_within(mnt->path, own_mnt)) {
-                if (ret_key)
-                        *ret_key = "mountpoint";
+                key_set(mnt, ret_section, ret_key);
                 return errorf(ret_error, -EEXIST,
                               "mountpoint '%s' is inside its own state '%s' but not in '%s': "
                               "the mount would cover the state's own files",
@@ -245,7 +291,8 @@ static int claims_own(const struct claims *cl, const char **ret_key, char **ret_
  * loaded one at a time. fork: a config naming the same state counts too.
  */
 static int claims_against_known(const struct claims *ours, const char *self, const char *also_dir,
-                                bool fork, const char **ret_key, char **ret_error)
+                                bool fork, const char **ret_section, const char **ret_key,
+                                char **ret_error)
 {
         _cleanup_strv_free_ char **known = NULL;
         size_t n = 0;
@@ -268,7 +315,7 @@ static int claims_against_known(const struct claims *ours, const char *self, con
                 if (!fork && streq(theirs.v[0].path, ours->v[0].path))
                         r = 0; /* the same state: the same workspace, kept apart by its lock */
                 else
-                        r = claims_against(ours, &theirs, ret_key, ret_error);
+                        r = claims_against(ours, &theirs, ret_section, ret_key, ret_error);
                 claims_clear(&theirs);
                 if (r < 0)
                         return r;
@@ -276,7 +323,8 @@ static int claims_against_known(const struct claims *ours, const char *self, con
         return 0;
 }
 
-int claims_check(const struct config *c, const char **ret_key, char **ret_error)
+int claims_check(const struct config *c, const char **ret_section, const char **ret_key,
+                 char **ret_error)
 {
         _cleanup_free_ char *self = realpath(c->file, NULL);
         struct claims ours;
@@ -285,9 +333,9 @@ int claims_check(const struct config *c, const char **ret_key, char **ret_error)
         if (r < 0)
                 return errorf(ret_error, r, "cannot resolve the workspace's paths: %s",
                               strerror(-r));
-        r = claims_own(&ours, ret_key, ret_error);
+        r = claims_own(&ours, ret_section, ret_key, ret_error);
         if (r >= 0)
-                r = claims_against_known(&ours, self, NULL, false, ret_key, ret_error);
+                r = claims_against_known(&ours, self, NULL, false, ret_section, ret_key, ret_error);
         claims_clear(&ours);
         return r;
 }
@@ -313,9 +361,9 @@ int claims_check_fork(const struct config *c, const char *new_config, const char
         }
         /* That the state does not exist yet is fs_fork_state's to say (it makes it with
          * mkdir), as a leftover of this same fork it tells apart. */
-        r = claims_against(&ours, &parent, NULL, ret_error);
+        r = claims_against(&ours, &parent, NULL, NULL, ret_error);
         if (r >= 0)
-                r = claims_against_known(&ours, NULL, dirname(dir), true, NULL, ret_error);
+                r = claims_against_known(&ours, NULL, dirname(dir), true, NULL, NULL, ret_error);
         claims_clear(&ours);
         claims_clear(&parent);
         return r;

@@ -172,13 +172,12 @@ static int blueprint_collect(struct check *ck, const struct config *c)
         if (r >= 0) {
                 /* Where its state and mountpoint lie, against every known workspace. */
                 _cleanup_free_ char *why = NULL;
-                const char *key = "state";
-                int k = claims_check(c, &key, &why);
+                const char *section = "workspace", *key = "state";
+                int k = claims_check(c, &section, &key, &why);
                 if (k == -ENOMEM)
                         r = k;
                 else if (k < 0)
-                        r = lint_add(&ck->out, LINT_ERROR, c->file, 0,
-                                     streq(key, "source") ? "repo" : "workspace", key, "%s",
+                        r = lint_add(&ck->out, LINT_ERROR, c->file, 0, section, key, "%s",
                                      why ? why : strerror(-k));
         }
         safe_close(bp.broker_dirfd);

@@ -244,7 +244,7 @@ static int mount_run(int argc, char **argv)
         {
                 /* Nowhere another workspace's agent reads or writes, nor over its paths. */
                 _cleanup_free_ char *why = NULL;
-                r = claims_check(c, NULL, &why);
+                r = claims_check(c, NULL, NULL, &why);
                 if (r < 0)
                         return command_fail(&command_mount, 1, "%s: %s", c->file,
                                             why ? why : strerror(-r));

@@ -149,7 +149,7 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
         {
                 /* Before anything is written: never over another workspace's paths. */
                 _cleanup_free_ char *why = NULL;
-                r = claims_check(c, NULL, &why);
+                r = claims_check(c, NULL, NULL, &why);
                 if (r < 0 && asprintf(&error, "%s: %s", c->file, why ? why : strerror(-r)) < 0)
                         error = NULL;
         }

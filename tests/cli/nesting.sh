@@ -90,7 +90,7 @@ refused check_reports_it 1 "key 'state' in \[workspace\]: .*another workspace, '
 # Q's state inside P's source work tree; Q's mountpoint inside P's state.
 config "$T/q2.ini" wsq2 "$T/src-p/.git/q2" "$T/src-q"
 refused a_state_inside_another_workspaces_source_is_refused 1 \
-        "inside the source '$T/src-p' of another workspace, 'wsp'" "$CLOISTER" mount "$T/q2.ini"
+        "inside the \[repo\] source '$T/src-p' of another workspace, 'wsp'" "$CLOISTER" mount "$T/q2.ini"
 config "$T/q3.ini" wsq3 "$T/s/Q3" "$T/src-q" "$T/s/P/mnt/inner"
 refused a_mountpoint_inside_another_workspaces_state_is_refused 1 \
         "mountpoint '$T/s/P/mnt/inner' is inside the state '$T/s/P' of another workspace, 'wsp'" \
@@ -120,6 +120,24 @@ else
 fi
 rmdir "$T/s/P"
 
+# What the agent reads may not hold another's state or broker keys: a [home] seed
+# (copied into the home), a [mirror] source; nor the broker dir lie in a source.
+config "$T/q7.ini" wsq7 "$T/s/Q7" "$T/src-q"
+printf '[home]\nseed = %s\n' "$T/s/P/broker" >>"$T/q7.ini"
+refused a_seed_inside_another_workspaces_state_is_refused 1 \
+        "\[home\] seed '$T/s/P/broker' is inside the state '$T/s/P' of another workspace, 'wsp'" \
+        "$CLOISTER" mount "$T/q7.ini"
+config "$T/q8.ini" wsq8 "$T/q8-state" "$T/src-q"
+printf '[mirror "all"]\nsource = %s\npath = /opt/all\n' "$T/s" >>"$T/q8.ini"
+refused a_mirror_holding_another_workspaces_state_is_refused 1 \
+        "\[mirror\] source '$T/s' contains the state '$T/s/P' of another workspace, 'wsp'" \
+        "$CLOISTER" mount "$T/q8.ini"
+config "$T/q9.ini" wsq9 "$T/s/Q9" "$T/src-q"
+printf '[broker]\ndir = %s\n' "$T/src-p/.git/keys" >>"$T/q9.ini"
+refused a_broker_dir_inside_another_workspaces_source_is_refused 1 \
+        "\[broker\] dir '$T/src-p/.git/keys' is inside the \[repo\] source '$T/src-p'" \
+        "$CLOISTER" check "$T/q9.ini"
+
 # The other way round: P, once Q's config is known, contains it.
 cp "$T/q.ini" "$known/q.ini"
 refused a_workspace_whose_state_contains_a_known_ones_is_refused 1 \
@@ -138,7 +156,7 @@ refused a_mountpoint_among_its_own_states_files_is_refused 1 \
 ln -s "$T/src-q" "$T/srclink"
 config "$T/own3.ini" own3 "$T/srclink/.git/st" "$T/src-q" "$T/own3-mnt"
 refused a_state_inside_its_own_source_through_a_symlink_is_refused 1 \
-        "overlaps its own source '$T/src-q'" "$CLOISTER" mount "$T/own3.ini"
+        "overlaps its own \[repo\] source '$T/src-q'" "$CLOISTER" mount "$T/own3.ini"
 
 # P itself still mounts and runs.
 out=$("$CLOISTER" run "$known/p.ini" -- sh -c 'cat /workspace/a.txt; echo work >/workspace/p-work.txt' 2>&1)
@@ -172,7 +190,7 @@ snap() { (cd "$T/src-p" && find .git -printf '%p %y %m %s\n' | sort && find .git
 snap >"$T/git-before"
 "$CLOISTER" checkpoint --list "$known/p.ini" >"$T/cps-before"
 refused fork_refuses_a_state_in_the_source_repository 2 \
-        "the fork's state '$T/src-p/.git/fork' is inside the source '$T/src-p'" \
+        "the fork's state '$T/src-p/.git/fork' is inside the \[repo\] source '$T/src-p'" \
         "$CLOISTER" fork "$known/p.ini" "$F/ingit.ini" --state "$T/src-p/.git/fork"
 snap >"$T/git-after"
 cmp -s "$T/git-before" "$T/git-after"
