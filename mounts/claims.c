@@ -4,11 +4,13 @@
  * docs/security.md). For cloister mount, run, check and fork.
  *
  * A workspace claims host paths: its state (broker keys, layers, journal),
- * its mountpoint, and its sources (the [repo] source work tree, each
- * [mirror] source), which its agent reads. No state or mountpoint may lie
- * inside another workspace's claimed path, nor contain one: another's agent
- * would read its keys, or write into its layers, which `cloister diff`
- * then shows as its own work. Two workspaces may share a source.
+ * its mountpoint, its [broker] dir, and its sources (the [repo] source work
+ * tree, each [mirror] source, each [home] seed), which its agent reads. No
+ * state or mountpoint may lie inside another workspace's claimed path, nor
+ * contain one, and no source may hold another's broker dir: another's
+ * agent would read its keys, or write into its layers, which `cloister
+ * diff` then shows as its own work. Two workspaces may share a source, and
+ * a broker.
  *
  * Paths are compared resolved: realpath of the nearest part that exists,
  * the rest put back (config values are clean: no "..", no trailing "/"),
