@@ -3,14 +3,18 @@
  * layers-fork.c: the state directory of a fork (docs/fs-design.md, "Fork,
  * restore, delete").
  *
- * A fork's state is made whole under a temporary name beside its place and
- * renamed into place, then registered in its parent's forks/ (so that the
- * parent's removal of unused layers sees it). It holds an empty writable
- * layer, a layers.json that stacks the checkpoint's frozen layers (where
- * they lie, in the parent's state or further up), the parent's pinned base
- * commit and .git markers, and a journal whose first entry names the parent
- * and the checkpoint. Nothing of the parent is copied or changed but its
- * forks/ registry. The caller (cloister fork) writes the config last.
+ * A fork's state is a directory this call makes (mkdir, which fails if
+ * anything is there: never a directory someone else made or named), then
+ * filled only through its descriptor, and registered in its parent's
+ * forks/ (so that the parent's removal of unused layers sees it). It holds
+ * an empty writable layer, a layers.json that stacks the checkpoint's
+ * frozen layers (where they lie, in the parent's state or further up), the
+ * parent's pinned base commit and .git markers, and a journal whose first
+ * entry names the parent and the checkpoint. Until it is whole, a file
+ * FORK_PARTIAL in it names the parent and the checkpoint, so that the same
+ * fork, run again after a crash, knows the directory for its own. Nothing
+ * of the parent is copied or changed but its forks/ registry. The caller
+ * (cloister fork) checks the place first and writes the config last.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -31,6 +35,9 @@
 #include "lib/mkdir.h"
 #include "lib/errorf.h"
 #include "lib/util.h"
+
+/* In a fork's state until it is whole: "PARENT-STATE\nCHECKPOINT\n". */
+#define FORK_PARTIAL "fork.partial"
 
 /* Copy a small file (a marker, the base id) from one fs/ dir to another, if it exists. */
 static int copy_small(int from, int to, const char *name, char **ret_copy)
@@ -58,54 +65,82 @@ static int copy_small(int from, int to, const char *name, char **ret_copy)
         return 1;
 }
 
-/* An existing new_state that a fork killed before its config may have left. */
+/* The FORK_PARTIAL line for this fork: "PARENT\nCHECKPOINT\n". */
+static char *partial_line(const char *parent, const char *name)
+{
+        char *s;
+
+        return asprintf(&s, "%s\n%s\n", parent, name) < 0 ? NULL : s;
+}
+
+/*
+ * An existing new_state that the same fork, killed before its config was
+ * written, left: half made (its FORK_PARTIAL says so) or whole but never
+ * mounted. 1 if so, 0 if nothing is there, -EEXIST for anything else: an
+ * empty directory too, which someone else may have made for a workspace.
+ */
 static int replaceable(const char *new_state, const char *parent, const char *name)
 {
         _cleanup_layers_ struct fs_layers *fl = NULL;
-        _cleanup_free_ char *lock = NULL, *err = NULL, *ps = NULL;
+        _cleanup_free_ char *err = NULL, *ps = NULL, *want = partial_line(parent, name);
+        _cleanup_close_ int sfd = -1, pfd = -1;
+        char buf[PATH_MAX + 128];
         struct stat st;
+        ssize_t n;
 
+        if (!want)
+                return -ENOMEM;
         if (lstat(new_state, &st) < 0)
                 return errno == ENOENT ? 0 : negative_errno();
-        if (S_ISDIR(st.st_mode) && rmdir(new_state) == 0)
-                return 0; /* empty */
-        if (asprintf(&lock, "%s/fs.lock", new_state) < 0)
-                return -ENOMEM;
-        if (!S_ISDIR(st.st_mode) || lstat(lock, &st) == 0 ||
-            fs_layers_load(new_state, &fl, &err) < 0 || !fl->parent_state)
+        if (!S_ISDIR(st.st_mode))
+                return -EEXIST;
+        sfd = open(new_state, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sfd < 0 || faccessat(sfd, "fs.lock", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+                return -EEXIST; /* mounted once: someone's work */
+        pfd = openat(sfd, FORK_PARTIAL, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (pfd >= 0) {
+                n = read(pfd, buf, sizeof(buf) - 1);
+                if (n < 0)
+                        return -EEXIST;
+                buf[n] = 0;
+                return streq(buf, want) ? 1 : -EEXIST;
+        }
+        if (fs_layers_load(new_state, &fl, &err) < 0 || !fl->parent_state)
                 return -EEXIST;
         ps = realpath(fl->parent_state, NULL);
         if (!ps || !streq(ps, parent) || !streq(fl->parent_checkpoint, name))
                 return -EEXIST;
-        return 1; /* never mounted, and the same fork: made again */
+        return 1; /* whole, never mounted, and the same fork: made again */
 }
 
+/*
+ * Fill the new, empty state open at sfd (path: its name, for layers.json's
+ * messages). Every write goes through sfd.
+ */
 static int write_state(const struct fs_layers *pl, const char *parent_real, const char *parent_name,
-                       const struct fs_checkpoint *cp, const char *tmp, bool with_journal,
+                       const struct fs_checkpoint *cp, int sfd, const char *path, bool with_journal,
                        char **ret_base, char **ret_error)
 {
         _cleanup_layers_ struct fs_layers *l = calloc(1, sizeof(*l));
-        _cleanup_close_ int sfd = -1, fsd = -1, top = -1, pfs = -1;
+        _cleanup_close_ int fsd = -1, top = -1, pfs = -1;
         _cleanup_free_ char *fields = NULL;
         char id[FS_LAYER_ID_LEN + 1];
         json_t *j, *stack;
         int r;
 
-        if (!l || !(l->state = strdup(tmp)) || !(l->top = strdup(FS_FIRST_TOP)))
+        if (!l || !(l->state = strdup(path)) || !(l->top = strdup(FS_FIRST_TOP)))
                 return -ENOMEM;
-        if (mkdir(tmp, 0700) < 0)
-                return errorf_first(ret_error, negative_errno(), "cannot make '%s': %m", tmp);
-        sfd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        fsd = sfd < 0 ? -1 : state_open_dir(sfd, "fs", true);
+        errno = 0;
+        fsd = state_open_dir(sfd, "fs", true);
         top = fsd < 0 ? -1 : state_open_dir(fsd, "repo", true);
         if (top < 0)
-                return errorf_first(ret_error, top < 0 && errno ? negative_errno() : -EIO,
-                                    "cannot make '%s/fs/repo': %m", tmp);
+                return errorf_first(ret_error, errno ? negative_errno() : -EIO,
+                                    "cannot make '%s/fs/repo': %m", path);
         (void)fchmod(top, 0755);
         fs_layer_id_new(id);
         r = fs_layer_marker_write(top, id);
         if (r < 0)
-                return errorf_first(ret_error, r, "cannot mark '%s/fs/repo': %s", tmp,
+                return errorf_first(ret_error, r, "cannot mark '%s/fs/repo': %s", path,
                                     strerror(-r));
         if (cp->n_stack) {
                 /* The root shows what the checkpoint's root showed. */
@@ -147,7 +182,7 @@ static int write_state(const struct fs_layers *pl, const char *parent_real, cons
                 if (!nr->state || !nr->dir)
                         return -ENOMEM;
         }
-        r = fs_layers_save(l, "fork", ret_error);
+        r = fs_layers_save_at(l, fsd, "fork", ret_error);
         if (r < 0)
                 return r;
         /* The base and .git markers: the workspace .git lies in the frozen layers. */
@@ -262,13 +297,47 @@ static int register_fork(const char *state, const char *fork_state, char **ret_e
         return 0;
 }
 
+/* Remove new_state, a leftover of this same fork (replaceable() said so). */
+static int remove_leftover(const char *new_state)
+{
+        _cleanup_free_ char *dir = strdup(new_state);
+        char *slash = dir ? strrchr(dir, '/') : NULL;
+        _cleanup_close_ int dfd = -1;
+
+        if (!slash)
+                return -ENOMEM;
+        *slash = 0;
+        dfd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd < 0)
+                return negative_errno();
+        return state_rm_rf_at(dfd, slash + 1, 0);
+}
+
+/* Make path, which must not exist, and open it: 0700, no symlink followed. */
+static int make_own_dir(const char *path, char **ret_error)
+{
+        int fd;
+
+        if (mkdir(path, 0700) < 0)
+                return errorf_first(ret_error, negative_errno(),
+                                    errno == EEXIST ? "'%s' exists already: a fork needs a state "
+                                                      "directory of its own, made for it (--state)"
+                                                    : "cannot make '%s': %m",
+                                    path);
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errorf_first(ret_error, negative_errno(), "cannot open '%s': %m", path);
+        return fd;
+}
+
 int fs_fork_state(const char *state, const char *parent_name, const char *name,
                   const char *new_state, struct fs_layers_report *rep, char **ret_error)
 {
-        _cleanup_close_ int lock = -1;
+        _cleanup_close_ int lock = -1, sfd = -1, pfd = -1;
         _cleanup_layers_ struct fs_layers *l = NULL;
-        _cleanup_free_ char *real = NULL, *tmp = NULL, *base = NULL;
+        _cleanup_free_ char *real = NULL, *base = NULL, *partial = NULL;
         const struct fs_checkpoint *cp;
+        size_t n;
         int r;
 
         r = fs_layers_lock_load(state, &lock, &l, ret_error);
@@ -281,54 +350,41 @@ int fs_fork_state(const char *state, const char *parent_name, const char *name,
         real = realpath(state, NULL);
         if (!real)
                 return errorf_first(ret_error, negative_errno(), "cannot resolve '%s': %m", state);
+        partial = partial_line(real, name);
+        if (!partial)
+                return -ENOMEM;
         r = replaceable(new_state, real, name);
         if (r == -EEXIST)
-                return errorf_first(
-                        ret_error, r,
-                        "'%s' exists already: a fork needs a state directory of its own "
-                        "(--state)",
-                        new_state);
+                return errorf_first(ret_error, r,
+                                    "'%s' exists already: a fork needs a state directory of its "
+                                    "own, made for it (--state)",
+                                    new_state);
         if (r < 0)
                 return errorf_first(ret_error, r, "cannot look at '%s': %s", new_state,
                                     strerror(-r));
+        /* The same fork, killed before its config was written: made again. */
+        if (r == 1 && remove_leftover(new_state) < 0)
+                return errorf_first(ret_error, -EEXIST, "cannot replace '%s'", new_state);
         r = mkdir_parents(new_state, 0755);
         if (r < 0)
                 return errorf_first(ret_error, r, "cannot make the parents of '%s': %s", new_state,
                                     strerror(-r));
-        if (asprintf(&tmp, "%s.fork-tmp", new_state) < 0)
-                return -ENOMEM;
-        {
-                /* Left by a fork killed while it wrote it. */
-                _cleanup_free_ char *dir = strdup(tmp);
-                char *slash = dir ? strrchr(dir, '/') : NULL;
-                _cleanup_close_ int dfd = -1;
-                if (!slash)
-                        return -ENOMEM;
-                *slash = 0;
-                dfd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (dfd >= 0)
-                        (void)state_rm_rf_at(dfd, slash + 1, 0);
-        }
-        r = write_state(l, real, parent_name, cp, tmp, true, &base, ret_error);
+        sfd = make_own_dir(new_state, ret_error);
+        if (sfd < 0)
+                return sfd;
+        (void)dir_sync_of(new_state);
+        n = strlen(partial);
+        pfd = openat(sfd, FORK_PARTIAL, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (pfd < 0 || write(pfd, partial, n) != (ssize_t)n || fsync(pfd) < 0)
+                return errorf_first(ret_error, negative_errno(), "cannot write '%s/%s': %m",
+                                    new_state, FORK_PARTIAL);
+        r = write_state(l, real, parent_name, cp, sfd, new_state, true, &base, ret_error);
         if (r < 0)
                 return r == -ENOMEM ? errorf_first(ret_error, r, "out of memory") : r;
         crashpoint("fork");
-        if (replaceable(new_state, real, name) == 1) {
-                /* The same fork, killed before its config was written: made again. */
-                _cleanup_free_ char *dir = strdup(new_state);
-                char *slash = dir ? strrchr(dir, '/') : NULL;
-                _cleanup_close_ int dfd = -1;
-                if (!slash)
-                        return -ENOMEM;
-                *slash = 0;
-                dfd = open(*dir ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                if (dfd < 0 || state_rm_rf_at(dfd, slash + 1, 0) < 0)
-                        return errorf_first(ret_error, -EEXIST, "cannot replace '%s'", new_state);
-        }
-        if (rename(tmp, new_state) < 0)
-                return errorf_first(ret_error, negative_errno(), "cannot put '%s' in place: %m",
+        if (unlinkat(sfd, FORK_PARTIAL, 0) < 0 || fsync(sfd) < 0)
+                return errorf_first(ret_error, negative_errno(), "cannot finish '%s': %m",
                                     new_state);
-        (void)dir_sync_of(new_state);
         crashpoint("fork");
         {
                 _cleanup_free_ char *new_real = realpath(new_state, NULL);
@@ -346,7 +402,7 @@ int fs_fork_state(const char *state, const char *parent_name, const char *name,
 int fs_checkpoint_view_state(const char *state, const char *name, const char *view_state,
                              char **ret_base, char **ret_error)
 {
-        _cleanup_close_ int lock = -1;
+        _cleanup_close_ int lock = -1, sfd = -1;
         _cleanup_layers_ struct fs_layers *l = NULL;
         _cleanup_free_ char *real = NULL;
         const struct fs_checkpoint *cp;
@@ -362,6 +418,9 @@ int fs_checkpoint_view_state(const char *state, const char *name, const char *vi
         real = realpath(state, NULL);
         if (!real)
                 return errorf_first(ret_error, negative_errno(), "cannot resolve '%s': %m", state);
-        r = write_state(l, real, "view", cp, view_state, false, ret_base, ret_error);
+        sfd = make_own_dir(view_state, ret_error);
+        if (sfd < 0)
+                return sfd;
+        r = write_state(l, real, "view", cp, sfd, view_state, false, ret_base, ret_error);
         return r == -ENOMEM ? errorf_first(ret_error, r, "out of memory") : r;
 }

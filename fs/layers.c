@@ -414,8 +414,21 @@ static json_t *to_json(const struct fs_layers *l)
 
 int fs_layers_save(const struct fs_layers *l, const char *op, char **ret_error)
 {
+        _cleanup_free_ char *dir = NULL;
+        _cleanup_close_ int dfd = -1;
+
+        if (asprintf(&dir, "%s/fs", l->state) < 0)
+                return failf(ret_error, -ENOMEM, "out of memory");
+        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (dfd < 0)
+                return failf(ret_error, negative_errno(), "cannot open %s: %m", dir);
+        return fs_layers_save_at(l, dfd, op, ret_error);
+}
+
+int fs_layers_save_at(const struct fs_layers *l, int dfd, const char *op, char **ret_error)
+{
         _cleanup_free_ char *dir = NULL, *s = NULL;
-        _cleanup_close_ int dfd = -1, fd = -1;
+        _cleanup_close_ int fd = -1;
         json_t *j = to_json(l);
         size_t len, off = 0;
 
@@ -425,9 +438,6 @@ int fs_layers_save(const struct fs_layers *l, const char *op, char **ret_error)
         json_decref(j);
         if (!s || asprintf(&dir, "%s/fs", l->state) < 0)
                 return failf(ret_error, -ENOMEM, "out of memory");
-        dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (dfd < 0)
-                return failf(ret_error, negative_errno(), "cannot open %s: %m", dir);
         fd = openat(dfd, FS_LAYERS_FILE ".tmp",
                     O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)

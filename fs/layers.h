@@ -78,6 +78,8 @@ static inline void fs_layers_freep(struct fs_layers **l)
  * fs/. op names the command for its crash points (lib/crashpoint.h).
  */
 int fs_layers_save(const struct fs_layers *l, const char *op, char **ret_error);
+/* The same, into the fs/ directory open at dfd (l->state names it in messages only). */
+int fs_layers_save_at(const struct fs_layers *l, int dfd, const char *op, char **ret_error);
 
 const struct fs_layer_ref *fs_layers_ref(const struct fs_layers *l, const char *id);
 const struct fs_checkpoint *fs_layers_checkpoint(const struct fs_layers *l, const char *name);
@@ -189,9 +191,11 @@ int fs_checkpoint_delete(const char *state, const char *name, struct fs_layers_r
 /*
  * The state of a fork of `state` (the workspace parent_name) at its
  * checkpoint `name`, at new_state (absolute; its parent directory is made).
- * new_state must not exist, or be an empty directory, or that same fork
- * never mounted (killed before its config was written), which is made
- * again. The fork is registered in state's forks/.
+ * new_state must not exist (it is made with mkdir, and filled through its
+ * descriptor), unless it is that same fork, half made or never mounted
+ * (killed before its config was written), which is made again. The fork is
+ * registered in state's forks/. Where new_state may lie is the caller's
+ * check (cloister fork: ops_fork).
  */
 int fs_fork_state(const char *state, const char *parent_name, const char *name,
                   const char *new_state, struct fs_layers_report *rep, char **ret_error);

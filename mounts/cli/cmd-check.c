@@ -18,6 +18,7 @@
 
 #include "blueprint.h"
 #include "command.h"
+#include "claims.h"
 #include "config.h"
 #include "lint.h"
 #include "policy.h"
@@ -167,6 +168,17 @@ static int blueprint_collect(struct check *ck, const struct config *c)
                         open(c->broker.dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 bp.broker_dir_error = bp.broker_dirfd < 0 ? negative_errno() : 0;
                 r = blueprint_check(&bp, &ck->out);
+        }
+        if (r >= 0) {
+                /* Where its state and mountpoint lie, against every known workspace. */
+                _cleanup_free_ char *why = NULL;
+                const char *section = "workspace", *key = "state";
+                int k = claims_check(c, &section, &key, &why);
+                if (k == -ENOMEM)
+                        r = k;
+                else if (k < 0)
+                        r = lint_add(&ck->out, LINT_ERROR, c->file, 0, section, key, "%s",
+                                     why ? why : strerror(-k));
         }
         safe_close(bp.broker_dirfd);
         git_repository_free(bp.repo);

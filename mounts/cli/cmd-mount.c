@@ -22,6 +22,7 @@
 
 #include "command.h"
 #include "compose.h"
+#include "claims.h"
 #include "config.h"
 #include "fs.h"
 #include "hostid.h"
@@ -236,6 +237,14 @@ static int mount_run(int argc, char **argv)
                 _cleanup_free_ char *why = NULL;
                 r = fs_mountpoint_check(c->workspace.state, c->workspace.name,
                                         c->workspace.mountpoint, c->repo.source, &why);
+                if (r < 0)
+                        return command_fail(&command_mount, 1, "%s: %s", c->file,
+                                            why ? why : strerror(-r));
+        }
+        {
+                /* Nowhere another workspace's agent reads or writes, nor over its paths. */
+                _cleanup_free_ char *why = NULL;
+                r = claims_check(c, NULL, NULL, &why);
                 if (r < 0)
                         return command_fail(&command_mount, 1, "%s: %s", c->file,
                                             why ? why : strerror(-r));

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "claims.h"
 #include "command.h"
 #include "config.h"
 #include "run-common.h"
@@ -145,7 +146,15 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
                 .warn = run_warn,
         };
         start = now_ms();
-        r = sandbox_session_run(&so, &res, &error);
+        {
+                /* Before anything is written: never over another workspace's paths. */
+                _cleanup_free_ char *why = NULL;
+                r = claims_check(c, NULL, NULL, &why);
+                if (r < 0 && asprintf(&error, "%s: %s", c->file, why ? why : strerror(-r)) < 0)
+                        error = NULL;
+        }
+        if (r >= 0)
+                r = sandbox_session_run(&so, &res, &error);
         if (r < 0 && json)
                 return summary_print(c, RUN_EXIT_SETUP, NULL, now_ms() - start,
                                      error ? error : strerror(-r));

@@ -71,7 +71,6 @@ int ops_config_remember(const char *config_path);
 /* $XDG_CONFIG_HOME/cloister or $XDG_STATE_HOME/cloister (kind "config" or "state"), or the
  * ~/.config and ~/.local/state defaults. */
 int ops_xdg_dir(const char *kind, char **ret);
-
 /* --- checkpoints and forks (ops-layers.c; docs/fs-design.md) ------------------------ */
 
 /*

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "claims.h"
 #include "config.h"
 #include "layers.h"
 #include "lib/errorf.h"
@@ -210,6 +211,24 @@ int ops_fork(const struct config *c, const struct ops_fork_options *o, json_t **
         n = strlen(c->workspace.state);
         if (strncmp(state, c->workspace.state, n) == 0 && (state[n] == '/' || !state[n]))
                 return errorf(ret_error, -EINVAL, "state '%s' is inside the parent's state", state);
+        /* Before anything is written: the parent's checkpoint, the state, the config. */
+        r = claims_check_fork(c, o->new_config, state, &err);
+        if (r < 0) {
+                r = errorf(ret_error, r == -ENOMEM ? r : -EINVAL, "the fork's %s", err);
+                free(err);
+                return r;
+        }
+        if (from) {
+                /* The checkpoint must be there before the state is made. */
+                _cleanup_layers_ struct fs_layers *l = NULL;
+                r = fs_layers_load(c->workspace.state, &l, &err);
+                if (r < 0)
+                        return fail(r, err, ret_error);
+                if (!fs_layers_checkpoint(l, from))
+                        return errorf(ret_error, -ENOENT,
+                                      "no checkpoint '%s' in '%s' (checkpoint --list)", from,
+                                      c->workspace.state);
+        }
         if (!from) {
                 r = auto_checkpoint(c, name, &cp, ret_error);
                 if (r < 0)

@@ -1,189 +1,52 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * ops-list.c: the workspaces this user's configs know (operations.h:
- * ops_list), and where a user's cloister files go (XDG).
- *
- * Known means: a config in $XDG_CONFIG_HOME/cloister (where `cloister
- * init` writes), or one that `cloister mount` mounted once (it remembers
- * each in $XDG_STATE_HOME/cloister/configs). A config that no longer loads
- * is listed with the reason; one that no longer exists is left out.
+ * ops_list), as summaries. Which configs those are, and where a user's
+ * cloister files go (XDG), is known.c's.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
-#include <pwd.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "config.h"
+#include "known.h"
 #include "operations.h"
-#include "lib/mkdir.h"
 #include "lib/util.h"
-
-#define REMEMBERED_MAX 4096 /* configs the state file holds; older ones fall out first */
-#define LISTED_MAX     4096
-
-static const char *home_dir(void)
-{
-        const char *h = getenv("HOME");
-        struct passwd *pw;
-
-        if (h && h[0] == '/')
-                return h;
-        pw = getpwuid(getuid());
-        return pw && pw->pw_dir && pw->pw_dir[0] == '/' ? pw->pw_dir : NULL;
-}
 
 int ops_xdg_dir(const char *kind, char **ret)
 {
-        const char *var = streq(kind, "config") ? "XDG_CONFIG_HOME" : "XDG_STATE_HOME";
-        const char *fallback = streq(kind, "config") ? ".config" : ".local/state";
-        const char *v = getenv(var), *home;
-
-        /* The specification: a relative value is invalid and ignored. */
-        if (v && v[0] == '/')
-                return asprintf(ret, "%s/cloister", v) < 0 ? -ENOMEM : 0;
-        home = home_dir();
-        if (!home)
-                return -ENOENT;
-        return asprintf(ret, "%s/%s/cloister", streq(home, "/") ? "" : home, fallback) < 0 ? -ENOMEM
-                                                                                           : 0;
-}
-
-/* The remembered configs, one absolute path a line, or NULL; *n of them. */
-static char **remembered(size_t *n)
-{
-        _cleanup_free_ char *dir = NULL, *path = NULL, *line = NULL;
-        _cleanup_fclose_ FILE *f = NULL;
-        char **v = NULL;
-        size_t cap = 0, len = 0;
-        ssize_t k;
-
-        *n = 0;
-        if (ops_xdg_dir("state", &dir) < 0 || asprintf(&path, "%s/configs", dir) < 0)
-                return NULL;
-        f = fopen(path, "re");
-        while (f && (k = getline(&line, &len, f)) > 0 && *n < REMEMBERED_MAX) {
-                if (line[k - 1] == '\n')
-                        line[k - 1] = '\0';
-                if (line[0] != '/')
-                        continue;
-                if (*n + 1 >= cap) {
-                        char **nv = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
-                        if (!nv)
-                                break;
-                        v = nv;
-                }
-                if (!(v[*n] = strdup(line)))
-                        break;
-                v[++*n] = NULL;
-        }
-        return v;
+        return known_xdg_dir(kind, ret);
 }
 
 int ops_config_remember(const char *config_path)
 {
-        _cleanup_free_ char *dir = NULL, *path = NULL, *real = realpath(config_path, NULL);
-        _cleanup_close_ int fd = -1;
-        char **known;
-        size_t n = 0;
-        bool found = false;
-        int r;
-
-        if (!real)
-                return negative_errno();
-        r = ops_xdg_dir("state", &dir);
-        if (r < 0)
-                return r;
-        r = mkdir_p(dir, 0755, 0700);
-        if (r < 0)
-                return r;
-        if (asprintf(&path, "%s/configs", dir) < 0)
-                return -ENOMEM;
-        fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
-        if (fd < 0)
-                return negative_errno();
-        /* Two mounts at once append once each, never half a line. */
-        if (flock(fd, LOCK_EX) < 0)
-                return negative_errno();
-        known = remembered(&n);
-        for (size_t i = 0; i < n && !found; i++)
-                found = streq(known[i], real);
-        strv_free(known);
-        if (found)
-                return 0;
-        if (n >= REMEMBERED_MAX)
-                return -ENOSPC; /* listed by the folder it is in, if at all */
-        if (strchr(real, '\n'))
-                return -EINVAL;
-        r = dprintf(fd, "%s\n", real) < 0 ? negative_errno() : 0;
-        return r;
-}
-
-static int path_cmp(const void *a, const void *b)
-{
-        return strcmp(*(char *const *)a, *(char *const *)b);
+        return known_config_remember(config_path);
 }
 
 int ops_list(json_t **ret, char **ret_error)
 {
-        _cleanup_free_ char *dir = NULL;
-        _cleanup_closedir_ DIR *d = NULL;
-        char **paths = NULL, **known;
-        size_t n = 0, n_known = 0;
         json_t *list = json_array();
-        struct dirent *de;
+        char **paths = NULL;
+        size_t n = 0;
+        int r;
 
         (void)ret_error;
         if (!list)
                 return -ENOMEM;
-        paths = calloc(LISTED_MAX + 1, sizeof(char *));
-        if (!paths) {
+        r = known_configs(NULL, &paths, &n);
+        if (r < 0) {
                 json_decref(list);
-                return -ENOMEM;
+                return r;
         }
-        if (ops_xdg_dir("config", &dir) == 0)
-                d = opendir(dir);
-        while (d && (de = readdir(d)) && n < LISTED_MAX) {
-                size_t l = strlen(de->d_name);
-                char *p;
-                if (l < 5 || !streq(de->d_name + l - 4, ".ini") || de->d_name[0] == '.')
-                        continue;
-                if (asprintf(&p, "%s/%s", dir, de->d_name) >= 0)
-                        paths[n++] = p;
-        }
-        qsort(paths, n, sizeof(*paths), path_cmp);
-        known = remembered(&n_known);
-        for (size_t i = 0; i < n_known; i++) {
-                if (n < LISTED_MAX)
-                        paths[n++] = TAKE_PTR(known[i]);
-                free(known[i]);
-        }
-        free(known);
-        /* The same file by two names (a folder's entry, a remembered one) once. */
         for (size_t i = 0; i < n; i++) {
-                _cleanup_free_ char *real = realpath(paths[i], NULL);
-                bool dup = false;
                 json_t *o = NULL;
                 struct config *c = NULL;
                 char *err = NULL;
 
-                if (!real)
-                        continue; /* gone since */
-                for (size_t j = 0; j < i && !dup; j++) {
-                        _cleanup_free_ char *other = realpath(paths[j], NULL);
-                        dup = other && streq(other, real);
-                }
-                if (dup)
-                        continue;
-                if (config_load(real, &c, &err) < 0) {
-                        json_array_append_new(list, json_pack("{s:s, s:s}", "config", real, "error",
-                                                              err ? err : "cannot load it"));
+                if (config_load(paths[i], &c, &err) < 0) {
+                        json_array_append_new(list,
+                                              json_pack("{s:s, s:s}", "config", paths[i], "error",
+                                                        err ? err : "cannot load it"));
                 } else if (ops_workspace_summary(c, &o, NULL) == 0) {
                         json_array_append_new(list, o);
                 }
