@@ -180,4 +180,22 @@ check "discard_restored_the_base_version_of_each_left_out_path" \
         bash -c "cmp '$W/tracked.bin' '$src/tracked.bin' && cmp '$W/becomes-fifo' '$src/becomes-fifo' &&
                  cmp '$W/docs/guide.md' '$src/docs/guide.md' && [ ! -e '$W/sparse.bin' ] && [ ! -e '$W/sock' ]"
 
+# --- a file that grows and shrinks while the review reads it ------------------
+# Whatever the interleaving (nothing here depends on timing), every diff
+# comes out: the file taken as it was read, or left out and named.
+( while :; do truncate -s 100 "$W/racy"; truncate -s 600M "$W/racy"; done ) 2>/dev/null &
+racer=$!
+bad=0
+for i in 1 2 3 4 5; do
+        "$CLOISTER" diff "$cfg" >"$T/race.patch" 2>"$T/race.err"
+        rc=$?
+        case $rc in
+        0) ;;
+        3) grep -q '^cloister diff: left out of the patch: racy (' "$T/race.err" || bad=1 ;;
+        *) bad=1; sed 's/^/# /' "$T/race.err" ;;
+        esac
+done
+kill "$racer" && wait "$racer" 2>/dev/null
+ok $bad "diff_of_a_file_changing_size_while_read_always_comes_out"
+
 finish
