@@ -251,6 +251,10 @@ int review_left_out_add(review *r, const char *rel, const struct review_left_out
 {
         struct review_left_out *nv;
 
+        /* Once each: --since builds two trees, and both may leave one path out. */
+        for (size_t i = 0; i < r->n_left_out; i++)
+                if (streq(r->left_out[i].path, rel))
+                        return 0;
         if (r->n_left_out >= REVIEW_MAX_LEFT_OUT) {
                 r->more_left_out++;
                 return 0;

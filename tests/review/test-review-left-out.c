@@ -243,6 +243,31 @@ START_TEST(hostile_names_are_recorded_as_they_are)
 }
 END_TEST
 
+/*
+ * --since builds a checkpoint's tree and the workspace's: a huge file in
+ * both is left out of both (no change between them) and listed once.
+ */
+START_TEST(left_out_in_both_trees_of_since_is_listed_once)
+{
+        char old_view[256];
+        struct review_options o = {.view = old_view, .repo_prefix = "/workspace"};
+        size_t n;
+        review *r;
+
+        ck_assert_int_eq(fx_sh("cd view && truncate -s 600M huge && printf 'later\\n' > later.txt "
+                               "&& cd .. && cp -a view checkpoint && rm checkpoint/later.txt"),
+                         0);
+        snprintf(old_view, sizeof(old_view), "%s/checkpoint", fx_dir);
+        r = open_review(false, 0);
+        ck_assert_msg(review_since(r, &o) == 0, "%s", review_error(r));
+        build(r);
+        const struct review_left_out *l = review_left_out(r, &n, NULL);
+        ck_assert_uint_eq(n, 1);
+        ck_assert_str_eq(l[0].path, "huge");
+        review_free(r);
+}
+END_TEST
+
 static Suite *suite(void)
 {
         Suite *s = suite_create("review-left-out");
@@ -256,6 +281,7 @@ static Suite *suite(void)
         tcase_add_test(tc, left_out_paths_keep_the_base_version_walked_or_listed);
         tcase_add_test(tc, many_left_out_paths_are_listed_up_to_the_bound_and_all_discarded);
         tcase_add_test(tc, hostile_names_are_recorded_as_they_are);
+        tcase_add_test(tc, left_out_in_both_trees_of_since_is_listed_once);
         suite_add_tcase(s, tc);
         return s;
 }
