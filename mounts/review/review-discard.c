@@ -204,10 +204,33 @@ static int restore_one(const char *root, const git_tree_entry *te, void *payload
  */
 static int left_out_reset(review *r, const char *rel)
 {
+        _cleanup_free_ char *prefix = NULL;
         git_tree_entry *te = NULL;
         git_tree *sub = NULL;
         struct restore x = {.r = r, .rel = rel};
-        int g, k = path_remove(r, rel);
+        int g, k;
+
+        /*
+         * A path too long to open (PATH_MAX) lies below something the base
+         * does not have: the shortest such prefix goes, and it with it.
+         */
+        if (strlen(rel) >= PATH_MAX) {
+                for (const char *s = strchr(rel, '/'); s; s = strchr(s + 1, '/')) {
+                        if (!(prefix = strndup(rel, (size_t)(s - rel))))
+                                return review_fail(r, -ENOMEM, "out of memory");
+                        if (git_tree_entry_bypath(&te, r->base_tree, prefix) < 0) {
+                                git_error_clear();
+                                return path_remove(r, prefix);
+                        }
+                        git_tree_entry_free(te);
+                        te = NULL;
+                        free(prefix);
+                        prefix = NULL;
+                }
+                /* Only its last name is new: its parent, a base directory, opens. */
+                return path_remove(r, rel);
+        }
+        k = path_remove(r, rel);
 
         if (k < 0)
                 return k;

@@ -159,6 +159,11 @@ START_TEST(path_longer_than_path_max_is_left_out)
         patch_applies(r);
         ck_assert_int_eq(fx_sh("test -f fresh/new.txt"), 0);
         review_free(r);
+        /* Discard removes it too, though the path cannot be opened as one. */
+        r = open_review(false, 0);
+        ck_assert_msg(review_discard(r) == 0, "%s", review_error(r));
+        review_free(r);
+        ck_assert_int_eq(fx_sh("test ! -e view/long && test ! -e view/new.txt"), 0);
 }
 END_TEST
 
