@@ -173,7 +173,7 @@ static int diff_run(int argc, char **argv)
         review *r = NULL;
         struct review_options o;
         struct review_home_change *home = NULL;
-        size_t n_home = 0;
+        size_t n_home = 0, left_out = 0;
         enum review_format fmt = REVIEW_PATCH;
         bool home_only = false, include_ignored = false, json = false, tty = isatty(STDERR_FILENO);
         sigset_t stop_signals, old_mask;
@@ -301,6 +301,8 @@ static int diff_run(int argc, char **argv)
                         command_fail(&command_diff, 1, "writing the output: %m");
                         goto out;
                 }
+                left_out = json_array_size(json_object_get(j, "left_out")) +
+                           (size_t)json_integer_value(json_object_get(j, "left_out_more"));
         } else if (home_only) {
                 home_print(stdout, home, n_home);
         } else {
@@ -313,6 +315,8 @@ static int diff_run(int argc, char **argv)
                 }
                 /* Nothing left out silently: say how much the ignore rules kept out. */
                 cli_review_ignored_note(&command_diff, r);
+                /* After the patch, which stays whole and applies: what is not in it, and why. */
+                left_out = cli_review_left_out_note(&command_diff, r, "the patch");
                 /* Never mixed into the patch: the home may hold what the agent was given. */
                 if (n_home) {
                         fflush(stdout);
@@ -327,7 +331,8 @@ static int diff_run(int argc, char **argv)
                 command_fail(&command_diff, 1, "writing the output: %m");
                 goto out;
         }
-        ret = 0;
+        /* The review came out: the status says whether it is all of the work. */
+        ret = left_out ? EXIT_LEFT_OUT : 0;
 out:
         review_home_changes_free(home, n_home);
         review_free(r);

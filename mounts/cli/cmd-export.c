@@ -21,6 +21,7 @@
 
 #include "cli-review.h"
 #include "command.h"
+#include "operations.h"
 #include "config.h"
 #include "review-workspace.h"
 #include "review.h"
@@ -67,6 +68,8 @@ static void json_print(const struct config *c, const review *r, const git_oid *i
         if (o && review_warning(r))
                 json_object_set_new(o, "warning", json_string(review_warning(r)));
         if (o)
+                ops_left_out_json(r, o);
+        if (o)
                 json_dumpf(o, stdout, JSON_COMPACT);
         putchar('\n');
         json_decref(o);
@@ -100,7 +103,7 @@ static int export_run(int argc, char **argv)
         enum mode mode = MODE_NONE;
         bool series = false, yes = false, include_ignored = false, json = false,
              tty = isatty(STDERR_FILENO);
-        size_t n = 0;
+        size_t n = 0, left_out = 0;
         git_oid id;
         char hex[GIT_OID_HEXSZ + 1];
         sigset_t stop_signals, old_mask;
@@ -264,9 +267,17 @@ static int export_run(int argc, char **argv)
         }
         if (review_warning(r) && !json)
                 fprintf(stderr, "cloister export: warning: %s\n", review_warning(r));
-        /* The workspace as a commit: say what the ignore rules kept out of it. */
+        /* The workspace as a commit: say what the ignore rules and the review kept out of it. */
         if (k >= 0 && !json && (mode == MODE_COMMIT || (mode == MODE_MBOX && !series)))
                 cli_review_ignored_note(&command_export, r);
+        if (k >= 0 && (mode == MODE_COMMIT || (mode == MODE_MBOX && !series))) {
+                size_t nl, more;
+                (void)review_left_out(r, &nl, &more);
+                left_out = nl + more;
+                if (!json)
+                        cli_review_left_out_note(&command_export, r,
+                                                 mode == MODE_COMMIT ? "the commit" : "the mbox");
+        }
         if (k < 0) {
                 command_fail(&command_export, 1, "%s", review_error(r));
                 goto out;
@@ -275,7 +286,7 @@ static int export_run(int argc, char **argv)
                 command_fail(&command_export, 1, "writing the output: %m");
                 goto out;
         }
-        ret = 0;
+        ret = left_out ? EXIT_LEFT_OUT : 0;
 out:
         review_free(r);
         if (review_workspace_close(w) < 0) {

@@ -23,6 +23,7 @@
 #include "config.h"
 #include "mcp-private.h"
 #include "lib/errorf.h"
+#include "lib/quote.h"
 #include "lib/util.h"
 #include "lib/values.h"
 
@@ -60,6 +61,21 @@
         "\"required\":[\"run_id\",\"running\"]}"
 
 /*
+ * The paths the review could not take (ops_left_out_json): diff's and
+ * export's. A reason is a token a client may branch on; detail is for a
+ * person.
+ */
+#define OUT_LEFT_OUT                                                                               \
+        "\"left_out\":{\"type\":\"array\",\"items\":{\"type\":\"object\",\"properties\":{"         \
+        "\"path\":{\"type\":\"string\"},"                                                          \
+        "\"reason\":{\"type\":\"string\",\"enum\":[\"too_large\",\"total_too_large\",\"special\"," \
+        "\"unreadable\",\"too_deep\",\"name_too_long\"]},"                                         \
+        "\"detail\":{\"type\":\"string\"},"                                                        \
+        "\"size\":{\"type\":[\"integer\",\"null\"]}},"                                             \
+        "\"required\":[\"path\",\"reason\",\"detail\",\"size\"]}},"                                \
+        "\"left_out_more\":{\"type\":\"integer\"}"
+
+/*
  * diff's result (ops_review_json): the patch, or with stat the files; both
  * with the home's changes (names and sizes only: never in the patch) and
  * the count of paths the ignore rules left out. One property a line: a new
@@ -84,9 +100,9 @@
         "\"other\"]},"                                                                             \
         "\"size\":{\"type\":[\"integer\",\"null\"]}},"                                             \
         "\"required\":[\"path\",\"type\",\"size\"]}},"                                             \
-        "\"ignored\":{\"type\":\"integer\"},"                                                      \
+        "\"ignored\":{\"type\":\"integer\"}," OUT_LEFT_OUT ","                                     \
         "\"warning\":{\"type\":\"string\"}},"                                                      \
-        "\"required\":[\"home\",\"ignored\"]}"
+        "\"required\":[\"home\",\"ignored\",\"left_out\"]}"
 
 struct tool {
         const char *name, *title, *description;
@@ -342,8 +358,9 @@ static const struct tool tools[] = {
                         "being the workspace's") "},"
                                                  "\"additionalProperties\":false}",
                 "{\"type\":\"object\",\"properties\":{\"ref\":{\"type\":\"string\"},"
-                "\"commit\":{\"type\":\"string\"},\"replaced\":{\"type\":[\"string\",\"null\"]}},"
-                "\"required\":[\"ref\",\"commit\",\"replaced\"]}",
+                "\"commit\":{\"type\":\"string\"},\"replaced\":{\"type\":[\"string\",\"null\"]}"
+                "," OUT_LEFT_OUT "},"
+                "\"required\":[\"ref\",\"commit\",\"replaced\",\"left_out\"]}",
                 false,
                 false,
                 false,
@@ -749,28 +766,60 @@ static json_t *file_read_result(json_t *o)
         return mcp_result(o, text ? text : content);
 }
 
+/*
+ * The left-out paths, one line each after the patch or the counts: the
+ * model (and whoever reads its transcript) must see that the review is not
+ * whole, not only a client that reads structuredContent.
+ */
+static void left_out_lines(FILE *m, json_t *o)
+{
+        json_t *l;
+        size_t i;
+
+        json_array_foreach (json_object_get(o, "left_out"), i, l) {
+                /* The agent named it: one line, quoted as git quotes paths. */
+                fputs("left out of the patch: ", m);
+                quote_fputs(m, str(l, "path") ? str(l, "path") : "", 0);
+                fprintf(m, " (%s)\n", str(l, "detail") ? str(l, "detail") : "");
+        }
+        if (num(o, "left_out_more", 0) > 0)
+                fprintf(m,
+                        "left out of the patch: %" JSON_INTEGER_FORMAT " more paths, not listed\n",
+                        num(o, "left_out_more", 0));
+}
+
 static json_t *diff_result(json_t *o)
 {
         _cleanup_free_ char *text = NULL;
+        const char *patch = str(o, "patch");
+        bool left_out = json_array_size(json_object_get(o, "left_out")) > 0 ||
+                        num(o, "left_out_more", 0) > 0;
         size_t len = 0, i;
         json_t *f;
         FILE *m;
 
-        if (json_is_string(json_object_get(o, "patch")))
-                return mcp_result(o, json_string_value(json_object_get(o, "patch"))[0]
-                                             ? json_string_value(json_object_get(o, "patch"))
-                                             : "(no changes)");
+        if (patch && !left_out)
+                return mcp_result(o, patch[0] ? patch : "(no changes)");
         m = open_memstream(&text, &len);
         if (!m)
                 return mcp_result(o, NULL);
-        json_array_foreach (json_object_get(o, "files"), i, f)
-                fprintf(m, "%-10s +%-6" JSON_INTEGER_FORMAT " -%-6" JSON_INTEGER_FORMAT " %s\n",
-                        str(f, "status"), num(f, "added", 0), num(f, "removed", 0), str(f, "path"));
-        fprintf(m,
-                "%" JSON_INTEGER_FORMAT " files changed, %" JSON_INTEGER_FORMAT
-                " insertions(+), %" JSON_INTEGER_FORMAT " deletions(-)\n",
-                num(o, "changed", 0), num(o, "insertions", 0), num(o, "deletions", 0));
-        fclose(m);
+        if (patch)
+                fputs(patch[0] ? patch : "(no other changes)\n", m);
+        else {
+                json_array_foreach (json_object_get(o, "files"), i, f)
+                        fprintf(m,
+                                "%-10s +%-6" JSON_INTEGER_FORMAT " -%-6" JSON_INTEGER_FORMAT
+                                " %s\n",
+                                str(f, "status"), num(f, "added", 0), num(f, "removed", 0),
+                                str(f, "path"));
+                fprintf(m,
+                        "%" JSON_INTEGER_FORMAT " files changed, %" JSON_INTEGER_FORMAT
+                        " insertions(+), %" JSON_INTEGER_FORMAT " deletions(-)\n",
+                        num(o, "changed", 0), num(o, "insertions", 0), num(o, "deletions", 0));
+        }
+        left_out_lines(m, o);
+        if (fclose(m) != 0)
+                return mcp_result(o, NULL);
         return mcp_result(o, text);
 }
 

@@ -43,16 +43,25 @@ void ops_unmount(struct review_workspace *w);
  * counts: {"patch": TEXT, "bytes"} or {"files": [{"path", "status",
  * "added", "removed", "binary", "from"?}], "changed", "insertions",
  * "deletions"}; both with "home" (the hidden home's changes, names and
- * sizes only), "ignored" (how many paths the ignore rules left out) and
- * "warning"?. mounts/mcp declares each key in diff's outputSchema.
- * ops_review_json() is the same of a review the caller opened.
+ * sizes only), "ignored" (how many paths the ignore rules left out),
+ * "left_out" (below) and "warning"?. mounts/mcp declares each key in
+ * diff's outputSchema. ops_review_json() is the same of a review the
+ * caller opened.
  */
 int ops_diff(const struct config *c, const char *config_path, bool stat, json_t **ret,
              char **ret_error);
 typedef struct review review;
 int ops_review_json(review *r, bool stat, json_t **ret);
 /*
- * `export --commit`: {"ref", "commit", "replaced"}. The ref is
+ * The paths whose change the review left out (review_left_out()), set on o:
+ * "left_out": [{"path", "reason", "detail", "size"}] (always, maybe empty;
+ * reason a token such as "too_large", detail one line for a person, size
+ * an integer for the size reasons, else null) and "left_out_more" (how many
+ * more, not listed; only when some are).
+ */
+void ops_left_out_json(const review *r, json_t *o);
+/*
+ * `export --commit`: {"ref", "commit", "replaced", "left_out"}. The ref is
  * refs/cloister/NAME, or with a label refs/cloister/NAME+LABEL (one export
  * per attempt, say); never another workspace's.
  */

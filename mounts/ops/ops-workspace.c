@@ -241,6 +241,29 @@ static const char *home_type(char t)
                           : "other";
 }
 
+void ops_left_out_json(const review *r, json_t *o)
+{
+        size_t n, more;
+        const struct review_left_out *l = review_left_out(r, &n, &more);
+        json_t *a = json_array();
+
+        for (size_t i = 0; a && i < n; i++) {
+                char why[256];
+                bool sized = (l[i].reason == REVIEW_LEFT_OUT_TOO_LARGE ||
+                              l[i].reason == REVIEW_LEFT_OUT_TOTAL) &&
+                             l[i].size;
+                review_left_out_describe(&l[i], why, sizeof(why));
+                json_array_append_new(
+                        a, json_pack("{s:o, s:s, s:s, s:o}", "path",
+                                     ops_json_text(l[i].path, strlen(l[i].path)), "reason",
+                                     review_left_out_reason(&l[i]), "detail", why, "size",
+                                     sized ? json_integer((json_int_t)l[i].size) : json_null()));
+        }
+        json_object_set_new(o, "left_out", a);
+        if (more)
+                json_object_set_new(o, "left_out_more", json_integer((json_int_t)more));
+}
+
 int ops_review_json(review *r, bool stat, json_t **ret)
 {
         struct review_home_change *home = NULL;
@@ -284,6 +307,7 @@ int ops_review_json(review *r, bool stat, json_t **ret)
         review_home_changes_free(home, n_home);
         json_object_set_new(o, "home", h);
         json_object_set_new(o, "ignored", json_integer((json_int_t)review_ignored(r)));
+        ops_left_out_json(r, o);
         if (review_warning(r))
                 json_object_set_new(o, "warning", json_string(review_warning(r)));
         *ret = o;
@@ -340,6 +364,8 @@ int ops_export(const struct config *c, const char *config_path, const char *labe
                          git_oid_tostr(hex, sizeof(hex), &id), "replaced",
                          replaced ? json_string(git_oid_tostr(old, sizeof(old), replaced))
                                   : json_null());
+        if (*ret)
+                ops_left_out_json(x.r, *ret);
         review_end(&x);
         return *ret ? 0 : -ENOMEM;
 }

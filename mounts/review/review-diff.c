@@ -97,6 +97,13 @@ int review_diff(review *r, git_diff **ret)
         }
         /* SHOW_BINARY: binary deltas, and full ids on the index line (git apply wants them). */
         dopts.flags = GIT_DIFF_SHOW_BINARY;
+        /*
+         * libgit2 does not load a blob over max_size (512 MiB unless set), so
+         * its "binary patch" would be empty. No blob the review makes is over
+         * REVIEW_MAX_FILE_SIZE (larger files are left out), so that is what
+         * it is set to.
+         */
+        dopts.max_size = (git_off_t)REVIEW_MAX_FILE_SIZE;
         g = git_diff_tree_to_tree(&diff, repo, base, tree, &dopts);
         git_tree_free(base);
         git_tree_free(tree);

@@ -174,7 +174,89 @@ static int path_remove(review *r, const char *rel)
         return 0;
 }
 
-int review_discard(review *r)
+struct restore {
+        review *r;
+        const char *rel;
+        int k;
+};
+
+static int restore_one(const char *root, const git_tree_entry *te, void *payload)
+{
+        struct restore *x = payload;
+        _cleanup_free_ char *path = NULL;
+        git_filemode_t mode = git_tree_entry_filemode(te);
+
+        if (mode != GIT_FILEMODE_BLOB && mode != GIT_FILEMODE_BLOB_EXECUTABLE &&
+            mode != GIT_FILEMODE_LINK)
+                return 0; /* a tree (walked into) or a submodule (a checkout has an empty dir) */
+        if (asprintf(&path, "%s/%s%s", x->rel, root, git_tree_entry_name(te)) < 0) {
+                x->k = review_fail(x->r, -ENOMEM, "out of memory");
+                return -1;
+        }
+        x->k = path_restore(x->r, path, git_tree_entry_id(te), mode);
+        return x->k < 0 ? -1 : 0;
+}
+
+/*
+ * A path the build left out (review_left_out()) kept the base's in the
+ * tree, so the diff does not show it: made the base's here, whatever the
+ * view holds there (a huge file, a FIFO).
+ */
+static int left_out_reset(review *r, const char *rel)
+{
+        _cleanup_free_ char *prefix = NULL;
+        git_tree_entry *te = NULL;
+        git_tree *sub = NULL;
+        struct restore x = {.r = r, .rel = rel};
+        int g, k;
+
+        /*
+         * A path too long to open (PATH_MAX) lies below something the base
+         * does not have: the shortest such prefix goes, and it with it.
+         */
+        if (strlen(rel) >= PATH_MAX) {
+                for (const char *s = strchr(rel, '/'); s; s = strchr(s + 1, '/')) {
+                        if (!(prefix = strndup(rel, (size_t)(s - rel))))
+                                return review_fail(r, -ENOMEM, "out of memory");
+                        if (git_tree_entry_bypath(&te, r->base_tree, prefix) < 0) {
+                                git_error_clear();
+                                return path_remove(r, prefix);
+                        }
+                        git_tree_entry_free(te);
+                        te = NULL;
+                        free(prefix);
+                        prefix = NULL;
+                }
+                /* Only its last name is new: its parent, a base directory, opens. */
+                return path_remove(r, rel);
+        }
+        k = path_remove(r, rel);
+
+        if (k < 0)
+                return k;
+        if (git_tree_entry_bypath(&te, r->base_tree, rel) < 0) {
+                git_error_clear();
+                return 0;
+        }
+        if (git_tree_entry_type(te) != GIT_OBJECT_TREE) {
+                git_filemode_t mode = git_tree_entry_filemode(te);
+                if (mode == GIT_FILEMODE_BLOB || mode == GIT_FILEMODE_BLOB_EXECUTABLE ||
+                    mode == GIT_FILEMODE_LINK)
+                        k = path_restore(r, rel, git_tree_entry_id(te), mode);
+                git_tree_entry_free(te);
+                return k;
+        }
+        g = git_tree_lookup(&sub, r->repo, git_tree_entry_id(te));
+        git_tree_entry_free(te);
+        if (g == 0)
+                g = git_tree_walk(sub, GIT_TREEWALK_PRE, restore_one, &x);
+        git_tree_free(sub);
+        if (x.k < 0)
+                return x.k;
+        return g < 0 ? review_git_fail(r, g, "the base's '%s'", rel) : 0;
+}
+
+static int discard_once(review *r)
 {
         git_diff_options dopts = GIT_DIFF_OPTIONS_INIT;
         struct review_change *c = NULL;
@@ -228,6 +310,8 @@ int review_discard(review *r)
                 if (d->status == GIT_DELTA_DELETED || d->status == GIT_DELTA_MODIFIED)
                         k = path_restore(r, d->old_file.path, &d->old_file.id, d->old_file.mode);
         }
+        for (size_t i = 0; i < r->n_left_out && k >= 0; i++)
+                k = left_out_reset(r, r->left_out[i].path);
         review_changes_free(c, n);
         git_diff_free(diff);
         if (k >= 0) {
@@ -235,4 +319,24 @@ int review_discard(review *r)
                 r->built = false;
         }
         return k;
+}
+
+int review_discard(review *r)
+{
+        /*
+         * Left-out paths past the listed ones are only counted: each round
+         * resets those listed, and the next build finds the rest.
+         */
+        for (unsigned round = 0; round <= REVIEW_MAX_FILES / REVIEW_MAX_LEFT_OUT; round++) {
+                bool more;
+                int k;
+
+                if (round > 0) /* the last round's: those paths are the base's now */
+                        review_left_out_clear(r);
+                k = discard_once(r);
+                more = r->more_left_out > 0;
+                if (k < 0 || !more)
+                        return k;
+        }
+        return 0;
 }

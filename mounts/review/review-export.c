@@ -53,19 +53,65 @@ static int signature_default(review *r, git_signature **ret)
         return g < 0 ? review_git_fail(r, g, "default signature") : 0;
 }
 
+/*
+ * The paths the tree left out, as trailers of the message: the commit
+ * itself says which of its paths are the base's only because the review
+ * could not take the workspace's (a reader of the history, a pipeline
+ * pushing it). The agent's names are quoted: a newline in one cannot
+ * forge a trailer or a line.
+ */
+static int left_out_trailers(review *r, char **msg)
+{
+        size_t n, more;
+        const struct review_left_out *l = review_left_out(r, &n, &more);
+        char *text = NULL;
+        size_t len = 0;
+        FILE *f;
+
+        if (n == 0 && more == 0)
+                return 0;
+        f = open_memstream(&text, &len);
+        if (!f)
+                return review_fail(r, -ENOMEM, "out of memory");
+        fputs(*msg, f);
+        fputc('\n', f);
+        for (size_t i = 0; i < n; i++) {
+                char why[256];
+                review_left_out_describe(&l[i], why, sizeof(why));
+                fputs("Cloister-Left-Out: ", f);
+                quote_fputs(f, l[i].path, 0);
+                fprintf(f, " (%s)\n", why);
+        }
+        if (more)
+                fprintf(f, "Cloister-Left-Out: %zu more paths, not listed\n", more);
+        if (fclose(f) != 0 || !text) {
+                free(text);
+                return review_fail(r, -ENOMEM, "out of memory");
+        }
+        free(*msg);
+        *msg = text;
+        return 0;
+}
+
 int review_commit(review *r, const struct review_commit_options *o, git_oid *ret)
 {
         git_signature *author = NULL, *committer = NULL;
         _cleanup_free_ char *msg = NULL;
         git_tree *tree = NULL;
         const git_commit *parents[1] = {r->base};
+        size_t n_left = 0, more_left = 0;
         int g, k;
 
         k = review_build(r);
         if (k < 0)
                 return k;
-        /* git would not make an empty commit either, and git am cannot apply one. */
-        if (git_oid_equal(&r->tree, git_tree_id(r->base_tree)))
+        /*
+         * git would not make an empty commit either, and git am cannot apply
+         * one; but when the work is only what was left out, the commit is
+         * where that is said (its trailers).
+         */
+        (void)review_left_out(r, &n_left, &more_left);
+        if (git_oid_equal(&r->tree, git_tree_id(r->base_tree)) && n_left + more_left == 0)
                 return review_fail(r, -ENODATA,
                                    "the workspace has no changes against the base revision %s; "
                                    "nothing to export",
@@ -93,6 +139,9 @@ int review_commit(review *r, const struct review_commit_options *o, git_oid *ret
                 k = review_fail(r, -ENOMEM, "out of memory");
                 goto out;
         }
+        k = left_out_trailers(r, &msg);
+        if (k < 0)
+                goto out;
         g = git_tree_lookup(&tree, r->repo, &r->tree);
         if (g == 0)
                 g = git_commit_create(ret, r->repo, NULL, author, committer, NULL, msg, tree, 1,

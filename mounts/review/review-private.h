@@ -35,7 +35,9 @@ struct review {
 
         size_t files_read;
         uint64_t bytes_read;
-        size_t ignored;             /* paths left out by the ignore rules */
+        size_t ignored;                   /* paths left out by the ignore rules */
+        struct review_left_out *left_out; /* review_left_out(): kept across review_since() */
+        size_t n_left_out, more_left_out;
         struct review_rules *rules; /* review-rules.c, made on first use */
 
         char *scratch; /* private copy of the agent's .git, removed on free */
@@ -62,6 +64,10 @@ int review_fail(review *r, int code, const char *fmt, ...) __attribute__((format
 /* The same, with libgit2's last message appended; maps libgit2's code to an errno. */
 int review_git_fail(review *r, int gerr, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
+
+/* Record rel as left out (review.h); only -ENOMEM fails. */
+int review_left_out_add(review *r, const char *rel, const struct review_left_out *l);
+void review_left_out_clear(review *r);
 
 /* Write the objects made so far into the source's odb as one pack. */
 int review_persist(review *r);

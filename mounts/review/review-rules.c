@@ -27,6 +27,7 @@
 #include <limits.h>
 
 #include "review-private.h"
+#include "lib/quote.h"
 
 struct review_rules {
         char *dir; /* the scratch directory: wt/, exclude, empty, config */
@@ -118,6 +119,28 @@ static bool rule_file_present(int vdir, const char *name)
         return fstatat(vdir, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
 }
 
+/*
+ * A rule file the review cannot read is not applied, as if it were absent
+ * (a warning says so), rather than stopping the review: an agent that can
+ * write it can as well empty it, so skipping it gives the agent nothing,
+ * and its paths show up in the review rather than out of it.
+ */
+static int rule_file_skip(review *r, const char *rel, const char *name, const char *why)
+{
+        _cleanup_free_ char *msg = NULL, *q = NULL;
+
+        if (asprintf(&msg, "'%s%s%s' %s; its %s were not applied", rel, *rel ? "/" : "", name, why,
+                     streq(name, ".gitattributes") ? "attributes" : "ignore rules") < 0)
+                return review_fail(r, -ENOMEM, "out of memory");
+        /* The agent's name, printed by the program: one line, nothing for the terminal. */
+        q = quote_dup(msg, QUOTE_UTF8 | QUOTE_BARE);
+        if (!q)
+                return review_fail(r, -ENOMEM, "out of memory");
+        if (!r->warning[0])
+                snprintf(r->warning, sizeof(r->warning), "%s", q);
+        return 0;
+}
+
 /* Copy the agent's file `name` in vdir (if a regular file) to `name` in sdir. */
 static int rule_file_copy(review *r, int vdir, int sdir, const char *rel, const char *name)
 {
@@ -131,18 +154,19 @@ static int rule_file_copy(review *r, int vdir, int sdir, const char *rel, const 
         if (fstatat(vdir, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
                 return 0;
         if ((uint64_t)st.st_size > REVIEW_MAX_RULES_SIZE)
-                return review_fail(r, -EFBIG,
-                                   "'%s%s%s' is larger than %u bytes; --include-ignored reads no "
-                                   "ignore rules",
-                                   rel, *rel ? "/" : "", name, REVIEW_MAX_RULES_SIZE);
-        k = review_view_read(vdir, name, &data, &len);
+                k = -EFBIG;
+        else
+                k = review_view_read(vdir, name, &data, &len);
         if (k == -ENOENT || k == -ELOOP || k == -EINVAL)
                 return 0; /* gone, or swapped for a symlink or something else meanwhile */
         if (k == 0 && len > REVIEW_MAX_RULES_SIZE)
                 k = -EFBIG;
+        if (k == -ENOMEM)
+                return review_fail(r, k, "out of memory");
+        if (k == -EFBIG)
+                return rule_file_skip(r, rel, name, "is larger than 4 MiB");
         if (k < 0)
-                return review_fail(r, k, "reading '%s%s%s': %s", rel, *rel ? "/" : "", name,
-                                   strerror(-k));
+                return rule_file_skip(r, rel, name, strerror(-k));
         /* Only looked at, never interpreted: see review_rules_uncertain(). */
         if (!streq(name, ".gitattributes")) {
                 const char *d = data;

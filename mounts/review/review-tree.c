@@ -11,8 +11,16 @@
  * view is walked.
  *
  * Never taken into the tree: any `.git` component (the workspace's own
- * repository; git refuses such paths anyway), excluded paths (read-only
- * mirrors), and things git cannot hold (FIFOs, sockets, devices).
+ * repository; git refuses such paths anyway) and excluded paths (read-only
+ * mirrors).
+ *
+ * Nothing the agent puts in the view may stop the review (it would be the
+ * agent blocking its own review): a path that cannot be taken (over a size
+ * limit, a FIFO, socket or device, unreadable, nested or named past a
+ * bound) is left out instead. The tree keeps what the base has there, and
+ * the path and why are recorded (review_left_out()) for the caller to say.
+ * A file over a size limit is never read: its size is known from lstat,
+ * and one that grows while read stops at the limit.
  *
  * As `git add -A` does: a path the base does not track that git's ignore
  * rules match is left out (counted), and an ignored directory is not even
@@ -51,6 +59,8 @@ struct builder {
         size_t n_done, cap_done;
         char *pdir; /* the parent dir path_refresh() last opened, and its fd (or -1) */
         int pdir_fd;
+        const char *listed; /* the listed path path_refresh() is taking, or NULL */
+        uint64_t max_total; /* REVIEW_MAX_TOTAL_SIZE, or the caller's lower one */
 };
 
 static int done_add(struct builder *b, const char *rel)
@@ -224,10 +234,6 @@ static int blob_add(struct builder *b, const char *rel, const void *data, size_t
         int g;
 
         b->r->bytes_read += len;
-        if (b->r->bytes_read > REVIEW_MAX_TOTAL_SIZE)
-                return review_fail(b->r, -EFBIG,
-                                   "the workspace's changed files exceed %llu bytes in total",
-                                   (unsigned long long)REVIEW_MAX_TOTAL_SIZE);
         g = blob_store(b->r, data, len, &e.id);
         if (g < 0)
                 return review_git_fail(b->r, g, "storing '%s'", rel);
@@ -251,6 +257,94 @@ static int id_add(struct builder *b, const char *rel, const git_oid *id, uint32_
         return 0;
 }
 
+struct restore {
+        struct builder *b;
+        const char *rel;
+        int k;
+};
+
+static int restore_one(const char *root, const git_tree_entry *te, void *payload)
+{
+        struct restore *x = payload;
+        _cleanup_free_ char *path = NULL;
+
+        if (git_tree_entry_type(te) == GIT_OBJECT_TREE)
+                return 0;
+        if (asprintf(&path, "%s/%s%s", x->rel, root, git_tree_entry_name(te)) < 0) {
+                x->k = review_fail(x->b->r, -ENOMEM, "out of memory");
+                return -1;
+        }
+        x->k = id_add(x->b, path, git_tree_entry_id(te), git_tree_entry_filemode(te));
+        return x->k < 0 ? -1 : 0;
+}
+
+/* What the base has at rel (a blob, a link, a submodule or a whole tree), back in the tree. */
+static int base_restore(struct builder *b, const char *rel)
+{
+        git_tree_entry *te = NULL;
+        git_tree *sub = NULL;
+        struct restore x = {.b = b, .rel = rel};
+        int g, k = index_drop(b, rel, true);
+
+        if (k < 0)
+                return k;
+        if (git_tree_entry_bypath(&te, b->r->base_tree, rel) < 0) {
+                git_error_clear();
+                return 0;
+        }
+        if (git_tree_entry_type(te) != GIT_OBJECT_TREE) {
+                k = id_add(b, rel, git_tree_entry_id(te), git_tree_entry_filemode(te));
+                git_tree_entry_free(te);
+                return k;
+        }
+        g = git_tree_lookup(&sub, b->r->repo, git_tree_entry_id(te));
+        git_tree_entry_free(te);
+        if (g == 0)
+                g = git_tree_walk(sub, GIT_TREEWALK_PRE, restore_one, &x);
+        git_tree_free(sub);
+        if (x.k < 0)
+                return x.k;
+        if (g < 0)
+                return review_git_fail(b->r, g, "the base's '%s'", rel);
+        return 0;
+}
+
+/*
+ * Leave rel out (review.h): the tree keeps the base's rel. A listed path
+ * is done: what is listed below it stays the base's too.
+ */
+static int leave_out(struct builder *b, const char *rel, struct review_left_out l)
+{
+        int k = review_left_out_add(b->r, rel, &l);
+
+        if (k == 0)
+                k = base_restore(b, rel);
+        if (k == 0 && b->listed && streq(rel, b->listed))
+                k = done_add(b, rel);
+        return k;
+}
+
+static int leave_out_unreadable(struct builder *b, const char *rel, int error)
+{
+        if (error == -ENOMEM)
+                return review_fail(b->r, error, "out of memory");
+        return leave_out(
+                b, rel,
+                (struct review_left_out){.reason = REVIEW_LEFT_OUT_UNREADABLE, .error = -error});
+}
+
+/* Would `len` more bytes of new blobs pass the total's limit? Then rel is left out. */
+static int total_check(struct builder *b, const char *rel, uint64_t len, bool *ret_over)
+{
+        *ret_over = len > b->max_total || b->r->bytes_read > b->max_total - len;
+        if (!*ret_over)
+                return 0;
+        return leave_out(b, rel,
+                         (struct review_left_out){.reason = REVIEW_LEFT_OUT_TOTAL,
+                                                  .size = len,
+                                                  .limit = b->max_total});
+}
+
 /* A regular file: its blob as git add makes it, read once per inode. */
 static int file_take(struct builder *b, int dirfd, const char *name, const char *rel,
                      const struct stat *st, const char *origin)
@@ -262,6 +356,7 @@ static int file_take(struct builder *b, int dirfd, const char *name, const char 
         struct link *l;
         git_oid id;
         size_t len = 0;
+        bool over = false;
         int k;
 
         /*
@@ -296,16 +391,30 @@ static int file_take(struct builder *b, int dirfd, const char *name, const char 
                 if (l && l->used)
                         return id_add(b, rel, &l->id, mode);
         }
+        /* Over a limit: left out unread, whatever its blocks (a sparse file). */
+        if ((uint64_t)st->st_size > REVIEW_MAX_FILE_SIZE)
+                return leave_out(b, rel,
+                                 (struct review_left_out){.reason = REVIEW_LEFT_OUT_TOO_LARGE,
+                                                          .size = (uint64_t)st->st_size,
+                                                          .limit = REVIEW_MAX_FILE_SIZE});
+        k = total_check(b, rel, (uint64_t)st->st_size, &over);
+        if (k < 0 || over)
+                return k;
         k = review_upper_read(b->r, rel, st, &data, &len);
         if (k == -EAGAIN)
                 k = review_view_read(dirfd, name, &data, &len);
         if (k == -ENOENT)
                 return 0; /* gone meanwhile: nothing to take */
-        if (k == -EFBIG)
-                return review_fail(b->r, k, "'%s' is larger than %llu bytes", rel,
-                                   (unsigned long long)REVIEW_MAX_FILE_SIZE);
-        if (k < 0)
-                return review_fail(b->r, k, "reading '%s': %s", rel, strerror(-k));
+        if (k == -EFBIG)  /* grew past the limit while read */
+                return leave_out(b, rel,
+                                 (struct review_left_out){.reason = REVIEW_LEFT_OUT_TOO_LARGE,
+                                                          .limit = REVIEW_MAX_FILE_SIZE});
+        if (k < 0) /* e.g. swapped for a FIFO meanwhile, or the daemon's EIO */
+                return leave_out_unreadable(b, rel, k);
+        /* It may have grown since lstat. */
+        k = total_check(b, rel, len, &over);
+        if (k < 0 || over)
+                return k;
         k = review_rules_clean(b->r, rel, data, len, &clean, &converted);
         if (k == 0)
                 k = converted ? blob_add(b, rel, clean.ptr, clean.size, mode, &id)
@@ -326,16 +435,15 @@ static int walk(struct builder *b, int dirfd, const char *prefix, unsigned depth
 static int entry_take(struct builder *b, int dirfd, const char *name, const char *rel,
                       const struct stat *st, unsigned depth, const char *origin)
 {
-        bool skip = false;
+        bool skip = false, over = false;
         int k;
 
-        if (S_ISREG(st->st_mode) || S_ISLNK(st->st_mode) || S_ISDIR(st->st_mode)) {
-                k = ignored(b, rel, S_ISDIR(st->st_mode), &skip);
-                if (k < 0)
-                        return k;
-                if (skip)
-                        return 0;
-        }
+        /* What the rules leave out is not taken, nor said to be left out (as git add -A). */
+        k = ignored(b, rel, S_ISDIR(st->st_mode), &skip);
+        if (k < 0)
+                return k;
+        if (skip)
+                return 0;
         if (S_ISREG(st->st_mode))
                 return file_take(b, dirfd, name, rel, st, origin);
         if (S_ISLNK(st->st_mode)) {
@@ -344,20 +452,32 @@ static int entry_take(struct builder *b, int dirfd, const char *name, const char
                 if (k == -ENOENT)
                         return 0;
                 if (k < 0)
-                        return review_fail(b->r, k, "reading the symlink '%s': %s", rel,
-                                           strerror(-k));
+                        return leave_out_unreadable(b, rel, k);
+                k = total_check(b, rel, strlen(target), &over);
+                if (k < 0 || over)
+                        return k;
                 return blob_add(b, rel, target, strlen(target), GIT_FILEMODE_LINK, NULL);
         }
         if (S_ISDIR(st->st_mode)) {
-                _cleanup_close_ int fd =
-                        openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                _cleanup_close_ int fd = -1;
+                if (depth + 1 > REVIEW_MAX_DEPTH)
+                        return leave_out(
+                                b, rel,
+                                (struct review_left_out){.reason = REVIEW_LEFT_OUT_TOO_DEEP});
+                fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
                 if (fd < 0 && errno == ENOENT)
                         return 0;
                 if (fd < 0)
-                        return review_fail(b->r, negative_errno(), "opening '%s': %m", rel);
+                        return leave_out_unreadable(b, rel, negative_errno());
                 return walk(b, fd, rel, depth + 1);
         }
-        return 0; /* FIFO, socket, device: git cannot hold it */
+        /* Git cannot hold it: said, so that its absence is not taken for a deletion. */
+        return leave_out(b, rel,
+                         (struct review_left_out){.reason = REVIEW_LEFT_OUT_SPECIAL,
+                                                  .kind = S_ISFIFO(st->st_mode)   ? 'p'
+                                                          : S_ISSOCK(st->st_mode) ? 's'
+                                                          : S_ISBLK(st->st_mode)  ? 'b'
+                                                                                  : 'c'});
 }
 
 static int walk(struct builder *b, int dirfd, const char *prefix, unsigned depth)
@@ -388,20 +508,21 @@ static int walk(struct builder *b, int dirfd, const char *prefix, unsigned depth
                         continue;
                 if (asprintf(&rel, "%s%s%s", prefix, *prefix ? "/" : "", de->d_name) < 0)
                         return review_fail(b->r, -ENOMEM, "out of memory");
-                if (strlen(rel) >= PATH_MAX)
-                        return review_fail(b->r, -ENAMETOOLONG, "'%.64s...' is too long", rel);
                 if (excluded(b->r, rel))
                         continue;
                 if (++b->seen > REVIEW_MAX_FILES)
                         return review_fail(b->r, -EMFILE, "more than %u entries in the workspace",
                                            REVIEW_MAX_FILES);
                 progress(b, false);
-                if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-                        if (errno == ENOENT)
-                                continue;
-                        return review_fail(b->r, negative_errno(), "lstat '%s': %m", rel);
-                }
-                k = entry_take(b, dirfd, de->d_name, rel, &st, depth, NULL);
+                /* Git cannot hold it (nor can the base have it): said, not taken. */
+                if (strlen(rel) >= PATH_MAX)
+                        k = review_left_out_add(
+                                b->r, rel,
+                                &(struct review_left_out){.reason = REVIEW_LEFT_OUT_TOO_LONG});
+                else if (fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        k = errno == ENOENT ? 0 : leave_out_unreadable(b, rel, negative_errno());
+                else
+                        k = entry_take(b, dirfd, de->d_name, rel, &st, depth, NULL);
                 if (k < 0)
                         return k;
         }
@@ -454,8 +575,12 @@ static int path_refresh(struct builder *b, const struct review_change *c)
                 k = negative_errno();
         if (k == -ENOENT || k == -ENOTDIR || k == -ELOOP || k == -EXDEV)
                 return index_drop(b, rel, true); /* gone, or under something not a dir now */
-        if (k < 0)
-                return review_fail(b->r, k, "lstat '%s': %s", rel, strerror(-k));
+        if (k < 0) {
+                b->listed = rel;
+                k = leave_out_unreadable(b, rel, k);
+                b->listed = NULL;
+                return k;
+        }
         if (S_ISDIR(st.st_mode)) {
                 git_tree_entry *te = NULL;
                 bool walk_all = opaque;
@@ -476,8 +601,11 @@ static int path_refresh(struct builder *b, const struct review_change *c)
         k = index_drop(b, rel, true);
         if (k < 0)
                 return k;
-        return entry_take(b, pfd, base, rel, &st, 0,
-                          c->metacopy && S_ISREG(st.st_mode) ? c->origin : NULL);
+        b->listed = rel;
+        k = entry_take(b, pfd, base, rel, &st, 0,
+                       c->metacopy && S_ISREG(st.st_mode) ? c->origin : NULL);
+        b->listed = NULL;
+        return k;
 }
 
 static int change_cmp(const void *a, const void *b)
@@ -659,7 +787,14 @@ out:
 
 int review_build(review *r)
 {
-        struct builder b = {.r = r, .ignores = !r->o.include_ignored, .pdir_fd = -1};
+        struct builder b = {
+                .r = r,
+                .ignores = !r->o.include_ignored,
+                .pdir_fd = -1,
+                .max_total = r->o.max_total_size && r->o.max_total_size < REVIEW_MAX_TOTAL_SIZE
+                                     ? r->o.max_total_size
+                                     : REVIEW_MAX_TOTAL_SIZE,
+        };
         struct review_change *c = NULL;
         size_t n = 0;
         bool walk_all = !r->o.changes;

@@ -6,6 +6,7 @@
  */
 #include <fcntl.h>
 #include <git2/sys/mempack.h>
+#include <limits.h>
 #include <git2/sys/odb_backend.h>
 #include <stdarg.h>
 
@@ -178,6 +179,7 @@ void review_free(review *r)
         for (size_t i = 0; i < r->n_home_paths; i++)
                 free(r->home_paths[i]);
         free(r->home_paths);
+        review_left_out_clear(r);
         safe_close(r->viewfd);
         safe_close(r->homefd);
         safe_close(r->upperfd);
@@ -234,4 +236,98 @@ size_t review_ignored(const review *r)
 bool review_ignored_uncertain(const review *r)
 {
         return r->ignored && review_rules_uncertain(r);
+}
+
+void review_left_out_clear(review *r)
+{
+        for (size_t i = 0; i < r->n_left_out; i++)
+                free(r->left_out[i].path);
+        free(r->left_out);
+        r->left_out = NULL;
+        r->n_left_out = r->more_left_out = 0;
+}
+
+int review_left_out_add(review *r, const char *rel, const struct review_left_out *l)
+{
+        struct review_left_out *nv;
+
+        /* Once each: --since builds two trees, and both may leave one path out. */
+        for (size_t i = 0; i < r->n_left_out; i++)
+                if (streq(r->left_out[i].path, rel))
+                        return 0;
+        if (r->n_left_out >= REVIEW_MAX_LEFT_OUT) {
+                r->more_left_out++;
+                return 0;
+        }
+        /* Grown one by one: a left-out path is rare, and the list is bounded. */
+        nv = realloc(r->left_out, (r->n_left_out + 1) * sizeof(*nv));
+        if (!nv)
+                return review_fail(r, -ENOMEM, "out of memory");
+        r->left_out = nv;
+        nv[r->n_left_out] = *l;
+        if (!(nv[r->n_left_out].path = strdup(rel)))
+                return review_fail(r, -ENOMEM, "out of memory");
+        r->n_left_out++;
+        return 0;
+}
+
+const struct review_left_out *review_left_out(const review *r, size_t *ret_n, size_t *ret_more)
+{
+        *ret_n = r->n_left_out;
+        if (ret_more)
+                *ret_more = r->more_left_out;
+        return r->left_out;
+}
+
+const char *review_left_out_reason(const struct review_left_out *l)
+{
+        switch (l->reason) {
+        case REVIEW_LEFT_OUT_TOO_LARGE:
+                return "too_large";
+        case REVIEW_LEFT_OUT_TOTAL:
+                return "total_too_large";
+        case REVIEW_LEFT_OUT_SPECIAL:
+                return "special";
+        case REVIEW_LEFT_OUT_UNREADABLE:
+                return "unreadable";
+        case REVIEW_LEFT_OUT_TOO_DEEP:
+                return "too_deep";
+        case REVIEW_LEFT_OUT_TOO_LONG:
+                return "name_too_long";
+        }
+        return "unreadable";
+}
+
+void review_left_out_describe(const struct review_left_out *l, char *buf, size_t size)
+{
+        const char *what =
+                l->reason == REVIEW_LEFT_OUT_TOO_LARGE ? "one file" : "all changed files together";
+
+        switch (l->reason) {
+        case REVIEW_LEFT_OUT_TOO_LARGE:
+        case REVIEW_LEFT_OUT_TOTAL:
+                if (l->size)
+                        snprintf(buf, size, "%llu bytes, past the limit of %llu bytes for %s",
+                                 (unsigned long long)l->size, (unsigned long long)l->limit, what);
+                else
+                        snprintf(buf, size,
+                                 "grew past the limit of %llu bytes for %s while it was read",
+                                 (unsigned long long)l->limit, what);
+                break;
+        case REVIEW_LEFT_OUT_SPECIAL:
+                snprintf(buf, size, "a %s, which git cannot hold",
+                         l->kind == 'p'   ? "FIFO"
+                         : l->kind == 's' ? "socket"
+                                          : "device");
+                break;
+        case REVIEW_LEFT_OUT_UNREADABLE:
+                snprintf(buf, size, "could not be read: %s", strerror(l->error));
+                break;
+        case REVIEW_LEFT_OUT_TOO_DEEP:
+                snprintf(buf, size, "a directory nested deeper than %u", REVIEW_MAX_DEPTH);
+                break;
+        case REVIEW_LEFT_OUT_TOO_LONG:
+                snprintf(buf, size, "its path is longer than %u bytes", PATH_MAX - 1);
+                break;
+        }
 }

@@ -68,6 +68,8 @@ struct review_options {
         bool in_memory;
         /* true: take what git's ignore rules leave out too (--include-ignored) */
         bool include_ignored;
+        /* all new blobs together, 0: REVIEW_MAX_TOTAL_SIZE (a lower one lets tests reach it) */
+        uint64_t max_total_size;
         review_progress_fn progress;
         void *userdata;
 };
@@ -91,6 +93,42 @@ const char *review_warning(const review *r);
 int review_build(review *r);
 const git_oid *review_base_commit(const review *r);
 const git_oid *review_tree(const review *r);
+/*
+ * A path whose change the build left out, so that nothing the agent puts in
+ * the workspace can stop its review: the tree keeps what the base has at
+ * that path (nothing, if the base has nothing there), and the caller must
+ * say so (docs/cloister-diff.md, "Left out").
+ */
+enum review_left_out_reason {
+        REVIEW_LEFT_OUT_TOO_LARGE,  /* one file over REVIEW_MAX_FILE_SIZE */
+        REVIEW_LEFT_OUT_TOTAL,      /* it would take the new blobs past REVIEW_MAX_TOTAL_SIZE */
+        REVIEW_LEFT_OUT_SPECIAL,    /* a FIFO, socket or device: git cannot hold it */
+        REVIEW_LEFT_OUT_UNREADABLE, /* reading it failed (error) */
+        REVIEW_LEFT_OUT_TOO_DEEP,   /* a directory nested deeper than REVIEW_MAX_DEPTH */
+        REVIEW_LEFT_OUT_TOO_LONG,   /* its path is PATH_MAX bytes or longer */
+};
+struct review_left_out {
+        char *path; /* repo-relative, the agent's bytes: quote it before printing */
+        enum review_left_out_reason reason;
+        uint64_t size;  /* bytes seen, for TOO_LARGE and TOTAL (0: it grew while read) */
+        uint64_t limit; /* the limit it passed, for TOO_LARGE and TOTAL */
+        int error;      /* a positive errno, for UNREADABLE */
+        char kind;      /* for SPECIAL: 'p' FIFO, 's' socket, 'c' or 'b' device */
+};
+/* Left-out paths listed one by one; past this many, only counted. */
+#define REVIEW_MAX_LEFT_OUT 1000u
+/*
+ * The paths the builds left out, in the order met (both trees' for
+ * review_since()); *ret_more (if not NULL): how many more were counted but
+ * not listed. Valid until review_free().
+ */
+const struct review_left_out *review_left_out(const review *r, size_t *ret_n, size_t *ret_more);
+/* Its reason as a stable token: "too_large", "total_too_large", "special", "unreadable",
+ * "too_deep", "name_too_long". */
+const char *review_left_out_reason(const struct review_left_out *l);
+/* Why, for a person, in one line without the path: "629145600 bytes, over ...". */
+void review_left_out_describe(const struct review_left_out *l, char *buf, size_t size);
+
 /* Number of files read from the view while building (not reused from the base). */
 size_t review_files_read(const review *r);
 /*

@@ -193,9 +193,17 @@ START_TEST(ignored_directory_is_not_walked)
         build(r);
         ck_assert_uint_eq(review_ignored(r), 1);
         review_free(r);
+        /* Taken, it is too deep: left out where the bound is met, not an error (issue 43). */
         r = open_review(false, true);
-        ck_assert_int_eq(review_build(r), -ELOOP);
-        ck_assert_ptr_nonnull(strstr(review_error(r), "nested deeper"));
+        build(r);
+        {
+                size_t n, more;
+                const struct review_left_out *l = review_left_out(r, &n, &more);
+                ck_assert_uint_eq(n, 1);
+                ck_assert_uint_eq(more, 0);
+                ck_assert_int_eq(l[0].reason, REVIEW_LEFT_OUT_TOO_DEEP);
+                ck_assert_ptr_nonnull(strstr(l[0].path, "build/d/d/"));
+        }
         review_free(r);
 }
 END_TEST
@@ -313,21 +321,34 @@ START_TEST(negations_in_nested_ignore_files_are_flagged)
 }
 END_TEST
 
-START_TEST(oversized_rule_file_is_a_clear_error)
+/*
+ * An agent could stop its own review with a rule file over the bound: it is
+ * skipped instead (as if absent; the agent could as well empty it), with a
+ * warning naming it, and what it would have ignored is in the review.
+ */
+START_TEST(oversized_rule_file_is_skipped_with_a_warning)
 {
+        git_diff *diff = NULL;
         review *r;
 
-        ck_assert_int_eq(fx_sh("head -c 5000000 /dev/zero | tr '\\0' '#' > view/dir/.gitignore"),
+        ck_assert_int_eq(fx_sh("head -c 5000000 /dev/zero | tr '\\0' '#' > view/dir/.gitignore && "
+                               "printf 'new\\n' >> view/dir/.gitignore"),
                          0);
         fx_write_str("dir/new", "n\n"), fx_touch("dir/new", false);
+        fx_touch("dir/.gitignore", false);
         fx_changes_write();
         r = open_review(true, false);
-        ck_assert_int_eq(review_build(r), -EFBIG);
-        ck_assert_ptr_nonnull(strstr(review_error(r), "dir/.gitignore"));
+        build(r);
+        ck_assert_ptr_nonnull(review_warning(r));
+        ck_assert_ptr_nonnull(strstr(review_warning(r), "'dir/.gitignore' is larger than 4 MiB"));
+        ck_assert_uint_eq(review_ignored(r), 0);
+        ck_assert_ptr_nonnull(delta_at(r, "dir/new", &diff));
+        git_diff_free(diff);
         review_free(r);
-        /* What the message offers works: --include-ignored reads no ignore file. */
+        /* --include-ignored reads no ignore file: nothing to warn of. */
         r = open_review(true, true);
         build(r);
+        ck_assert_ptr_null(review_warning(r));
         review_free(r);
 }
 END_TEST
@@ -446,7 +467,7 @@ int main(void)
         tcase_add_test(tc, metacopy_is_taken_from_the_base_without_reading_it);
         tcase_add_test(tc, attributes_convert_files_back_as_git_add_does);
         tcase_add_test(tc, negations_in_nested_ignore_files_are_flagged);
-        tcase_add_test(tc, oversized_rule_file_is_a_clear_error);
+        tcase_add_test(tc, oversized_rule_file_is_skipped_with_a_warning);
         tcase_add_test(tc, diff_attributes_are_the_bases_and_the_sources_not_the_agents);
         tcase_add_test(tc, diff_of_a_linked_work_tree_source);
         suite_add_tcase(s, tc);
