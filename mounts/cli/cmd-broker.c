@@ -118,12 +118,19 @@ static int public_key(int argc, char **argv)
                                     "usage: cloister broker public-key CONFIG [--json]");
         if (config_load(cfg, &c, &error) < 0)
                 return command_fail(&command_broker, EXIT_USAGE, "%s", error);
-        if (!c->broker.policy)
-                return command_fail(&command_broker, EXIT_USAGE, "%s: no [broker] policy", cfg);
-        if (broker_policy_load(c->broker.policy, &p, &error) < 0)
-                return command_fail(&command_broker, EXIT_USAGE, "%s", error);
-        keep = broker_policy_max_ttl(p) + 60;
-        broker_policy_free(p);
+        /* Without a policy the key signs only the log heads of [logs] stdout = json. */
+        if (!c->broker.policy && !c->logs.stdout_json)
+                return command_fail(&command_broker, EXIT_USAGE,
+                                    "%s: no [broker] policy and no [logs] stdout = json: no key "
+                                    "signs anything",
+                                    cfg);
+        keep = 60;
+        if (c->broker.policy) {
+                if (broker_policy_load(c->broker.policy, &p, &error) < 0)
+                        return command_fail(&command_broker, EXIT_USAGE, "%s", error);
+                keep = broker_policy_max_ttl(p) + 60;
+                broker_policy_free(p);
+        }
         r = mkdir_p(c->broker.dir, 0700, 0700);
         if (r < 0)
                 return command_fail(&command_broker, 1, "%s: cannot create: %s", c->broker.dir,

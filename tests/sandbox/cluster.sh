@@ -272,6 +272,26 @@ rc=$?
 is regular_file_stdout_keeps_the_daemons_copies "$rc" 0
 [ "$rc" = 0 ] || echo "$out" | sed 's/^/# /'
 is regular_file_stdout_has_every_output_line "$(grep -c '"cloister":"output"' "$T/file.out")" 8
+# A workspace without a broker: the mount signs its journal with the key
+# `broker public-key` prints (made on first use), and the chain verifies.
+ws_new "$T/nopolicy" "[logs]
+stdout = json"
+"$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" -- sh -c 'echo hi >/workspace/y' >"$T/nopolicy.out" 2>/dev/null
+"$CLOISTER" broker public-key "$CFG" >"$T/nopolicy.keys" 2>"$T/nopolicy.err"
+is public_key_without_a_broker_policy "$?" 0
+if [ "$fs_mode" = fuse ]; then
+        out=$(python3 "$CLOISTER_SRC/deploy/collector/verify-chain" --keys "$T/nopolicy.keys" \
+                --from-start "$T/nopolicy.out" 2>&1)
+        rc=$?
+        is journal_chain_without_a_broker_verifies "$rc" 0
+        [ "$rc" = 0 ] || echo "$out" | sed 's/^/# /'
+        # Signed by this workspace's key, not by wlogs's.
+        out=$(python3 "$CLOISTER_SRC/deploy/collector/verify-chain" --keys "$T/keys" \
+                "$T/nopolicy.out" 2>&1)
+        contains chain_signed_by_another_workspaces_key_fails "$out" "not by a key of --keys"
+else
+        skip_test journal_chain_without_a_broker_verifies "the journal lives in the FUSE fs, not in this build"
+fi
 # Without the setting, nothing of the logs is on stdout; a regular file
 # as the command's stdout is still O_APPEND (what it writes goes to the
 # end, whoever else writes the file).
