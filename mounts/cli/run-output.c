@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <limits.h>
 #include <locale.h>
 #include <poll.h>
 #include <pthread.h>
@@ -97,28 +98,15 @@ done:
         return out;
 }
 
-static void emit(struct run_output *o, const char *stream, const char *text, size_t len,
-                 bool partial)
+/* One output line of text (valid UTF-8), newline included; NULL if out of memory. */
+static char *piece_json(struct run_output *o, const char *stream, const char *text, size_t len,
+                        bool partial, bool lossy, size_t *ret_len)
 {
-        _cleanup_free_ char *clean = NULL, *json = NULL;
-        size_t clen = 0;
-        bool lossy = false;
-        json_t *obj, *line;
+        json_t *obj = json_pack("{s:s, s:s, s:s, s:o}", "cloister", "output", "workspace",
+                                o->workspace, "stream", stream, "line", json_stringn(text, len));
+        char *json, *nl;
+        size_t jl;
 
-        clean = utf8_clean(o, text, len, &clen, &lossy);
-        if (!clean)
-                return;
-        line = json_stringn(clean, clen);
-        if (!line) {
-                /* jansson's UTF-8 check is stricter than libc's (surrogates): keep ASCII only. */
-                for (size_t i = 0; i < clen; i++)
-                        if ((unsigned char)clean[i] >= 0x80)
-                                clean[i] = '?';
-                lossy = true;
-                line = json_stringn(clean, clen);
-        }
-        obj = json_pack("{s:s, s:s, s:s, s:o}", "cloister", "output", "workspace", o->workspace,
-                        "stream", stream, "line", line);
         if (obj && partial)
                 json_object_set_new(obj, "partial", json_true());
         if (obj && lossy)
@@ -126,14 +114,68 @@ static void emit(struct run_output *o, const char *stream, const char *text, siz
         json = obj ? json_dumps(obj, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
         json_decref(obj);
         if (!json)
+                return NULL;
+        jl = strlen(json);
+        nl = realloc(json, jl + 2);
+        if (!nl) {
+                free(json);
+                return NULL;
+        }
+        memcpy(nl + jl, "\n", 2);
+        *ret_len = jl + 1;
+        return nl;
+}
+
+/*
+ * One line of the command's (partial: not ended by a newline), in as many
+ * output lines as it takes for each to be at most PIPE_BUF bytes: a write
+ * that size to a pipe is never interleaved with the daemons' copies, which
+ * go to the same pipe (a longer one may be, and the agent's text could
+ * then begin a line).
+ */
+static void emit(struct run_output *o, const char *stream, const char *text, size_t len,
+                 bool partial)
+{
+        _cleanup_free_ char *clean = NULL;
+        size_t clen = 0, off = 0;
+        bool lossy = false;
+
+        clean = utf8_clean(o, text, len, &clen, &lossy);
+        if (!clean)
                 return;
-        size_t jl = strlen(json);
-        char *nl = realloc(json, jl + 2);
-        if (!nl)
-                return;
-        json = nl;
-        memcpy(json + jl, "\n", 2);
-        write_line(o, json, jl + 1);
+        {
+                json_t *probe = json_stringn(clean, clen);
+                if (!probe) {
+                        /* jansson's UTF-8 check is stricter than libc's (surrogates): ASCII only.
+                         */
+                        for (size_t i = 0; i < clen; i++)
+                                if ((unsigned char)clean[i] >= 0x80)
+                                        clean[i] = '?';
+                        lossy = true;
+                }
+                json_decref(probe);
+        }
+        do {
+                size_t n = MIN(clen - off, (size_t)PIPE_BUF), jl = 0;
+                _cleanup_free_ char *json = NULL;
+
+                for (;;) {
+                        /* Never inside a UTF-8 sequence: back to its first byte. */
+                        while (n > 1 && off + n < clen &&
+                               ((unsigned char)clean[off + n] & 0xc0) == 0x80)
+                                n--;
+                        free(json);
+                        json = piece_json(o, stream, clean + off, n, off + n < clen || partial,
+                                          lossy, &jl);
+                        if (!json || jl <= PIPE_BUF || n <= 1)
+                                break;
+                        n /= 2;
+                }
+                if (!json)
+                        return;
+                write_line(o, json, jl);
+                off += n;
+        } while (off < clen);
 }
 
 /* Whole lines out of s->buf; at_end: the rest too. */

@@ -8,10 +8,12 @@
  *
  * so that nothing the agent writes reaches the log stream as a line of its
  * own (it could otherwise print lines that pass for cloister's, issue 43).
- * TEXT is the line without its newline, JSON-escaped; a line longer than
- * RUN_OUTPUT_LINE_MAX bytes goes out in parts, and a part or a last line
- * not ended by a newline has "partial":true; bytes that are not UTF-8 are
- * U+FFFD in TEXT, and the line has "lossy":true.
+ * TEXT is the line without its newline, JSON-escaped; a line whose output
+ * line would be longer than PIPE_BUF (4096 bytes, one atomic write on a
+ * pipe) goes out in parts, and a part or a last line not ended by a
+ * newline has "partial":true; bytes that are not UTF-8 are U+FFFD in TEXT,
+ * and the line has "lossy":true. RUN_OUTPUT_LINE_MAX bounds what is held
+ * of a line that has not ended yet.
  */
 #pragma once
 
