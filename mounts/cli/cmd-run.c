@@ -167,6 +167,15 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
                 .verbose = verbose,
                 .warn = run_warn,
         };
+        /* A shell keeps the terminal (no new session): what runs in it could
+         * write to /dev/tty, a line of its own on a log stream that is one
+         * (a container's tty), around the wrapping. */
+        if (interactive && c->logs.stdout_json)
+                return command_fail(cmd, EXIT_USAGE,
+                                    "%s: [logs] stdout = json: a shell keeps the terminal, "
+                                    "where its commands could write lines of their own to the "
+                                    "log stream; use 'cloister run' (its output is wrapped)",
+                                    c->file);
         append_if_file(STDOUT_FILENO);
         append_if_file(STDERR_FILENO);
         run_output *relay = NULL;
