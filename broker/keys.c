@@ -218,7 +218,10 @@ static int file_replace(int dirfd, const char *name, mode_t mode, const char *da
         _cleanup_close_ int fd = -1;
         int r = 0;
 
-        snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
+        /* A name of this process's: two processes that replace the file at
+         * once (a starting broker, `broker public-key`) must not remove or
+         * rename each other's temporary file. */
+        snprintf(tmp, sizeof(tmp), ".%s.%d.tmp", name, (int)getpid());
         (void)unlinkat(dirfd, tmp, 0);
         fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
         if (fd < 0)

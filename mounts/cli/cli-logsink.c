@@ -16,7 +16,6 @@
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli-logsink.h"
@@ -26,9 +25,6 @@
 #include "lib/logsink.h"
 #include "lib/mkdir.h"
 #include "lib/util.h"
-
-/* How long a key made here stays in the public file after a rotation; the broker rewrites it. */
-#define LOGSINK_PUBLIC_KEEP 3600
 
 int cli_logsink_add(const struct config *c, char **ret_error)
 {
@@ -59,9 +55,6 @@ int cli_logsink_add(const struct config *c, char **ret_error)
                 return errorf(ret_error, -ENOKEY, "%s/%s: no current signing key", c->broker.dir,
                               BROKER_KEY_FILE);
         }
-        /* A key made just now is published as `broker public-key` would. */
-        if (faccessat(dirfd, BROKER_PUBLIC_FILE, F_OK, 0) < 0)
-                (void)broker_keyring_publish(kr, dirfd, time(NULL), LOGSINK_PUBLIC_KEEP);
         r = logsink_set_key(c->workspace.name, k->sk, k->kid);
         broker_keyring_free(kr);
         if (r < 0)

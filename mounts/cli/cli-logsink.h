@@ -11,8 +11,8 @@ struct config;
 /*
  * Open the sink on standard output if c asks for it, and give it the
  * signing key of c's workspace: the current key of <broker dir>/signing.keys
- * (made, and its public file written, if there is none yet, as `cloister
- * broker public-key` does). 0, or a negative errno with a one-line
+ * (made if there is none yet; the broker, or `cloister broker public-key`,
+ * writes its public file). 0, or a negative errno with a one-line
  * ret_error naming the config; nothing is open then.
  */
 int cli_logsink_open(const struct config *c, char **ret_error);
