@@ -255,6 +255,28 @@ if [ "$fs_mode" = fuse ] && python3 -c 'import cryptography' 2>/dev/null; then
 else
         skip_test journal_chain_without_a_broker_verifies "needs the FUSE journal and python3-cryptography"
 fi
+# A workspace with the egress proxy: its net lines are a chain of their
+# own, signed as the others (the requests: one refused, one to a port
+# where nothing listens).
+if [ "$fs_mode" = fuse ] && command -v curl >/dev/null && python3 -c 'import cryptography' 2>/dev/null; then
+        ws_new "$T/proxy" "[network]
+mode = proxy
+allow = web.test:9
+resolve = web.test:127.0.0.1
+[logs]
+stdout = json"
+        "$CLOISTER" run "$CFG" -- sh -c 'curl -s -o /dev/null http://other.test/x; curl -s -o /dev/null http://web.test:9/y' \
+                >"$T/proxy.out" 2>/dev/null
+        "$CLOISTER" broker public-key "$CFG" >"$T/proxy.keys"
+        out=$(python3 "$CLOISTER_SRC/deploy/collector/verify-chain" --keys "$T/proxy.keys" \
+                --from-start "$T/proxy.out" 2>&1)
+        rc=$?
+        is net_chain_of_the_proxy_verifies "$rc" 0
+        contains net_chain_of_the_proxy_has_its_lines "$out" "net chain "
+        [ "$rc" = 0 ] || echo "$out" | sed 's/^/# /'
+else
+        skip_test net_chain_of_the_proxy_verifies "needs the FUSE mount, curl and python3-cryptography"
+fi
 # Without the setting, nothing of the logs is on stdout; a regular file
 # as the command's stdout is still O_APPEND (what it writes goes to the
 # end, whoever else writes the file).
