@@ -12,7 +12,11 @@
  * hash chain of their own: that one is unkeyed and starts at zeros, so
  * anyone who can put lines on the stream can make one (issue 43), and the
  * journal has none. A head is signed with a key the agent cannot read, and
- * the chain starts at random bytes that only a head says.
+ * the chain starts at random bytes that only a head says. The same key
+ * signs PASETO tokens; a signed head can't pass for a token or a token's
+ * signature for a head's: a token's signed message is its PAE encoding,
+ * whose first byte is the count of its pieces (4), and a head's is '{'.
+ * Nothing in a head is the agent's to choose.
  *
  * Why non-blocking: the journal writes under the FUSE daemon's lock and the
  * audit log on the broker's request path; a stalled pipe to a collector
