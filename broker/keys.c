@@ -218,7 +218,10 @@ static int file_replace(int dirfd, const char *name, mode_t mode, const char *da
         _cleanup_close_ int fd = -1;
         int r = 0;
 
-        snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
+        /* A name of this process's: two processes that replace the file at
+         * once (a starting broker, `broker public-key`) must not remove or
+         * rename each other's temporary file. */
+        snprintf(tmp, sizeof(tmp), ".%s.%d.tmp", name, (int)getpid());
         (void)unlinkat(dirfd, tmp, 0);
         fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
         if (fd < 0)
@@ -333,8 +336,9 @@ static int keyring_open_checked(int dirfd, const char *dir, int *ret_fd, char **
         return 0;
 }
 
-int broker_keyring_load(int dirfd, const char *dir, bool create, broker_keyring **ret,
-                        char **ret_error)
+/* have_lock: the caller holds dirfd's flock (a rotate), which must outlast this. */
+static int keyring_load(int dirfd, const char *dir, bool create, bool have_lock,
+                        broker_keyring **ret, char **ret_error)
 {
         _cleanup_(keyring_freep) broker_keyring *kr = NULL;
         _cleanup_close_ int fd = -1;
@@ -347,15 +351,33 @@ int broker_keyring_load(int dirfd, const char *dir, bool create, broker_keyring 
                 return -ENOMEM;
         r = keyring_open_checked(dirfd, dir, &fd, ret_error);
         if (r == -ENOENT && create) {
-                r = key_generate(kr, time(NULL));
-                if (r < 0)
-                        return errorf(ret_error, r, "%s: cannot generate a key: %s", path,
-                                      strerror(-r));
-                r = keyring_write_secret(kr, dirfd);
-                if (r < 0)
-                        return errorf(ret_error, r, "%s: cannot write: %s", path, strerror(-r));
-                *ret = TAKE_PTR(kr);
-                return 0;
+                /*
+                 * Made under the directory's flock, looked for again under it:
+                 * the daemons of a first run (the broker, and with [logs]
+                 * stdout = json the mount and the proxy) start together, and
+                 * two keys made at once would leave one process signing with
+                 * a key that is not on disk.
+                 */
+                if (!have_lock && flock(dirfd, LOCK_EX) < 0)
+                        return errorf(ret_error, negative_errno(), "%s: cannot lock: %m", dir);
+                r = keyring_open_checked(dirfd, dir, &fd, ret_error);
+                if (r == -ENOENT) {
+                        r = key_generate(kr, time(NULL));
+                        if (r < 0)
+                                r = errorf(ret_error, r, "%s: cannot generate a key: %s", path,
+                                           strerror(-r));
+                        else if ((r = keyring_write_secret(kr, dirfd)) < 0)
+                                r = errorf(ret_error, r, "%s: cannot write: %s", path,
+                                           strerror(-r));
+                        if (!have_lock)
+                                (void)flock(dirfd, LOCK_UN);
+                        if (r < 0)
+                                return r;
+                        *ret = TAKE_PTR(kr);
+                        return 0;
+                }
+                if (!have_lock)
+                        (void)flock(dirfd, LOCK_UN);
         }
         if (r < 0) {
                 if (ret_error && !*ret_error)
@@ -373,6 +395,12 @@ int broker_keyring_load(int dirfd, const char *dir, bool create, broker_keyring 
         return 0;
 }
 
+int broker_keyring_load(int dirfd, const char *dir, bool create, broker_keyring **ret,
+                        char **ret_error)
+{
+        return keyring_load(dirfd, dir, create, false, ret, ret_error);
+}
+
 int broker_keyring_rotate(int dirfd, const char *dir, int64_t now, int64_t keep, char **ret_error)
 {
         _cleanup_(keyring_freep) broker_keyring *kr = NULL, *next = NULL;
@@ -383,7 +411,7 @@ int broker_keyring_rotate(int dirfd, const char *dir, int64_t now, int64_t keep,
         /* Serialize with a concurrent rotate or first start: flock the directory. */
         if (flock(dirfd, LOCK_EX) < 0)
                 return errorf(ret_error, negative_errno(), "%s: cannot lock: %m", dir);
-        r = broker_keyring_load(dirfd, dir, true, &kr, ret_error);
+        r = keyring_load(dirfd, dir, true, true, &kr, ret_error);
         if (r < 0)
                 goto out;
         next = calloc(1, sizeof(*next));

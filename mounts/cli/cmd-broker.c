@@ -21,6 +21,7 @@
 #include "keys.h"
 #include "policy.h"
 #include "lib/lifetime.h"
+#include "cli-logsink.h"
 #include "lib/logsink.h"
 #include "lib/mkdir.h"
 #include "lib/pidfile.h"
@@ -117,12 +118,19 @@ static int public_key(int argc, char **argv)
                                     "usage: cloister broker public-key CONFIG [--json]");
         if (config_load(cfg, &c, &error) < 0)
                 return command_fail(&command_broker, EXIT_USAGE, "%s", error);
-        if (!c->broker.policy)
-                return command_fail(&command_broker, EXIT_USAGE, "%s: no [broker] policy", cfg);
-        if (broker_policy_load(c->broker.policy, &p, &error) < 0)
-                return command_fail(&command_broker, EXIT_USAGE, "%s", error);
-        keep = broker_policy_max_ttl(p) + 60;
-        broker_policy_free(p);
+        /* Without a policy the key signs only the log heads of [logs] stdout = json. */
+        if (!c->broker.policy && !c->logs.stdout_json)
+                return command_fail(&command_broker, EXIT_USAGE,
+                                    "%s: no [broker] policy and no [logs] stdout = json: no key "
+                                    "signs anything",
+                                    cfg);
+        keep = 60;
+        if (c->broker.policy) {
+                if (broker_policy_load(c->broker.policy, &p, &error) < 0)
+                        return command_fail(&command_broker, EXIT_USAGE, "%s", error);
+                keep = broker_policy_max_ttl(p) + 60;
+                broker_policy_free(p);
+        }
         r = mkdir_p(c->broker.dir, 0700, 0700);
         if (r < 0)
                 return command_fail(&command_broker, 1, "%s: cannot create: %s", c->broker.dir,
@@ -182,8 +190,9 @@ static int broker_cmd_run(int argc, char **argv)
         struct config **cfgs = NULL;
         _cleanup_free_ char *error = NULL;
         broker *b = NULL;
-        bool quiet = false;    /* no start and stop notes: `cloister run` starts us so */
-        bool for_runs = false; /* serve while runs of the workspace live (lib/lifetime.h) */
+        bool quiet = false;     /* no start and stop notes: `cloister run` starts us so */
+        bool for_runs = false;  /* serve while runs of the workspace live (lib/lifetime.h) */
+        bool sink_open = false; /* [logs] stdout = json: one sink, a key per workspace */
         int r, ret = 1, n = 0;
 
         if (sodium_init() < 0)
@@ -233,13 +242,12 @@ static int broker_cmd_run(int argc, char **argv)
                 /* [logs] stdout = json: its audit lines also on stdout, each tagged
                  * with its own workspace (one sink for all of this broker's). */
                 if (cfgs[n - 1]->logs.stdout_json &&
-                    (r = logsink_open_stdout(cfgs[n - 1]->workspace.name)) < 0) {
-                        ret = command_fail(&command_broker, 1,
-                                           "%s: [logs] stdout = json: cannot open standard "
-                                           "output: %s",
-                                           cfgs[n - 1]->file, strerror(-r));
+                    (r = sink_open ? cli_logsink_add(cfgs[n - 1], &error)
+                                   : cli_logsink_open(cfgs[n - 1], &error)) < 0) {
+                        ret = command_fail(&command_broker, 1, "%s", error ? error : strerror(-r));
                         goto out;
                 }
+                sink_open |= cfgs[n - 1]->logs.stdout_json;
                 struct broker_workspace_options o;
                 compose_broker_options(cfgs[n - 1], &o);
                 r = broker_add_workspace(b, &o, &error);
@@ -291,7 +299,8 @@ static int broker_cmd_run(int argc, char **argv)
 oom:
         ret = command_fail(&command_broker, 1, "out of memory");
 out:
-        broker_free(b);
+        broker_free(b); /* its last audit lines, then the chains' final heads */
+        logsink_close();
         for (int i = 0; i < n; i++)
                 config_free(cfgs[i]);
         free(cfgs);

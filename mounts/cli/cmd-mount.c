@@ -26,6 +26,7 @@
 #include "config.h"
 #include "fs.h"
 #include "hostid.h"
+#include "cli-logsink.h"
 #include "lib/logsink.h"
 #include "operations.h"
 #include "lib/util.h"
@@ -88,18 +89,14 @@ fail:
         return r;
 }
 
-/* [logs] stdout = json: the journal's lines also on what stdout is now. */
+/* [logs] stdout = json: the journal's lines also on what stdout is now, signed (cli-logsink.h). */
 static int sink_open(const struct config *c)
 {
-        int r;
+        _cleanup_free_ char *error = NULL;
+        int r = cli_logsink_open(c, &error);
 
-        if (!c->logs.stdout_json)
-                return 0;
-        r = logsink_open_stdout(c->workspace.name);
         if (r < 0)
-                return command_fail(&command_mount, 1,
-                                    "%s: [logs] stdout = json: cannot open standard output: %s",
-                                    c->file, strerror(-r));
+                return command_fail(&command_mount, 1, "%s", error ? error : strerror(-r));
         return 0;
 }
 
@@ -162,6 +159,7 @@ static int serve(const struct config *c, int ready_fd, bool detach)
                 redirect_output(c);
         r = fs_workspace_serve(ws, ready_fd, &err);
         fs_workspace_free(ws);
+        logsink_close(); /* the journal's final head, once its last line is written */
         compose_fs_options_free(&f);
         hostid_free(id);
         if (r < 0)

@@ -18,6 +18,7 @@
 #include "compose.h"
 #include "config.h"
 #include "lib/lifetime.h"
+#include "cli-logsink.h"
 #include "lib/logsink.h"
 #include "lib/pidfile.h"
 #include "lib/util.h"
@@ -90,10 +91,8 @@ static int proxy_cmd_run(int argc, char **argv)
                                     "%s: [network] mode is not 'proxy': this workspace has no "
                                     "egress proxy",
                                     c->file);
-        if (c->logs.stdout_json && (r = logsink_open_stdout(c->workspace.name)) < 0)
-                return command_fail(&command_proxy, 1,
-                                    "%s: [logs] stdout = json: cannot open standard output: %s",
-                                    c->file, strerror(-r));
+        if ((r = cli_logsink_open(c, &error)) < 0)
+                return command_fail(&command_proxy, 1, "%s", error ? error : strerror(-r));
         if (compose_proxy_options(c, &o, &control) < 0)
                 return command_fail(&command_proxy, 1, "out of memory");
         r = proxy_new(&o, &px, &error);
@@ -150,6 +149,7 @@ static int proxy_cmd_run(int argc, char **argv)
                         (void)unlink(pf);
         }
         proxy_free(px);
+        logsink_close(); /* the net chain's final head, after its last line */
         if (pidfile)
                 unlink(pidfile);
         if (r < 0)

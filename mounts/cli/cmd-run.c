@@ -8,17 +8,24 @@
  *
  * --json: a summary for a program, as the last line on stderr (stdout is
  * the command's): docs/cloister-run.md has its schema.
+ *
+ * [logs] stdout = json: the command's output goes through run-output.c,
+ * each line wrapped as JSON, so that it can't pass for the daemons' log
+ * copies on the same stream.
  */
+#include <fcntl.h>
 #include <getopt.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "claims.h"
 #include "command.h"
 #include "config.h"
 #include "run-common.h"
+#include "run-output.h"
 #include "sandbox.h"
 #include "lib/util.h"
 
@@ -27,6 +34,22 @@ extern char **environ;
 static void run_warn(const char *msg)
 {
         fprintf(stderr, "cloister: %s\n", msg);
+}
+
+/*
+ * A regular file written without O_APPEND: every writer through this
+ * description (the command, our messages) writes at its offset, over what
+ * the daemons appended since through descriptions of their own ([logs]
+ * stdout = json). With O_APPEND each write goes to the end.
+ */
+static void append_if_file(int fd)
+{
+        struct stat st;
+        int fl;
+
+        if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (fl = fcntl(fd, F_GETFL)) >= 0 &&
+            !(fl & O_APPEND))
+                (void)fcntl(fd, F_SETFL, fl | O_APPEND);
 }
 
 static int64_t now_ms(void)
@@ -145,6 +168,26 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
                 .verbose = verbose,
                 .warn = run_warn,
         };
+        /* A shell keeps the terminal (no new session): what runs in it could
+         * write to /dev/tty, a line of its own on a log stream that is one
+         * (a container's tty), around the wrapping. */
+        if (interactive && c->logs.stdout_json)
+                return command_fail(cmd, EXIT_USAGE,
+                                    "%s: [logs] stdout = json: a shell keeps the terminal, "
+                                    "where its commands could write lines of their own to the "
+                                    "log stream; use 'cloister run' (its output is wrapped)",
+                                    c->file);
+        append_if_file(STDOUT_FILENO);
+        append_if_file(STDERR_FILENO);
+        run_output *relay = NULL;
+        if (c->logs.stdout_json) {
+                r = run_output_start(c->workspace.name, &relay, &so.stdout_fd, &so.stderr_fd);
+                if (r < 0)
+                        return command_fail(cmd, RUN_EXIT_SETUP,
+                                            "%s: [logs] stdout = json: cannot relay the "
+                                            "command's output: %s; nothing was run",
+                                            c->file, strerror(-r));
+        }
         start = now_ms();
         {
                 /* Before anything is written: never over another workspace's paths. */
@@ -155,6 +198,12 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
         }
         if (r >= 0)
                 r = sandbox_session_run(&so, &res, &error);
+        if (relay) {
+                /* Ours closed, the sandbox's gone: the relay sees the pipes' end. */
+                safe_close(so.stdout_fd);
+                safe_close(so.stderr_fd);
+                run_output_finish(relay);
+        }
         if (r < 0 && json)
                 return summary_print(c, RUN_EXIT_SETUP, NULL, now_ms() - start,
                                      error ? error : strerror(-r));

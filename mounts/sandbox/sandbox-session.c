@@ -512,6 +512,8 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
                 .root = c->workspace.mountpoint,
                 .host_network = c->network.mode == CONFIG_NETWORK_HOST,
                 .interactive = o->interactive,
+                .stdout_fd = o->stdout_fd,
+                .stderr_fd = o->stderr_fd,
         };
         _cleanup_free_ char *proxy_socket = NULL;
         sigset_t mask, old;

@@ -184,6 +184,10 @@ static _noreturn_ void child_exec(const struct sandbox_options *o, char **argv,
                 if (fcntl(keep[i], F_SETFD, 0) < 0)
                         _exit(127);
         sandbox_trace("bwrap executed (its mounts staged)");
+        /* Last, so that our messages above still reach our own stderr. */
+        if ((o->stdout_fd > 2 && dup2(o->stdout_fd, STDOUT_FILENO) < 0) ||
+            (o->stderr_fd > 2 && dup2(o->stderr_fd, STDERR_FILENO) < 0))
+                _exit(127);
         execve(argv[0], argv, o->env);
         _exit(127);
 }

@@ -63,6 +63,9 @@ struct sandbox_options {
         bool interactive;          /* a shell: keep the terminal, pass TERM, ignore SIGINT */
         char *const *env;          /* for sandbox_run: from sandbox_env_build() */
         char *const *extra_env;    /* NAME=VALUE a tool caller adds (cloister mcp), or NULL */
+        /* The command's standard output and error instead of ours: descriptors
+         * above 2 (cloister run's relay, [logs] stdout = json); 0: ours. */
+        int stdout_fd, stderr_fd;
         /* As root: the agent's unprivileged host identity (hostid.h); 0 when not root. */
         uid_t host_uid;
         gid_t host_gid;
@@ -127,9 +130,10 @@ struct sandbox_session_options {
         char *const *host_env;
         bool interactive;
         bool allow_host_network;
-        bool no_mount;          /* use the mountpoint as it is (a prepared layout); for tests */
-        bool verbose;           /* the broker and the proxy say when they start and stop */
-        char *const *extra_env; /* NAME=VALUE set for the command (sandbox_env_name_allowed) */
+        bool no_mount;            /* use the mountpoint as it is (a prepared layout); for tests */
+        bool verbose;             /* the broker and the proxy say when they start and stop */
+        char *const *extra_env;   /* NAME=VALUE set for the command (sandbox_env_name_allowed) */
+        int stdout_fd, stderr_fd; /* as in sandbox_options: above 2, or 0 for ours */
         void (*warn)(const char *msg);
 };
 /* Seconds to wait for the broker's (or the proxy's) socket and for it to exit. */

@@ -14,7 +14,8 @@
 #     profile, no new privileges, a read-only root), and writes the patch
 #     to the patches volume; the patch applies to a clone of the repository
 #     here, outside; the container's log holds the journal's and the
-#     audit's lines as JSON, and the audit chain verifies from them.
+#     audit's lines as JSON, and their signed chains verify from them with
+#     the public key the task writes beside its patch.
 #
 # podman kube play 4.3 (Debian 12) reads procMount: Unmasked but does not
 # apply it, and maps hostUsers: false to a user namespace drawn from
@@ -108,11 +109,12 @@ rc=$?
 ok $rc "the patch applies to a clone outside, and the demo's tests pass with it"
 
 # [logs] stdout = json: the container's log is the cluster's pipeline.
-grep -q '^{"cloister":"journal","workspace":"task","line":{.*"path":"/workspace/README.md"' "$T/agent.log"
+grep -q '^{"cloister":"journal","workspace":"task","chain":"[0-9a-f]*","n":[0-9]*,"prev":"[0-9a-f]*","line":{.*"path":"/workspace/README.md"' "$T/agent.log"
 ok $? "the container's log holds the journal's lines, tagged with the workspace"
-$py "$src/deploy/collector/verify-chain" --workspace task --from-start "$T/agent.log" >"$T/chain.log" 2>&1
+$py "$src/deploy/collector/verify-chain" --keys "$patches/demo.paserk" --workspace task --from-start \
+        "$T/agent.log" >"$T/chain.log" 2>&1
 rc=$?
 sed 's/^/# /' "$T/chain.log"
-ok $rc "the audit chain verifies from the container's log alone"
+ok $rc "the journal and audit chains verify from the container's log and the task's public key alone"
 
 done_testing
