@@ -21,6 +21,7 @@
 #include "config.h"
 #include "lint.h"
 #include "policy.h"
+#include "sandbox.h"
 #include "lib/util.h"
 
 struct check {
@@ -137,6 +138,36 @@ static int lint_run(struct check *ck, const struct config *c)
         return r;
 }
 
+/*
+ * A root-run sandbox in a container whose root is the host's root: the
+ * opt-out key is always worth a warning; without it, where `cloister run`
+ * as root would refuse (sandbox-hostroot.c), check says so first.
+ */
+static int host_root_check(struct check *ck, const struct config *c)
+{
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        if (c->run.allow_container_without_userns)
+                return lint_add(&ck->out, LINT_WARNING, c->file, 0, "run",
+                                "allow_container_without_userns",
+                                "true: as root, the sandbox runs even in a container whose root is "
+                                "the host's root, as real host uids ([run] host_uids) that "
+                                "cloister can't see the host's users of; give the container a "
+                                "user namespace instead (docs/deploy.md)");
+        if (geteuid() != 0)
+                return 0;
+        r = sandbox_host_root_detect(&why);
+        if (r == 0)
+                return 0;
+        if (r == -ENOMEM)
+                return r;
+        return lint_add(&ck->out, LINT_ERROR, c->file, 0, "run", "allow_container_without_userns",
+                        "%s: `cloister run` as root refuses to start here (give the container "
+                        "a user namespace: podman --uidmap, Kubernetes hostUsers: false)",
+                        why ? why : "cannot tell whether this is a container");
+}
+
 /* Everything check can find about c; -ENOMEM only. */
 static int blueprint_collect(struct check *ck, const struct config *c)
 {
@@ -160,6 +191,8 @@ static int blueprint_collect(struct check *ck, const struct config *c)
                 r = policy_check(ck, c, &policy);
         if (r >= 0)
                 r = lint_run(ck, c);
+        if (r >= 0)
+                r = host_root_check(ck, c);
         /* The [inject] rules' checks of deny, allow and secrets need no policy. */
         if (r >= 0 && (policy || c->n_injects)) {
                 bp.policy = policy;
