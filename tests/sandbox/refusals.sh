@@ -104,11 +104,14 @@ pgrep -f "^cloister broker( --quiet)?( --for-runs)? $CFG" >/dev/null && not_ok r
 # reaches it, so the timeout can't be enforced, and the run must be refused
 # at its start, never run to its end and then claimed stopped.
 if command -v setpriv >/dev/null; then
-        ws_new "$T/k" $'[limits]\ntimeout = 5s'
+        # The command outlives the timeout (whatever the machine's speed: the
+        # timeout counts from the command's start), so a run that went ahead
+        # would reach it, fail to stop the command, and say so.
+        ws_new "$T/k" $'[limits]\ntimeout = 1s'
         err=$(setpriv --inh-caps -kill --bounding-set -kill "$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" \
-                -- sh -c 'echo x >/workspace/ran' 2>&1)
+                -- sh -c 'echo x >/workspace/ran; sleep 3' 2>&1)
         is without_cap_kill_the_timeout_refuses_the_run "$?" 125
-        contains without_cap_kill_the_refusal_names_it "$err" "[limits] timeout of 5s cannot be enforced: this process lacks CAP_KILL"
+        contains without_cap_kill_the_refusal_names_it "$err" "[limits] timeout of 1s cannot be enforced: this process lacks CAP_KILL"
         case "$err" in
         *"was stopped"*) not_ok without_cap_kill_no_stop_is_claimed "$err" ;;
         *) ok without_cap_kill_no_stop_is_claimed ;;
