@@ -132,8 +132,12 @@ saved_n=$n saved_fails=$fails
 n=$saved_n fails=$saved_fails
 trap 'cleanup; rm -rf --one-file-system "$D"' EXIT
 image_load
-podman() { command podman --root "$T/storage" --runroot "$T/run" --tmpdir "$T/libpod" "$@"; }
+# The steps run in a bash of their own: the places are written into the
+# function, which that bash imports (T itself is not exported).
+eval "podman() { command podman --root '$T/storage' --runroot '$T/run' --tmpdir '$T/libpod' \"\$@\"; }"
 export -f podman
+[ "$(bash -c "podman info --format '{{.Store.GraphRoot}}'" 2>/dev/null)" = "$T/storage" ] ||
+        { echo "Bail out! the steps' podman would not use the test's storage"; exit 1; }
 
 script 2 3 >"$D/run-3.sh"
 (cd "$src" && bash "$D/run-3.sh") >"$D/step-3.log" 2>&1
