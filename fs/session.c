@@ -10,6 +10,7 @@
  * writeback the error would surface only at close or never.
  */
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "admit.h"
@@ -24,6 +26,29 @@
 #include "ops.h"
 #include "state.h"
 #include "lib/util.h"
+
+/*
+ * Why a FUSE mount failed, as far as can be told (libfuse keeps the
+ * errno): /dev/fuse that can't be opened; root without CAP_SYS_ADMIN (a
+ * container's capabilities); or else the kernel's refusal of mount itself
+ * (a seccomp profile or an LSM). Not /dev/fuse when it opens fine.
+ */
+static const char *mount_hint(void)
+{
+        struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+        struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {};
+        int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+
+        if (fd < 0)
+                return "/dev/fuse cannot be opened";
+        close(fd);
+        if (geteuid() == 0 && syscall(SYS_capget, &h, d) == 0 &&
+            !(d[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective & CAP_TO_MASK(CAP_SYS_ADMIN)))
+                return "this process lacks CAP_SYS_ADMIN, which the mount takes; "
+                       "in a container: --cap-add SYS_ADMIN";
+        return "/dev/fuse opens: the mount itself was refused, by a seccomp profile or an LSM "
+               "that denies mount, or a missing privilege";
+}
 
 static void ops_init(void *userdata, struct fuse_conn_info *conn)
 {
@@ -197,9 +222,8 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
                 goto out_destroy;
         }
         if (fuse_session_mount(ws->se, ws->mountpoint) != 0) {
-                if (ret_error &&
-                    asprintf(ret_error, "cannot mount FUSE at '%s' (is /dev/fuse usable?)",
-                             ws->mountpoint) < 0)
+                if (ret_error && asprintf(ret_error, "cannot mount FUSE at '%s' (%s)",
+                                          ws->mountpoint, mount_hint()) < 0)
                         *ret_error = NULL;
                 r = -EIO;
                 goto out_signals;

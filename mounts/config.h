@@ -168,6 +168,9 @@ struct config {
                 char **env; /* NULL-terminated host variable names allowed in; never NULL */
                 char *user; /* the agent's user name; default "agent" */
                 struct config_id_range host_uids; /* default CONFIG_HOST_UID_MIN-MAX */
+                /* root in a container whose root is the host's (no user namespace of
+                 * its own): run anyway (check warns); default false, refused */
+                bool allow_container_without_userns;
         } run;
 };
 

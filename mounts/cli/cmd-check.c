@@ -22,6 +22,7 @@
 #include "config.h"
 #include "lint.h"
 #include "policy.h"
+#include "sandbox.h"
 #include "lib/util.h"
 
 struct check {
@@ -138,6 +139,36 @@ static int lint_run(struct check *ck, const struct config *c)
         return r;
 }
 
+/*
+ * A root-run sandbox in a container whose root is the host's root: the
+ * opt-out key is always worth a warning; without it, where `cloister run`
+ * as root would refuse (sandbox-hostroot.c), check says so first.
+ */
+static int host_root_check(struct check *ck, const struct config *c)
+{
+        _cleanup_free_ char *why = NULL;
+        int r;
+
+        if (c->run.allow_container_without_userns)
+                return lint_add(&ck->out, LINT_WARNING, c->file, 0, "run",
+                                "allow_container_without_userns",
+                                "true: as root, the sandbox runs even in a container whose root is "
+                                "the host's root, as real host uids ([run] host_uids) that "
+                                "cloister can't see the host's users of; give the container a "
+                                "user namespace instead (docs/deploy.md)");
+        if (geteuid() != 0)
+                return 0;
+        r = sandbox_host_root_detect(&why);
+        if (r == 0)
+                return 0;
+        if (r == -ENOMEM)
+                return r;
+        return lint_add(&ck->out, LINT_ERROR, c->file, 0, "run", "allow_container_without_userns",
+                        "%s: `cloister run` as root refuses to start here (give the container "
+                        "a user namespace: podman --uidmap, Kubernetes hostUsers: false)",
+                        why ? why : "cannot tell whether this is a container");
+}
+
 /* Everything check can find about c; -ENOMEM only. */
 static int blueprint_collect(struct check *ck, const struct config *c)
 {
@@ -180,6 +211,8 @@ static int blueprint_collect(struct check *ck, const struct config *c)
                         r = lint_add(&ck->out, LINT_ERROR, c->file, 0, section, key, "%s",
                                      why ? why : strerror(-k));
         }
+        if (r >= 0)
+                r = host_root_check(ck, c);
         safe_close(bp.broker_dirfd);
         git_repository_free(bp.repo);
         broker_policy_free(policy);

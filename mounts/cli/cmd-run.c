@@ -212,7 +212,14 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
                                     error ? error : strerror(-r));
         if (json)
                 return summary_print(c, res.status, &res, now_ms() - start, NULL);
-        if (res.timed_out)
+        /* Never claim a stop that did not happen (a kill(2) refused). */
+        if ((res.timed_out || res.signal) && res.stop_error)
+                fprintf(stderr,
+                        "cloister %s: %s, but the sandbox could not be stopped (%s); it ended on "
+                        "its own\n",
+                        cmd->name, res.timed_out ? "[limits] timeout reached" : "told to stop",
+                        strerror(-res.stop_error));
+        else if (res.timed_out)
                 fprintf(stderr,
                         "cloister %s: [limits] timeout of %llus reached; the sandbox was stopped\n",
                         cmd->name, (unsigned long long)c->limits.timeout);

@@ -434,6 +434,22 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
                         exec_helper = SANDBOX_EXEC;
                 }
         }
+        /*
+         * The command's environment, out of bwrap's own and out of its
+         * command line (sandbox-env.c): for cloister-exec to read, or else
+         * for bwrap's --args, as --clearenv and --setenv.
+         */
+        fds->env_args = !exec_helper;
+        r = sandbox_env_memfd(o->env, fds->env_args, &fds->env);
+        if (r < 0) {
+                sandbox_errorf(ret_error, r, "cannot pass the sandbox's environment: %s",
+                               strerror(-r));
+                goto out;
+        }
+        if (fds->env_args) {
+                sandbox_strv_add(&b, "--args");
+                sandbox_strv_addf(&b, "%d", fds->env);
+        }
         /* Everything is in place: freeze the root itself. */
         sandbox_strv_add(&b, "--remount-ro");
         sandbox_strv_add(&b, "/");
@@ -444,8 +460,10 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
         sandbox_strv_add(&b, "--json-status-fd");
         sandbox_strv_addf(&b, "%d", fds->status_w);
         sandbox_strv_add(&b, "--");
-        if (exec_helper)
+        if (exec_helper) {
                 sandbox_strv_add(&b, exec_helper);
+                sandbox_strv_addf(&b, "--env-fd=%d", fds->env);
+        }
         for (char *const *a = o->argv; *a; a++)
                 sandbox_strv_add(&b, *a);
 

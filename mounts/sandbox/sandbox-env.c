@@ -9,14 +9,27 @@
  * agent, so a token in the environment is always a mistake. Names that the
  * sandbox sets itself, and the dynamic loader's LD_* family, can't be
  * overridden from the host either.
+ *
+ * None of it is the environment of bubblewrap, which runs on the host (as
+ * root, or as the agent's host uid before its sandbox exists): bwrap gets
+ * a fixed one (sandbox.c), and this one travels in a sealed memfd that the
+ * sandbox's first program, cloister-exec, reads and makes the command's
+ * (or, without that program, bwrap's --args reads as --clearenv and
+ * --setenv). So glibc's variables (GLIBC_TUNABLES, GCONV_PATH,
+ * MALLOC_CHECK_, RES_OPTIONS, TMPDIR, ...) that a tool caller may set for
+ * the command never reach a host process, and no value shows in bwrap's
+ * command line, which every host user can read.
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <strings.h>
+#include <sys/mman.h>
 
 #include "config.h"
 #include "sandbox-private.h"
 #include "lib/envname.h"
+#include "lib/readall.h"
 #include "lib/util.h"
 
 #define SANDBOX_PATH "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
@@ -169,4 +182,41 @@ int sandbox_env_build(const struct sandbox_options *o, char *const *host_env, ch
         if (r < 0)
                 strv_free(TAKE_PTR(*ret_env));
         return r;
+}
+
+int sandbox_env_memfd(char *const *env, bool as_args, int *ret_fd)
+{
+        _cleanup_close_ int fd = memfd_create("cloister-env", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        int r = 0;
+
+        if (fd < 0)
+                return negative_errno();
+        if (as_args)
+                r = fd_write_whole(fd, "--clearenv", sizeof("--clearenv"));
+        for (char *const *e = env; r >= 0 && e && *e; e++) {
+                const char *eq = strchr(*e, '=');
+
+                if (!eq || eq == *e)
+                        return -EINVAL; /* sandbox_env_build() makes none such */
+                if (!as_args) {
+                        r = fd_write_whole(fd, *e, strlen(*e) + 1);
+                        continue;
+                }
+                /* --setenv NAME VALUE, each NUL-terminated */
+                r = fd_write_whole(fd, "--setenv", sizeof("--setenv"));
+                if (r >= 0)
+                        r = fd_write_whole(fd, *e, (size_t)(eq - *e));
+                if (r >= 0)
+                        r = fd_write_whole(fd, "", 1);
+                if (r >= 0)
+                        r = fd_write_whole(fd, eq + 1, strlen(eq + 1) + 1);
+        }
+        if (r < 0)
+                return r;
+        /* Sealed: the content is what was built, whoever holds the fd later. */
+        if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) < 0 ||
+            lseek(fd, 0, SEEK_SET) < 0)
+                return negative_errno();
+        *ret_fd = TAKE_FD(fd);
+        return 0;
 }

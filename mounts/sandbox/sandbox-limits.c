@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <linux/capability.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -589,13 +590,14 @@ static pid_t parent_of(pid_t pid)
  * namespace an orphan is adopted by its init, pid1, so every process of
  * the sandbox has pid1 among its ancestors.
  */
-static void kill_descendants(pid_t pid1, int sig)
+static int kill_descendants(pid_t pid1, int sig)
 {
         _cleanup_closedir_ DIR *d = opendir("/proc");
         struct dirent *de;
+        int r = 0;
 
         if (!d)
-                return;
+                return negative_errno();
         while ((de = readdir(d))) {
                 char *end;
                 long pid = strtol(de->d_name, &end, 10);
@@ -606,33 +608,34 @@ static void kill_descendants(pid_t pid1, int sig)
                 /* Bounded: a chain longer than this is not one this run made. */
                 for (int depth = 0; depth < 4096 && up > 1 && up != pid1; depth++)
                         up = parent_of(up);
-                if (up == pid1)
-                        (void)kill((pid_t)pid, sig);
+                if (up == pid1 && kill((pid_t)pid, sig) < 0 && errno != ESRCH)
+                        r = negative_errno();
         }
+        return r;
 }
 
 /* The sandbox's PID namespace is the one its first process lives in. */
-void sandbox_kill_all(pid_t pid1, int sig)
+int sandbox_kill_all(pid_t pid1, int sig)
 {
         _cleanup_closedir_ DIR *d = NULL;
         char p[64];
         struct stat ns, st;
         struct dirent *de;
+        int r = 0;
 
         if (sig == SIGKILL) {
                 /* Killing a PID namespace's init kills everything in it. */
-                (void)kill(pid1, SIGKILL);
-                return;
+                return kill(pid1, SIGKILL) < 0 && errno != ESRCH ? negative_errno() : 0;
         }
         snprintf(p, sizeof(p), "/proc/%d/ns/pid", (int)pid1);
         if (stat(p, &ns) < 0) {
                 if (errno == EACCES || errno == EPERM)
-                        kill_descendants(pid1, sig);
-                return;
+                        return kill_descendants(pid1, sig);
+                return 0; /* gone */
         }
         d = opendir("/proc");
         if (!d)
-                return;
+                return negative_errno();
         while ((de = readdir(d))) {
                 char *end;
                 long pid = strtol(de->d_name, &end, 10);
@@ -640,7 +643,33 @@ void sandbox_kill_all(pid_t pid1, int sig)
                 if (*end || pid <= 0 || pid == pid1)
                         continue;
                 snprintf(p, sizeof(p), "/proc/%ld/ns/pid", pid);
-                if (stat(p, &st) == 0 && st.st_ino == ns.st_ino && st.st_dev == ns.st_dev)
-                        (void)kill((pid_t)pid, sig);
+                if (stat(p, &st) == 0 && st.st_ino == ns.st_ino && st.st_dev == ns.st_dev &&
+                    kill((pid_t)pid, sig) < 0 && errno != ESRCH)
+                        r = negative_errno();
         }
+        return r;
+}
+
+int sandbox_kill_check(const struct config *c, uid_t host_uid, char **ret_error)
+{
+        struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+        struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {};
+
+        /* The sandbox is our own uid's: kill(2) needs no capability. */
+        if (!host_uid || host_uid == geteuid())
+                return 0;
+        if (syscall(SYS_capget, &h, d) < 0)
+                return sandbox_errorf(ret_error, negative_errno(),
+                                      "[limits] timeout of %llus: cannot read this process's "
+                                      "capabilities: %m",
+                                      (unsigned long long)c->limits.timeout);
+        if (!(d[CAP_TO_INDEX(CAP_KILL)].effective & CAP_TO_MASK(CAP_KILL)))
+                return sandbox_errorf(
+                        ret_error, -EPERM,
+                        "[limits] timeout of %llus cannot be enforced: this process lacks "
+                        "CAP_KILL, which it needs to stop the sandbox (host uid %u, not its own) "
+                        "at the timeout or when told to stop (podman: --cap-add KILL; "
+                        "Kubernetes: securityContext.capabilities.add: [KILL])",
+                        (unsigned long long)c->limits.timeout, (unsigned)host_uid);
+        return 0;
 }

@@ -32,8 +32,10 @@ void sandbox_strv_clear(struct strv_builder *b);
 
 /* The descriptors bwrap reads; all close-on-exec until the child clears them. */
 struct sandbox_fds {
-        int seccomp;                       /* --seccomp, read end of a pipe */
-        int status_w;                      /* --json-status-fd, write end */
+        int seccomp;   /* --seccomp, read end of a pipe */
+        int status_w;  /* --json-status-fd, write end */
+        int env;       /* the sandbox's environment, a sealed memfd (sandbox_env_memfd()) */
+        bool env_args; /* ... read by bwrap's --args (no cloister-exec), not by cloister-exec */
         const struct sandbox_tmpfs *tmpfs; /* the /tmp and /dev/shm to bind */
         struct sandbox_etc *etc;           /* filled by sandbox_bwrap_argv() */
         int userns; /* --userns: a root-run sandbox's user namespace, or -1 */
@@ -116,6 +118,17 @@ void sandbox_etc_clear(struct sandbox_etc *e);
 int sandbox_etc_enter(const struct sandbox_etc *e);
 
 /*
+ * The sandbox's environment (NAME=VALUE strings) in a sealed memfd at
+ * offset 0, for bwrap and never in its own environment: NUL-terminated
+ * NAME=VALUE entries for cloister-exec --env-fd, or with as_args the
+ * NUL-separated arguments "--clearenv" and "--setenv NAME VALUE" for
+ * bwrap's --args.
+ */
+int sandbox_env_memfd(char *const *env, bool as_args, int *ret_fd);
+/* The one environment bwrap itself is executed with. */
+#define SANDBOX_BWRAP_ENV_PATH "PATH=/usr/sbin:/usr/bin:/sbin:/bin"
+
+/*
  * Build bwrap's argv (argv[0] is CLOISTER_BWRAP). Fills fds->etc (which
  * must be set, like fds->tmpfs) with the sandbox's /etc. The other fds must
  * already be set.
@@ -164,8 +177,20 @@ int sandbox_limits_apply(const struct config *c, pid_t pid, struct sandbox_limit
 void sandbox_cgroup_hits(const struct sandbox_cgroup *cg, struct sandbox_result *res);
 void sandbox_cgroup_free(struct sandbox_cgroup *cg);
 
-/* Kill every process of the sandbox whose first process is pid1. */
-void sandbox_kill_all(pid_t pid1, int sig);
+/*
+ * Kill every process of the sandbox whose first process is pid1: 0, or the
+ * negative errno of a kill(2) that failed (EPERM: no CAP_KILL over the
+ * sandbox's uid), so that nobody is told the sandbox stopped when it did not.
+ */
+int sandbox_kill_all(pid_t pid1, int sig);
+/*
+ * Whether this process may stop a sandbox run as another uid (host_uid: a
+ * root-run sandbox's), which [limits] timeout and every teardown need: 0,
+ * or an error naming the capability missing.
+ */
+int sandbox_kill_check(const struct config *c, uid_t host_uid, char **ret_error);
+/* As root: refuse (with why and what to do) where sandbox_host_root_detect() says 1 or fails. */
+int sandbox_host_root_check(const struct config *c, char **ret_error);
 
 int sandbox_errorf(char **ret_error, int r, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));

@@ -56,6 +56,7 @@ static void fds_close(struct sandbox_fds *fds)
 {
         fds->seccomp = safe_close(fds->seccomp);
         fds->status_w = safe_close(fds->status_w);
+        fds->env = safe_close(fds->env);
         fds->userns = safe_close(fds->userns);
         for (size_t i = 0; i < fds->n_stage; i++)
                 free(fds->stage[i].path);
@@ -128,7 +129,9 @@ void sandbox_trace(const char *step)
 static _noreturn_ void child_exec(const struct sandbox_options *o, char **argv,
                                   const struct sandbox_fds *fds, const sigset_t *mask)
 {
-        int keep[3];
+        /* bwrap's own environment: fixed, nothing of the sandbox's (sandbox-env.c) */
+        static char *const bwrap_env[] = {(char *)SANDBOX_BWRAP_ENV_PATH, NULL};
+        int keep[4];
         size_t n = 0;
         int r;
 
@@ -180,6 +183,7 @@ static _noreturn_ void child_exec(const struct sandbox_options *o, char **argv,
         }
         keep[n++] = fds->seccomp;
         keep[n++] = fds->status_w;
+        keep[n++] = fds->env;
         for (size_t i = 0; i < n; i++)
                 if (fcntl(keep[i], F_SETFD, 0) < 0)
                         _exit(127);
@@ -188,7 +192,7 @@ static _noreturn_ void child_exec(const struct sandbox_options *o, char **argv,
         if ((o->stdout_fd > 2 && dup2(o->stdout_fd, STDOUT_FILENO) < 0) ||
             (o->stderr_fd > 2 && dup2(o->stderr_fd, STDERR_FILENO) < 0))
                 _exit(127);
-        execve(argv[0], argv, o->env);
+        execve(argv[0], argv, bwrap_env);
         _exit(127);
 }
 
@@ -322,8 +326,12 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
 {
         struct sandbox_tmpfs tmpfs = {0};
         struct sandbox_etc etc = {0};
-        struct sandbox_fds fds = {
-                .seccomp = -1, .status_w = -1, .userns = -1, .tmpfs = &tmpfs, .etc = &etc};
+        struct sandbox_fds fds = {.seccomp = -1,
+                                  .status_w = -1,
+                                  .env = -1,
+                                  .userns = -1,
+                                  .tmpfs = &tmpfs,
+                                  .etc = &etc};
         _cleanup_close_ int status_r = -1, seccomp_w = -1, sfd = -1, pidfd = -1, proxy_ctl = -1;
         _cleanup_free_ void *filter = NULL;
         _cleanup_free_ char *cgroup_note = NULL;
@@ -364,6 +372,17 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                 r = sandbox_errorf(ret_error, negative_errno(), "signalfd: %m");
                 goto out;
         }
+        /*
+         * A limit that can't be enforced refuses the run before anything
+         * runs: the timeout (and any stop) needs kill(2) over the
+         * sandbox's uid; a container's root that is the host's root
+         * (sandbox-hostroot.c) makes the sandbox's uids the host's.
+         */
+        r = sandbox_kill_check(o->config, o->host_uid, ret_error);
+        if (r >= 0 && o->host_uid)
+                r = sandbox_host_root_check(o->config, ret_error);
+        if (r < 0)
+                goto out;
         sandbox_cgroup_prime();
         /* The helper's fork and unshare run while we build bwrap's argv. */
         if (o->host_uid) {
@@ -488,6 +507,19 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                         goto out;
                 sandbox_trace("proxy attached");
         }
+        /*
+         * Can we stop it? Signal 0 makes the kernel check the permission
+         * the timeout's SIGTERM and SIGKILL need, and sends nothing: the
+         * capability check above, verified against this very process.
+         */
+        if (kill(st->child_pid, 0) < 0) {
+                r = sandbox_errorf(ret_error, negative_errno(),
+                                   "[limits] timeout of %llus cannot be enforced: this process "
+                                   "may not signal the sandbox's first process (pid %d): %m",
+                                   (unsigned long long)o->config->limits.timeout,
+                                   (int)st->child_pid);
+                goto out;
+        }
         r = sandbox_limits_apply(o->config, st->child_pid, limiter, cg, ret_error);
         sandbox_limiter_free(limiter);
         limiter = NULL;
@@ -537,10 +569,13 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
                 if (!stopping && (res.signal || now >= deadline)) {
                         res.timed_out = !res.signal;
                         stopping = true;
-                        sandbox_kill_all(st->child_pid, SIGTERM);
+                        r = sandbox_kill_all(st->child_pid, SIGTERM);
+                        if (r < 0 && !res.stop_error)
+                                res.stop_error = r;
                         kill_at = now + SANDBOX_GRACE_SECONDS * 1000;
                 } else if (stopping && kill_at >= 0 && now >= kill_at) {
-                        sandbox_kill_all(st->child_pid, SIGKILL);
+                        /* The one that counts: it ends the PID namespace. */
+                        res.stop_error = sandbox_kill_all(st->child_pid, SIGKILL);
                         kill_at = -1;
                         deadline = INT64_MAX;
                 }

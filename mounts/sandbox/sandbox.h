@@ -109,8 +109,23 @@ struct sandbox_result {
         bool timed_out;
         bool memory_hit;    /* [limits] memory killed a process (known as root: its cgroup) */
         bool processes_hit; /* [limits] processes refused a fork (likewise) */
+        /*
+         * A stop was due (timeout or signal) and a kill(2) of it failed:
+         * its negative errno, and the sandbox ended on its own. 0: it was
+         * stopped (or no stop was due).
+         */
+        int stop_error;
 };
 int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, char **ret_error);
+
+/*
+ * Is this a container whose root is the host's root (no user namespace of
+ * its own; sandbox-hostroot.c says how it is told)? 1 with *ret_why (malloc'd,
+ * what shows it), 0 if not, or < 0 (and *ret_why, if it could be made) if
+ * it can't be told. A root-run sandbox refuses to start there unless [run]
+ * allow_container_without_userns is set.
+ */
+int sandbox_host_root_detect(char **ret_why);
 
 /* Does the kernel let this user create a user namespace? "" if yes, else why not. */
 int sandbox_check_userns(char **ret_error);

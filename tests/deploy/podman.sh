@@ -65,7 +65,7 @@ head=$(git -C "$T/repo" rev-parse HEAD)
 quickstart() { # quickstart LOG PODMAN-RUN-OPTIONS...: the packaged quickstart, in a container
         local log=$1
         shift
-        pm run --rm "$@" -v "$T/repo:/repo:ro" \
+        pm run --rm "$@" -v "${QS_REPO:-$T/repo}:/repo:ro" \
                 -e CLOISTER=/usr/bin/cloister -e CLOISTER_QUICKSTART_REPO=/repo \
                 -e CLOISTER_QUICKSTART_CONTAINER=1 \
                 localhost/cloister /usr/share/cloister/examples/quickstart >"$log" 2>&1
@@ -113,6 +113,18 @@ without "the unmasked /proc" "in a container, /proc must not be masked" \
         "${base[@]}" "${fuse[@]}" "${caps[@]}" "${profile[@]}" "${limits[@]}"
 without "a memory limit" "limits memory to nothing, more than [limits] memory = 2G" \
         "${base[@]}" "${fuse[@]}" "${caps[@]}" "${unmask[@]}" "${profile[@]}" --pids-limit 256
+# The two that failed open once (issue 43): without CAP_KILL the timeout
+# could not stop the agent, and without a user namespace of its own the
+# sandbox ran as real host uids; both refuse now, at the start.
+without CAP_KILL "lacks CAP_KILL" \
+        "${base[@]}" "${fuse[@]}" --cap-drop ALL --cap-add SYS_ADMIN,SETUID,SETGID,CHOWN,DAC_OVERRIDE \
+        "${unmask[@]}" "${profile[@]}" "${limits[@]}"
+# (Its repository belongs to the host's root, as the container's root is.)
+cp -a "$T/repo" "$T/repo-root"
+chown -R 0:0 "$T/repo-root"
+QS_REPO=$T/repo-root without "a user namespace" "whose root is the host's root" \
+        --network none --security-opt no-new-privileges --read-only --tmpfs /var/tmp \
+        "${fuse[@]}" "${caps[@]}" "${unmask[@]}" "${profile[@]}" "${limits[@]}"
 # A profile that refuses mount (Kubernetes' RuntimeDefault does without
 # CAP_SYS_ADMIN): the FUSE mount is refused (the profile's default errno,
 # ENOSYS).

@@ -99,7 +99,75 @@ fi
 pgrep -f "^cloister broker( --quiet)?( --for-runs)? $CFG" >/dev/null && not_ok refused_runs_leave_no_broker running ||
         ok refused_runs_leave_no_broker
 
+# --- a limit that depends on a privilege: [limits] timeout needs CAP_KILL -----
+# A root-run sandbox is another uid: without CAP_KILL no SIGTERM or SIGKILL
+# reaches it, so the timeout can't be enforced, and the run must be refused
+# at its start, never run to its end and then claimed stopped.
+if command -v setpriv >/dev/null; then
+        # The command outlives the timeout (whatever the machine's speed: the
+        # timeout counts from the command's start), so a run that went ahead
+        # would reach it, fail to stop the command, and say so.
+        ws_new "$T/k" $'[limits]\ntimeout = 1s'
+        err=$(setpriv --inh-caps -kill --bounding-set -kill "$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" \
+                -- sh -c 'echo x >/workspace/ran; sleep 3' 2>&1)
+        is without_cap_kill_the_timeout_refuses_the_run "$?" 125
+        contains without_cap_kill_the_refusal_names_it "$err" "[limits] timeout of 1s cannot be enforced: this process lacks CAP_KILL"
+        case "$err" in
+        *"was stopped"*) not_ok without_cap_kill_no_stop_is_claimed "$err" ;;
+        *) ok without_cap_kill_no_stop_is_claimed ;;
+        esac
+        ran_nothing without_cap_kill_runs_nothing
+else
+        skip_test without_cap_kill_the_timeout_refuses_the_run "setpriv (util-linux) is not installed"
+fi
+
+# --- a container whose root is the host's root --------------------------------
+# A PID namespace of its own and the initial user namespace (uid_map
+# "0 0 4294967295"): a container without a user namespace, as podman
+# without --uidmap makes one. Refused, unless the config opts out; check
+# says so either way. Root in the machine's own PID namespace (this
+# machine: a VM whose uid_map is the identity too) runs, as above.
+pidns_init=$(stat -L -c %i /proc/self/ns/pid)
+if [ "$pidns_init" != 4026531836 ]; then
+        skip_test container_without_userns_is_refused "this test already runs in a PID namespace of its own"
+elif ! grep -qE '^ +0 +0 +4294967295$' /proc/self/uid_map; then
+        skip_test container_without_userns_is_refused "this test runs in a user namespace of its own"
+else
+        ok root_in_the_machines_own_pid_namespace_ran_above
+        ws_new "$T/c"
+        err=$(unshare --pid --fork --mount-proc "$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" \
+                -- sh -c 'echo x >/workspace/ran' 2>&1)
+        is container_without_userns_is_refused "$?" 125
+        contains container_without_userns_refusal_says_why "$err" "whose root is the host's root"
+        contains container_without_userns_refusal_names_the_opt_out "$err" "[run] allow_container_without_userns = true"
+        ran_nothing container_without_userns_runs_nothing
+        err=$(unshare --pid --fork --mount-proc "$CLOISTER" check "$CFG" 2>&1)
+        is check_in_a_container_without_userns_fails "$?" 1
+        contains check_in_a_container_without_userns_says_run_refuses "$err" "\`cloister run\` as root refuses to start here"
+        printf '[run]\nallow_container_without_userns = true\n' >>"$CFG"
+        unshare --pid --fork --mount-proc "$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" \
+                -- sh -c 'echo x >/workspace/ran' >/dev/null 2>&1
+        is container_without_userns_runs_with_the_opt_out "$?" 0
+        [ -e "$STATE/fs/repo/ran" ] || [ -e "$MNT/workspace/ran" ] && ok opt_out_run_wrote_its_file ||
+                not_ok opt_out_run_wrote_its_file "no file"
+        err=$("$CLOISTER" check "$CFG" 2>&1)
+        contains check_warns_about_the_opt_out "$err" "warning: $CFG: key 'allow_container_without_userns' in [run]: true"
+fi
+
+# --- without CAP_SYS_ADMIN the FUSE mount's hint names it, not /dev/fuse -------
+if [ "$fs_mode" = fuse ] && command -v setpriv >/dev/null; then
+        ws_new "$T/m"
+        err=$(setpriv --inh-caps -sys_admin --bounding-set -sys_admin "$CLOISTER" mount "$CFG" 2>&1)
+        is without_cap_sys_admin_mount_fails "$?" 1
+        contains without_cap_sys_admin_the_hint_names_it "$err" "lacks CAP_SYS_ADMIN"
+        case "$err" in
+        *"/dev/fuse"*) not_ok without_cap_sys_admin_the_hint_does_not_blame_dev_fuse "$err" ;;
+        *) ok without_cap_sys_admin_the_hint_does_not_blame_dev_fuse ;;
+        esac
+fi
+
 # --- and the same workspace runs when nothing is missing ----------------------
+ws_new "$T/a"
 crun "$CFG" -- sh -c 'echo x >/workspace/ran'
 is same_workspace_runs_otherwise "$?" 0
 [ -e "$STATE/fs/repo/ran" ] || [ -e "$MNT/workspace/ran" ] && ok control_run_wrote_its_file ||

@@ -245,6 +245,53 @@ START_TEST(bwrap_command_line_for_a_shell_with_host_network)
 END_TEST
 
 /*
+ * The sandbox's environment is neither bubblewrap's (sandbox.c executes it
+ * with PATH alone) nor on its command line, which any host user reads: it
+ * is in a sealed memfd, for cloister-exec --env-fd or bwrap's --args.
+ */
+START_TEST(bwrap_command_line_holds_no_variable_of_the_sandbox)
+{
+        char *argv[] = {"true", NULL}, root[PATH_MAX];
+        char *env[] = {"GCONV_PATH=/tmp/value-of-gconv", "PATH=/usr/bin", NULL};
+        struct sandbox_options o = {.config = cfg, .argv = argv, .root = root, .env = env};
+        struct sandbox_tmpfs tmpfs;
+        struct sandbox_etc etc = {0};
+        struct sandbox_fds fds = {.seccomp = 5, .status_w = 6, .tmpfs = &tmpfs, .etc = &etc};
+        _cleanup_strv_free_ char **v = NULL;
+        _cleanup_free_ char *err = NULL;
+        char buf[256];
+        ssize_t n;
+
+        layout_make();
+        snprintf(root, sizeof(root), "%s/mnt", tmpdir);
+        ck_assert_int_eq(sandbox_tmpfs_prepare(cfg, false, &tmpfs, &err), 0);
+        ck_assert_int_eq(sandbox_bwrap_argv(&o, &fds, &v, &err), 0);
+        for (size_t i = 0; v[i]; i++) {
+                ck_assert_msg(!strstr(v[i], "GCONV_PATH"), "argv[%zu] = %s", i, v[i]);
+                ck_assert_msg(!strstr(v[i], "value-of-gconv"), "argv[%zu] = %s", i, v[i]);
+        }
+        ck_assert_int_ge(fds.env, 0);
+        ck_assert_int_eq(fcntl(fds.env, F_GET_SEALS) & F_SEAL_WRITE, F_SEAL_WRITE);
+        n = read(fds.env, buf, sizeof(buf));
+        if (fds.env_args) {
+                static const char want[] = "--clearenv\0--setenv\0GCONV_PATH\0/tmp/value-of-gconv\0"
+                                           "--setenv\0PATH\0/usr/bin";
+                ck_assert(strv_has(v, "--args"));
+                ck_assert_int_eq(n, (ssize_t)sizeof(want));
+                ck_assert_int_eq(memcmp(buf, want, sizeof(want)), 0);
+        } else {
+                static const char want[] = "GCONV_PATH=/tmp/value-of-gconv\0PATH=/usr/bin";
+                ck_assert(strv_has_prefix(v, "--env-fd="));
+                ck_assert_int_eq(n, (ssize_t)sizeof(want));
+                ck_assert_int_eq(memcmp(buf, want, sizeof(want)), 0);
+        }
+        close(fds.env);
+        sandbox_etc_clear(&etc);
+        sandbox_tmpfs_clear(&tmpfs);
+}
+END_TEST
+
+/*
  * A run SIGKILLed in the instant after it spawned bubblewrap, before the
  * sandbox's first process was known: its record names only bubblewrap's
  * process group, where bubblewrap's child may wait forever for a parent
@@ -423,6 +470,7 @@ int main(void)
         tcase_add_test(tc, seccomp_filter_is_whole_bpf_under_pipe_buf);
         tcase_add_test(tc, bwrap_command_line_holds_the_hardening);
         tcase_add_test(tc, bwrap_command_line_for_a_shell_with_host_network);
+        tcase_add_test(tc, bwrap_command_line_holds_no_variable_of_the_sandbox);
         tcase_add_test(tc, missing_layout_is_refused_with_the_path);
         tcase_add_test(tc, sweep_kills_the_process_group_of_a_dead_runs_bubblewrap);
         tcase_add_test(tc, record_names_nothing_then_the_childs_group_then_its_first_process);
