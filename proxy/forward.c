@@ -20,6 +20,7 @@
  * upstream connection is used for another request only when both messages
  * ended exactly where llhttp said (upstream_reusable()).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -28,6 +29,22 @@
 
 #include "lib/util.h"
 #include "proxy-private.h"
+
+/*
+ * Field names compared as CGI and WSGI servers see them: they turn '-' and
+ * '_' alike into '_' (X_HTTP_Method_Override reads as X-HTTP-Method-Override
+ * there), so every name the proxy drops is matched in both spellings.
+ * prefix: b need only begin a.
+ */
+static bool name_eq(const char *a, const char *b, bool prefix)
+{
+        for (; *b; a++, b++) {
+                char x = *a == '_' ? '-' : *a, y = *b == '_' ? '-' : *b;
+                if (!*a || tolower((unsigned char)x) != tolower((unsigned char)y))
+                        return false;
+        }
+        return prefix || !*a;
+}
 
 /*
  * Never copied from the client: hop-by-hop fields (RFC 9110 7.6.1), and
@@ -42,7 +59,7 @@ static bool hop_by_hop(const char *name)
                 "http2-settings",     "expect",     "content-length",   "transfer-encoding"};
 
         for (size_t i = 0; i < ELEMENTSOF(hop); i++)
-                if (strcasecmp(name, hop[i]) == 0)
+                if (name_eq(name, hop[i], false))
                         return true;
         return false;
 }
@@ -62,10 +79,10 @@ static bool overrides_route(const char *name)
                                             "x-middleware-subrequest", "x-proxy-url"};
 
         for (size_t i = 0; i < ELEMENTSOF(prefix); i++)
-                if (strncasecmp(name, prefix[i], strlen(prefix[i])) == 0)
+                if (name_eq(name, prefix[i], true))
                         return true;
         for (size_t i = 0; i < ELEMENTSOF(exact); i++)
-                if (strcasecmp(name, exact[i]) == 0)
+                if (name_eq(name, exact[i], false))
                         return true;
         return false;
 }
@@ -115,10 +132,10 @@ static int head_write(struct client *c, struct evbuffer *out)
                         continue;
                 if (r && overrides_route(h->name))
                         continue;
-                if (r && (strcasecmp(h->name, "authorization") == 0 ||
-                          (r->header && strcasecmp(h->name, r->header) == 0)))
+                if (r && (name_eq(h->name, "authorization", false) ||
+                          (r->header && name_eq(h->name, r->header, false))))
                         continue; /* the client's credential never goes upstream */
-                if (r && strcasecmp(h->name, "host") == 0)
+                if (r && name_eq(h->name, "host", false))
                         continue; /* rewritten below for the TLS port */
                 evbuffer_add_printf(out, "%s: %s\r\n", h->name, h->value);
         }
@@ -153,8 +170,12 @@ void proxy_forward_start(struct client *c)
                 return;
         }
         if (c->rule && is_receive_pack(c) && (c->rule->push_refs || !c->rule->push_delete)) {
-                const char *ce = proxy_http_header(&c->req, "content-encoding", NULL);
-                if (ce && strcasecmp(ce, "identity") != 0) {
+                /* Any Content-Encoding but identity, in any spelling or number. */
+                for (size_t i = 0; i < c->req.n_headers; i++) {
+                        const char *ce = c->req.headers[i].value;
+                        if (!name_eq(c->req.headers[i].name, "content-encoding", false) ||
+                            strcasecmp(ce, "identity") == 0)
+                                continue;
                         evbuffer_free(head);
                         proxy_client_refuse(c, 403,
                                             "a compressed push (Content-Encoding: %.40s) "

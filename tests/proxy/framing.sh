@@ -289,16 +289,24 @@ code=$(curl -sS -x "http://$X" -o /dev/null -w '%{http_code}' -X POST -d x "http
         -H "X-Method-Override: DELETE" -H "X-Original-URL: /admin" -H "X-Rewrite-URL: /admin" \
         -H "X-Original-Method: DELETE" -H "X-Forwarded-Prefix: /admin" -H "Forwarded: for=1.2.3.4" \
         -H "X-Forwarded-Host: evil.test" -H "X-Middleware-Subrequest: middleware" \
-        -H "X-Kept: yes")
+        -H "X_HTTP_Method_Override: DELETE" -H "x-original-url: /admin" -H "X-Kept: yes")
 is post_with_override_fields_is_relayed "$code" 200
 last=$(tail -n1 "$T/web.requests")
 for f in X-HTTP-Method-Override X-HTTP-Method X-Method-Override X-Original-URL X-Rewrite-URL \
-        X-Original-Method X-Forwarded-Prefix Forwarded X-Forwarded-Host X-Middleware-Subrequest; do
+        X-Original-Method X-Forwarded-Prefix Forwarded X-Forwarded-Host X-Middleware-Subrequest \
+        X_HTTP_Method_Override x-original-url; do
         name=$(printf '%s' "$f" | tr -c 'A-Za-z0-9\n' _)
+        case "$f" in *_*) name="underscore_spelled_$name" ;; esac
         lacks "${name}_is_stripped_for_injected_hosts" "$last" "\"$f\""
 done
 contains other_fields_still_go_up "$last" '"X-Kept", "yes"'
 contains the_request_went_up_as_a_post "$last" '"method": "POST"'
+
+# A push's Content-Encoding in the spelling CGI servers also read (git
+# http-backend takes HTTP_CONTENT_ENCODING) is still a compressed push.
+r=$(raw "$X" "POST http://git.test/git/org/repo.git/git-receive-pack HTTP/1.1\r\nHost: git.test\r\nAuthorization: Basic $BASIC\r\nContent_Encoding: gzip\r\nContent-Length: 4\r\nConnection: close\r\n\r\n0000")
+is underscore_content_encoding_on_a_push_is_refused "$(status_of "$r")" 403
+lacks underscore_content_encoding_push_never_went_up "$(seen)" "git-receive-pack"
 
 # --- the secret never appears where it must not -----------------------------------
 leaks=$(grep -rl -- "$SECRET" "$T" 2>/dev/null | grep -v -e '/web.requests$' -e '/raw/' -e '/policy' | tr '\n' ' ')
