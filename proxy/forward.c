@@ -110,12 +110,22 @@ static int req_body_cb(void *userdata, const char *data, size_t len)
         return 0;
 }
 
+/*
+ * A push: its last path segment is git-receive-pack, read as loosely as any
+ * server might route it (any case, trailing slashes, a ";param" as Java
+ * servlet containers strip it). A body is what carries the ref commands.
+ */
 static bool is_receive_pack(struct client *c)
 {
-        size_t n = c->path_enc ? strlen(c->path_enc) : 0, s = strlen("/git-receive-pack");
+        static const char svc[] = "git-receive-pack";
+        const char *p = c->path_enc ? c->path_enc : "", *end = p + strlen(p), *seg;
 
-        return streq(c->req.method, "POST") && n >= s &&
-               streq(c->path_enc + n - s, "/git-receive-pack");
+        while (end > p && end[-1] == '/')
+                end--;
+        for (seg = end; seg > p && seg[-1] != '/'; seg--)
+                ;
+        size_t n = strcspn(seg, ";/");
+        return c->req.has_body && n == strlen(svc) && strncasecmp(seg, svc, n) == 0;
 }
 
 /* The request head as it goes upstream. */

@@ -308,6 +308,33 @@ r=$(raw "$X" "POST http://git.test/git/org/repo.git/git-receive-pack HTTP/1.1\r\
 is underscore_content_encoding_on_a_push_is_refused "$(status_of "$r")" 403
 lacks underscore_content_encoding_push_never_went_up "$(seen)" "git-receive-pack"
 
+# A push is a push however its path ends: any case, a trailing slash, a
+# ";param" (all routed to receive-pack by some server): its commands are read.
+for tail in "git-receive-pack/" "GIT-Receive-Pack" "git-receive-pack;x=y"; do
+        name=$(printf '%s' "$tail" | tr -c 'A-Za-z0-9\n' _)
+        python3 - "$X" "$tail" "$BASIC" "$T/push.body" >"$T/push2.out" <<'EOP'
+import socket, sys
+addr, tail, basic, body = sys.argv[1:]
+host, port = addr.rsplit(":", 1)
+data = open(body, "rb").read()
+s = socket.create_connection((host, int(port)), timeout=20)
+s.sendall((f"POST http://git.test/git/org/repo.git/{tail} HTTP/1.1\r\nHost: git.test\r\n"
+           f"Authorization: Basic {basic}\r\nContent-Length: {len(data)}\r\n"
+           f"Connection: close\r\n\r\n").encode() + data)
+out = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    out += b
+print(out.decode("latin-1"))
+EOP
+        contains "push_to_${name}_is_judged_by_push_refs" "$(cat "$T/push2.out")" "outside the rule's push_refs"
+done
+lacks pushes_by_any_path_spelling_never_went_up "$(seen)" "receive-pack"
+lacks pushes_by_any_path_spelling_never_went_up_in_any_case "$(seen)" "Receive-Pack"
+is pushes_by_any_path_spelling_left_main_unchanged "$(git -C "$G" rev-parse main)" "$old"
+
 # --- the secret never appears where it must not -----------------------------------
 leaks=$(grep -rl -- "$SECRET" "$T" 2>/dev/null | grep -v -e '/web.requests$' -e '/raw/' -e '/policy' | tr '\n' ' ')
 is real_secret_appears_nowhere_but_at_the_server "$leaks" ""
