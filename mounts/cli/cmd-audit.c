@@ -4,10 +4,11 @@
  * hash-chained audit log and the egress proxy's, and names the first edited,
  * deleted or reordered line.
  *
- * With CONFIG either log may be absent (a proxy-only workspace has no broker
- * log; a workspace without mode = proxy has no net log), but only if its
- * head is absent too: a log is made with its head, so a head without its log
- * is a deleted log. At least one log must be there.
+ * With CONFIG the broker's log may be absent only when the workspace has no
+ * broker ([broker] policy unset: a proxy-only workspace), and the proxy's
+ * when no proxy has run; either only if its head is absent too: a log is
+ * made with its head, so a head without its log is a deleted log. At least
+ * one log must be there.
  */
 #include <errno.h>
 #include <sodium.h>
@@ -59,7 +60,8 @@ static int audit_run(int argc, char **argv)
 
                 if (!p)
                         continue;
-                if (c && access(p, F_OK) < 0 && errno == ENOENT) {
+                /* A workspace with a broker has its log: absent, it fails below. */
+                if (c && (i == 1 || !c->broker.policy) && access(p, F_OK) < 0 && errno == ENOENT) {
                         /* No log: fine if it was never made, which its head says. */
                         if (asprintf(&head, "%s/%s", c->broker.dir,
                                      i == 0 ? BROKER_AUDIT_HEAD : PROXY_AUDIT_HEAD) < 0)
@@ -71,8 +73,8 @@ static int audit_run(int argc, char **argv)
                                                    p, head);
                                 continue;
                         }
-                        printf("%s: none (no %s has run), nothing to check\n", p,
-                               i == 0 ? "broker" : "proxy");
+                        printf("%s: none (%s), nothing to check\n", p,
+                               i == 0 ? "the workspace has no broker" : "no proxy has run");
                         continue;
                 }
                 free(reason);

@@ -230,6 +230,11 @@ NET=$T/ws1/state/broker/net.jsonl
 out=$("$CLOISTER" audit verify "$T/ws1.ini" 2>&1)
 is audit_verify_passes "$?" 0
 contains audit_verify_checks_the_net_log "$out" "net.jsonl:"
+# ws1 has a broker: its log gone with its head is still a failure, not "none".
+mkdir "$T/aside" && mv "$T/ws1/state/broker/audit.jsonl" "$T/ws1/state/broker/audit.head" "$T/aside/"
+"$CLOISTER" audit verify "$T/ws1.ini" >"$T/verify.out" 2>&1
+is a_brokers_deleted_log_and_head_fail_verify "$?" 1
+mv "$T/aside/audit.jsonl" "$T/aside/audit.head" "$T/ws1/state/broker/"
 out=$("$CLOISTER" log --net "$T/ws1.ini")
 contains log_net_shows_allowed_requests "$out" "allow  GET     api.test:80 /api/x 200 rule api"
 contains log_net_shows_refused_tunnels "$out" "refuse CONNECT other.test:$HP 403"
@@ -293,7 +298,7 @@ out=$("$CLOISTER" audit verify "$T/ws3.ini" 2>&1)
 is proxy_only_workspace_verifies "$?" 0
 contains proxy_only_verify_checks_the_net_log "$out" "net.jsonl: "
 contains proxy_only_verify_says_the_chain_is_intact "$out" "chain intact"
-contains proxy_only_verify_says_there_is_no_broker_log "$out" "audit.jsonl: none (no broker has run)"
+contains proxy_only_verify_says_there_is_no_broker_log "$out" "audit.jsonl: none (the workspace has no broker)"
 cp "$B3/net.jsonl" "$T/net3.jsonl"
 sed -i '2s/"ms":/"ms":9/' "$B3/net.jsonl"
 out=$("$CLOISTER" audit verify "$T/ws3.ini" 2>&1)
