@@ -7,11 +7,12 @@
  * client's headers without hop-by-hop ones, without Proxy-Authorization,
  * and for injected requests without any client Authorization (or the
  * rule's header) and without the fields that override a method or path
- * (overrides_route()), then the real credential, then the framing as llhttp
- * read it. The body goes out as llhttp decoded it, framed anew by us (the
- * same length, or fresh chunks without extensions or trailers), so the
- * upstream cannot read the message's end elsewhere than we did (RFC 9112
- * 6, request smuggling).
+ * (overrides_route()) and the client's Accept-Encoding, then
+ * Accept-Encoding: identity (the mask cannot read gzip) and the real
+ * credential, then the framing as llhttp read it. The body goes out as
+ * llhttp decoded it, framed anew by us (the same length, or fresh chunks
+ * without extensions or trailers), so the upstream cannot read the
+ * message's end elsewhere than we did (RFC 9112 6, request smuggling).
  *
  * The response head is relayed as received after a strict parse (a 101 is
  * refused: nothing is upgraded); its body is decoded the same way and
@@ -147,6 +148,8 @@ static int head_write(struct client *c, struct evbuffer *out)
                         continue; /* the client's credential never goes upstream */
                 if (r && name_eq(h->name, "host", false))
                         continue; /* rewritten below for the TLS port */
+                if (r && name_eq(h->name, "accept-encoding", false))
+                        continue; /* identity, below */
                 evbuffer_add_printf(out, "%s: %s\r\n", h->name, h->value);
         }
         if (r) {
@@ -154,6 +157,8 @@ static int head_write(struct client *c, struct evbuffer *out)
                         evbuffer_add_printf(out, "Host: %s\r\n", c->host);
                 else
                         evbuffer_add_printf(out, "Host: %s:%u\r\n", c->host, (unsigned)r->port);
+                /* The mask reads the body as sent: no gzip or br for it to miss. */
+                evbuffer_add_printf(out, "Accept-Encoding: identity\r\n");
                 int k = proxy_inject_credential(c, out);
                 if (k < 0)
                         return k;
@@ -301,6 +306,19 @@ void proxy_forward_client_read(struct client *c)
                 bufferevent_disable(c->bev, EV_READ); /* the next request waits its turn */
 }
 
+/* A response body under a content coding, which the mask cannot read. */
+static bool encoded(const struct proxy_http_head *h)
+{
+        if (!h->has_body)
+                return false;
+        for (size_t i = 0; i < h->n_headers; i++)
+                if (name_eq(h->headers[i].name, "content-encoding", false) &&
+                    strcasecmp(h->headers[i].value, "identity") != 0 &&
+                    h->headers[i].value[0] != '\0')
+                        return true;
+        return false;
+}
+
 /* A decoded response body passes the mask into c->relay. */
 static int resp_body_cb(void *userdata, const char *data, size_t len)
 {
@@ -391,6 +409,14 @@ void proxy_forward_upstream_read(struct client *c)
                                 proxy_client_refuse(c, 502,
                                                     "%s switched protocols; nothing is "
                                                     "upgraded through the proxy",
+                                                    c->host);
+                                return;
+                        }
+                        if (c->rule && encoded(&c->resp_head)) {
+                                proxy_client_refuse(c, 502,
+                                                    "%s answered with a Content-Encoding though "
+                                                    "asked for identity; the secret mask cannot "
+                                                    "read it",
                                                     c->host);
                                 return;
                         }

@@ -19,8 +19,9 @@
  * mask that overwrites the secret (and its Basic encoding) with '*'. The
  * mask sees the head, then the body as llhttp decoded it (chunk framing
  * removed; forward.c chunks the masked bytes anew), so a chunk boundary
- * inside the secret hides nothing. It cannot see through compression or
- * other content codings; docs/network.md says so.
+ * inside the secret hides nothing. Content codings it cannot read:
+ * forward.c asks for identity and refuses an encoded body. What the server
+ * re-encodes itself it does not see; docs/network.md says so.
  */
 #include <errno.h>
 #include <sodium.h>

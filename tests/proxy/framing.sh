@@ -60,7 +60,7 @@ test_ca = $T/ca/ca.pem
 host = api.test
 port = $HP
 methods = GET, POST
-paths = /api/**, /echo, /echo-chunked, /double
+paths = /api/**, /echo, /echo-chunked, /echo-gzip, /double
 scope = api
 secret = api-key
 [inject "git"]
@@ -281,6 +281,16 @@ read -r total nleaks rest <"$T/mask.out"
 is "a_secret_split_across_chunks_is_masked_at_every_alignment ($total alignments)" "$nleaks" 0
 is every_alignment_was_tried "$total" 85
 lacks no_chunked_echo_failed "$(cut -d'|' -f2 "$T/mask.out")" ":"
+
+# A content coding would hide the secret from the mask: the proxy asks for
+# identity, and refuses a body encoded anyway.
+code=$(curl -sS -x "http://$X" -o "$T/body" -w '%{http_code}' --compressed "http://api.test/echo" -H "$A")
+is echo_asked_for_gzip_answers "$code" 200
+lacks a_reflected_secret_asked_for_gzip_is_masked "$(cat "$T/body")" "$SECRET"
+contains the_upstream_was_asked_for_identity "$(tail -n1 "$T/web.requests")" '"Accept-Encoding", "identity"'
+code=$(curl -sS -x "http://$X" -o "$T/body" -w '%{http_code}' --compressed "http://api.test/echo-gzip" -H "$A")
+is an_encoded_answer_to_an_injected_request_is_refused "$code" 502
+lacks the_encoded_answer_never_reaches_the_client "$(cat "$T/body")" "$SECRET"
 
 # --- method and URL overrides never reach an injected host -------------------------
 : >"$T/web.requests"

@@ -7,7 +7,9 @@ ephemeral port of 127.0.0.1, serving
                 with the expected credential (--auth, the exact
                 Authorization value; or --header NAME:VALUE)
   /echo         the request's headers, as the body (a server that reflects
-                credentials, for the masking test)
+                credentials, for the masking test), gzipped if the request
+                accepts gzip
+  /echo-gzip    the same, gzipped whatever the request accepts
   /echo-chunked?size=N
                 the same, chunked in chunks of N bytes (where a chunk
                 boundary falls inside a reflected secret)
@@ -24,6 +26,7 @@ they came, to DIR/conn-N (the framing the proxy sent, byte for byte).
 It writes its port to --port-file and runs until killed.
 """
 import argparse
+import gzip
 import json
 import os
 import socketserver
@@ -124,7 +127,13 @@ class Handler(BaseHTTPRequestHandler):
                                 "body_len": len(data)}) + "\n")
         path = self.path.split("?", 1)[0]
         if path == "/echo":
-            return self.reply(200, "".join(f"{k}: {v}\n" for k, v in self.headers.items()).encode())
+            data = "".join(f"{k}: {v}\n" for k, v in self.headers.items()).encode()
+            if "gzip" in self.headers.get("Accept-Encoding", ""):
+                return self.reply(200, gzip.compress(data), extra=[("Content-Encoding", "gzip")])
+            return self.reply(200, data)
+        if path == "/echo-gzip":
+            data = "".join(f"{k}: {v}\n" for k, v in self.headers.items()).encode()
+            return self.reply(200, gzip.compress(data), extra=[("Content-Encoding", "gzip")])
         if path == "/echo-chunked":
             size = int(self.path.split("size=", 1)[1])
             data = "".join(f"{k}: {v}\n" for k, v in self.headers.items()).encode()
