@@ -86,6 +86,8 @@ void proxy_client_free(struct client *c)
                 evbuffer_free(c->held);
         if (c->hello)
                 evbuffer_free(c->hello);
+        if (c->relay)
+                evbuffer_free(c->relay);
         if (c->peek)
                 SSL_free(c->peek);
         free(c->path_enc);
@@ -178,6 +180,7 @@ void proxy_client_refuse(struct client *c, int status, const char *fmt, ...)
         proxy_secret_wipe(c);
         proxy_upstream_free(c->up);
         c->up = NULL;
+        c->reqp.on_body = NULL; /* what is left of the body is drained, not relayed */
         /* After a CONNECT's 200 or once a response began, only closing is left. */
         if ((c->state == CLIENT_TUNNEL) || c->have_resp) {
                 bufferevent_free(c->bev);
@@ -418,6 +421,12 @@ static void handle_http(struct client *c)
                         return;
                 }
                 c->rec.rule = c->rule->name;
+                if (c->req.has_body &&
+                    (streq(c->req.method, "GET") || streq(c->req.method, "HEAD"))) {
+                        /* A server may not read it, and then it is the next request. */
+                        proxy_client_refuse(c, 400, "a %s request with a body", c->req.method);
+                        return;
+                }
                 c->state = CLIENT_WAIT;
                 proxy_inject_begin(c);
                 return;
@@ -471,6 +480,18 @@ static void try_head(struct client *c)
 
         bool connect = streq(c->req.method, "CONNECT");
         proxy_record_start(c, connect ? "connect" : "http");
+        /* A proxy drops what Connection names (RFC 9110 7.6.1): naming
+         * Content-Length, Transfer-Encoding or Host would have the body or the
+         * route read one way here and another way upstream. Only the options
+         * clients really send may be named. */
+        char option[64];
+        if (proxy_http_connection_unknown(&c->req, option, sizeof(option))) {
+                proxy_client_refuse(c, 400,
+                                    "the Connection header names '%s'; only close, keep-alive, "
+                                    "te, upgrade and http2-settings are accepted",
+                                    option);
+                return;
+        }
         if (c->px->audit_broken) {
                 proxy_client_refuse(c, 502,
                                     "the audit log cannot be written; refusing all "

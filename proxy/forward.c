@@ -6,13 +6,24 @@
  * (for injected requests the normalized path that the rule matched), the
  * client's headers without hop-by-hop ones, without Proxy-Authorization,
  * and for injected requests without any client Authorization (or the
- * rule's header), then the real credential. The body bytes are relayed as
- * received, framing and all, while llhttp follows the framing to find the
- * end. The response is relayed as received after a strict parse of its head
- * (a 101 is refused: nothing is upgraded); bytes of an injected exchange
- * pass through the secret mask (inject.c) on their way to the sandbox.
+ * rule's header) and without the fields that override a method or path
+ * (overrides_route()) and the client's Accept-Encoding, then
+ * Accept-Encoding: identity (the mask cannot read gzip) and the real
+ * credential, then the framing as llhttp read it. The body goes out as
+ * llhttp decoded it, framed anew by us (the same length, or fresh chunks
+ * without extensions or trailers), so the upstream cannot read the
+ * message's end elsewhere than we did (RFC 9112 6, request smuggling).
+ *
+ * The response head is relayed as received after a strict parse (a 101 is
+ * refused: nothing is upgraded); its body is decoded the same way and
+ * chunked anew, and for an injected exchange the head and the decoded body
+ * pass through the secret mask (inject.c) on their way to the sandbox. An
+ * upstream connection is used for another request only when both messages
+ * ended exactly where llhttp said (upstream_reusable()).
  */
+#include <ctype.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -20,45 +31,107 @@
 #include "lib/util.h"
 #include "proxy-private.h"
 
-static bool hop_by_hop(const char *name, const char *connection)
+/*
+ * Field names compared as CGI and WSGI servers see them: they turn '-' and
+ * '_' alike into '_' (X_HTTP_Method_Override reads as X-HTTP-Method-Override
+ * there), so every name the proxy drops is matched in both spellings.
+ * prefix: b need only begin a.
+ */
+static bool name_eq(const char *a, const char *b, bool prefix)
 {
-        static const char *const hop[] = {"connection",
-                                          "keep-alive",
-                                          "proxy-connection",
-                                          "proxy-authorization",
-                                          "proxy-authenticate",
-                                          "te",
-                                          "trailer",
-                                          "upgrade",
-                                          "expect"};
-
-        for (size_t i = 0; i < ELEMENTSOF(hop); i++)
-                if (strcasecmp(name, hop[i]) == 0)
-                        return true;
-        return connection && proxy_http_list_has(connection, name);
+        for (; *b; a++, b++) {
+                char x = *a == '_' ? '-' : *a, y = *b == '_' ? '-' : *b;
+                if (!*a || tolower((unsigned char)x) != tolower((unsigned char)y))
+                        return false;
+        }
+        return prefix || !*a;
 }
 
-static int push_body_cb(void *userdata, const char *data, size_t len)
+/*
+ * Never copied from the client: hop-by-hop fields (RFC 9110 7.6.1), and
+ * the framing, which head_write() states anew from what llhttp parsed.
+ * conn.c has already refused a Connection header naming anything else.
+ */
+static bool hop_by_hop(const char *name)
+{
+        static const char *const hop[] = {
+                "connection",         "keep-alive", "proxy-connection", "proxy-authorization",
+                "proxy-authenticate", "te",         "trailer",          "upgrade",
+                "http2-settings",     "expect",     "content-length",   "transfer-encoding"};
+
+        for (size_t i = 0; i < ELEMENTSOF(hop); i++)
+                if (name_eq(name, hop[i], false))
+                        return true;
+        return false;
+}
+
+/*
+ * Fields that ask a server, or a framework or gateway in front of it, to
+ * act on another method or path than the request line's: an upstream that
+ * honours them would run what no rule allowed (a POST-only rule becoming a
+ * DELETE). Requests to injected hosts never carry them.
+ */
+static bool overrides_route(const char *name)
+{
+        static const char *const prefix[] = {
+                "x-http-method", "x-method-override", "x-original-", "x-rewrite-",
+                "x-forwarded-",  "x-envoy-original-", "x-override-"};
+        static const char *const exact[] = {"forwarded", "x-real-ip", "x-host",
+                                            "x-middleware-subrequest", "x-proxy-url"};
+
+        for (size_t i = 0; i < ELEMENTSOF(prefix); i++)
+                if (name_eq(name, prefix[i], true))
+                        return true;
+        for (size_t i = 0; i < ELEMENTSOF(exact); i++)
+                if (name_eq(name, exact[i], false))
+                        return true;
+        return false;
+}
+
+/*
+ * The decoded request body goes out framed by us: as it came for
+ * Content-Length, in fresh chunks (no extensions, no trailers) for chunked.
+ * A push's bytes are held and its commands read first.
+ */
+static int req_body_cb(void *userdata, const char *data, size_t len)
 {
         struct client *c = userdata;
+        struct evbuffer *sink;
 
-        if (c->push && proxy_push_scan_feed(c->push, data, len) < 0)
-                return 0; /* the verdict is read after the chunk */
+        if (len == 0 || (!c->held && !(c->up && c->up->bev)))
+                return 0;
+        sink = c->held ? c->held : bufferevent_get_output(c->up->bev);
+        if (c->push)
+                (void)proxy_push_scan_feed(c->push, data, len); /* the verdict is read after */
+        if (c->req.chunked)
+                evbuffer_add_printf(sink, "%zx\r\n", len);
+        evbuffer_add(sink, data, len);
+        if (c->req.chunked)
+                evbuffer_add(sink, "\r\n", 2);
         return 0;
 }
 
+/*
+ * A push: its last path segment is git-receive-pack, read as loosely as any
+ * server might route it (any case, trailing slashes, a ";param" as Java
+ * servlet containers strip it). A body is what carries the ref commands.
+ */
 static bool is_receive_pack(struct client *c)
 {
-        size_t n = c->path_enc ? strlen(c->path_enc) : 0, s = strlen("/git-receive-pack");
+        static const char svc[] = "git-receive-pack";
+        const char *p = c->path_enc ? c->path_enc : "", *end = p + strlen(p), *seg;
 
-        return streq(c->req.method, "POST") && n >= s &&
-               streq(c->path_enc + n - s, "/git-receive-pack");
+        while (end > p && end[-1] == '/')
+                end--;
+        for (seg = end; seg > p && seg[-1] != '/'; seg--)
+                ;
+        size_t n = strcspn(seg, ";/");
+        return c->req.has_body && n == strlen(svc) && strncasecmp(seg, svc, n) == 0;
 }
 
 /* The request head as it goes upstream. */
 static int head_write(struct client *c, struct evbuffer *out)
 {
-        const char *connection = proxy_http_header(&c->req, "connection", NULL);
         const struct proxy_inject_rule *r = c->rule;
 
         evbuffer_add_printf(out, "%s %s%s%s HTTP/1.1\r\n", c->req.method, c->path_enc,
@@ -66,13 +139,17 @@ static int head_write(struct client *c, struct evbuffer *out)
         for (size_t i = 0; i < c->req.n_headers; i++) {
                 const struct proxy_header *h = &c->req.headers[i];
 
-                if (hop_by_hop(h->name, connection))
+                if (hop_by_hop(h->name))
                         continue;
-                if (r && (strcasecmp(h->name, "authorization") == 0 ||
-                          (r->header && strcasecmp(h->name, r->header) == 0)))
+                if (r && overrides_route(h->name))
+                        continue;
+                if (r && (name_eq(h->name, "authorization", false) ||
+                          (r->header && name_eq(h->name, r->header, false))))
                         continue; /* the client's credential never goes upstream */
-                if (r && strcasecmp(h->name, "host") == 0)
+                if (r && name_eq(h->name, "host", false))
                         continue; /* rewritten below for the TLS port */
+                if (r && name_eq(h->name, "accept-encoding", false))
+                        continue; /* identity, below */
                 evbuffer_add_printf(out, "%s: %s\r\n", h->name, h->value);
         }
         if (r) {
@@ -80,12 +157,19 @@ static int head_write(struct client *c, struct evbuffer *out)
                         evbuffer_add_printf(out, "Host: %s\r\n", c->host);
                 else
                         evbuffer_add_printf(out, "Host: %s:%u\r\n", c->host, (unsigned)r->port);
+                /* The mask reads the body as sent: no gzip or br for it to miss. */
+                evbuffer_add_printf(out, "Accept-Encoding: identity\r\n");
                 int k = proxy_inject_credential(c, out);
                 if (k < 0)
                         return k;
         } else if (!proxy_http_header(&c->req, "host", NULL)) {
                 evbuffer_add_printf(out, "Host: %s:%u\r\n", c->host, (unsigned)c->port);
         }
+        /* The framing llhttp read, and the body relayed below is framed by it. */
+        if (c->req.chunked)
+                evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n");
+        else if (c->req.has_length)
+                evbuffer_add_printf(out, "Content-Length: %" PRIu64 "\r\n", c->req.content_length);
         evbuffer_add(out, "\r\n", 2);
         return 0;
 }
@@ -101,8 +185,12 @@ void proxy_forward_start(struct client *c)
                 return;
         }
         if (c->rule && is_receive_pack(c) && (c->rule->push_refs || !c->rule->push_delete)) {
-                const char *ce = proxy_http_header(&c->req, "content-encoding", NULL);
-                if (ce && strcasecmp(ce, "identity") != 0) {
+                /* Any Content-Encoding but identity, in any spelling or number. */
+                for (size_t i = 0; i < c->req.n_headers; i++) {
+                        const char *ce = c->req.headers[i].value;
+                        if (!name_eq(c->req.headers[i].name, "content-encoding", false) ||
+                            strcasecmp(ce, "identity") == 0)
+                                continue;
                         evbuffer_free(head);
                         proxy_client_refuse(c, 403,
                                             "a compressed push (Content-Encoding: %.40s) "
@@ -117,9 +205,9 @@ void proxy_forward_start(struct client *c)
                         proxy_client_refuse(c, 502, "out of memory");
                         return;
                 }
-                c->reqp.on_body = push_body_cb;
-                c->reqp.userdata = c;
         }
+        c->reqp.on_body = req_body_cb;
+        c->reqp.userdata = c;
         if (head_write(c, head) < 0) {
                 evbuffer_free(head);
                 proxy_client_refuse(c, 502,
@@ -180,37 +268,36 @@ void proxy_forward_client_read(struct client *c)
         struct evbuffer *in = bufferevent_get_input(c->bev);
 
         while (!c->req_done && evbuffer_get_length(in) > 0) {
+                struct evbuffer *sink = c->held ? c->held : bufferevent_get_output(c->up->bev);
+                size_t before = evbuffer_get_length(sink), used = 0;
                 struct evbuffer_iovec v;
-                size_t used = 0;
-                bool done = false;
+                bool done = false, held = c->held != NULL;
                 const char *why = NULL;
 
                 if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
                         break;
+                /* req_body_cb() appends the decoded bytes, framed anew, to sink. */
                 if (proxy_http_body(&c->reqp, v.iov_base, v.iov_len, &used, &done, &why) < 0) {
                         proxy_client_refuse(c, 400, "malformed request body: %s", why);
                         return;
                 }
-                if (c->held) {
-                        evbuffer_remove_buffer(in, c->held, used);
+                evbuffer_drain(in, used);
+                if (done && c->req.chunked)
+                        evbuffer_add(sink, "0\r\n\r\n", 5); /* no trailer fields */
+                c->req_done = done;
+                if (held) {
                         if (proxy_push_scan_state(c->push) != 0 || done) {
-                                c->req_done = done;
                                 if (!push_decide(c))
                                         return;
                         } else if (evbuffer_get_length(c->held) > PUSH_COMMANDS_MAX) {
                                 proxy_client_refuse(c, 403, "a push's ref commands exceed 1 MiB");
                                 return;
                         }
-                } else {
-                        evbuffer_remove_buffer(in, bufferevent_get_output(c->up->bev), used);
-                        if (!proxy_budget_charge(c, used)) {
-                                proxy_client_refuse(c, 403,
-                                                    "this run has sent all it may "
-                                                    "([network] bytes_out)");
-                                return;
-                        }
+                } else if (!proxy_budget_charge(c, evbuffer_get_length(sink) - before)) {
+                        proxy_client_refuse(c, 403,
+                                            "this run has sent all it may ([network] bytes_out)");
+                        return;
                 }
-                c->req_done = done;
         }
         if (c->up && c->up->bev &&
             evbuffer_get_length(bufferevent_get_output(c->up->bev)) > RELAY_OUT_HIGH)
@@ -219,11 +306,69 @@ void proxy_forward_client_read(struct client *c)
                 bufferevent_disable(c->bev, EV_READ); /* the next request waits its turn */
 }
 
+/* A response body under a content coding, which the mask cannot read. */
+static bool encoded(const struct proxy_http_head *h)
+{
+        if (!h->has_body)
+                return false;
+        for (size_t i = 0; i < h->n_headers; i++)
+                if (name_eq(h->headers[i].name, "content-encoding", false) &&
+                    strcasecmp(h->headers[i].value, "identity") != 0 &&
+                    h->headers[i].value[0] != '\0')
+                        return true;
+        return false;
+}
+
+/* A decoded response body passes the mask into c->relay. */
+static int resp_body_cb(void *userdata, const char *data, size_t len)
+{
+        struct client *c = userdata;
+
+        proxy_mask_add(c, data, len, c->relay, false);
+        return 0;
+}
+
+/* Send what the mask let through to the client, in a chunk of our own if the body is chunked. */
+static void relay_flush(struct client *c, bool final)
+{
+        struct evbuffer *out = bufferevent_get_output(c->bev);
+        bool chunked = c->resp_head.chunked && c->resp_head.has_body;
+        size_t n;
+
+        if (final)
+                proxy_mask_add(c, NULL, 0, c->relay, true);
+        n = evbuffer_get_length(c->relay);
+        if (n && chunked)
+                evbuffer_add_printf(out, "%zx\r\n", n);
+        evbuffer_add_buffer(out, c->relay);
+        if (n && chunked)
+                evbuffer_add(out, "\r\n", 2);
+        if (final && chunked)
+                evbuffer_add(out, "0\r\n\r\n", 5); /* no trailer fields */
+}
+
+/* Whether the upstream connection may carry the next request. */
+static bool upstream_reusable(struct client *c)
+{
+        const char *m = c->req.method;
+
+        if (!c->up || !c->up->bev || !c->resp_head.keep_alive || !c->req_done)
+                return false;
+        /* Bytes after the response's end answer nothing we sent. */
+        if (evbuffer_get_length(bufferevent_get_input(c->up->bev)) > 0)
+                return false;
+        /* A body on a method that normally has none (GET, DELETE, ...) is one a
+         * server may not read: its bytes would start the next request. */
+        if (c->req.has_body && !streq(m, "POST") && !streq(m, "PUT") && !streq(m, "PATCH"))
+                return false;
+        return true;
+}
+
 static void response_done(struct client *c)
 {
-        proxy_mask_move(c, NULL, 0, bufferevent_get_output(c->bev), true);
+        relay_flush(c, true);
         if (c->up)
-                c->up->reusable = c->resp_head.keep_alive && c->req_done;
+                c->up->reusable = upstream_reusable(c);
         if (!c->req_done || !c->resp_head.keep_alive)
                 c->closing_after = true;
         c->have_resp = false;
@@ -235,6 +380,10 @@ void proxy_forward_upstream_read(struct client *c)
         struct evbuffer *in = bufferevent_get_input(c->up->bev);
         struct evbuffer *out = bufferevent_get_output(c->bev);
 
+        if (!c->relay && !(c->relay = evbuffer_new())) {
+                proxy_client_refuse(c, 502, "out of memory");
+                return;
+        }
         while (evbuffer_get_length(in) > 0) {
                 if (!c->have_resp) {
                         size_t len = evbuffer_get_length(in),
@@ -247,6 +396,8 @@ void proxy_forward_upstream_read(struct client *c)
                         if (r == 0)
                                 return;
                         proxy_http_head_done(&c->resp_head);
+                        c->resp.on_body = resp_body_cb;
+                        c->resp.userdata = c;
                         if (r < 0 || proxy_http_parse_head(&c->resp, false,
                                                            strcasecmp(c->req.method, "HEAD") == 0,
                                                            data, hl, &c->resp_head, &why) < 0) {
@@ -261,8 +412,17 @@ void proxy_forward_upstream_read(struct client *c)
                                                     c->host);
                                 return;
                         }
+                        if (c->rule && encoded(&c->resp_head)) {
+                                proxy_client_refuse(c, 502,
+                                                    "%s answered with a Content-Encoding though "
+                                                    "asked for identity; the secret mask cannot "
+                                                    "read it",
+                                                    c->host);
+                                return;
+                        }
                         c->rec.bytes_in += hl;
-                        proxy_mask_move(c, in, hl, out, false);
+                        /* The head ends in CRLF CRLF, which no secret holds: flush it. */
+                        proxy_mask_move(c, in, hl, out, true);
                         if (c->resp_head.status < 200)
                                 continue; /* 100, 103: another head follows */
                         c->have_resp = true;
@@ -280,17 +440,19 @@ void proxy_forward_upstream_read(struct client *c)
 
                 if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
                         break;
+                /* resp_body_cb() puts the decoded bytes through the mask. */
                 if (proxy_http_body(&c->resp, v.iov_base, v.iov_len, &used, &done, &why) < 0) {
                         proxy_client_refuse(c, 502, "malformed response body from %s: %s", c->host,
                                             why);
                         return;
                 }
                 c->rec.bytes_in += used;
-                proxy_mask_move(c, in, used, out, false);
+                evbuffer_drain(in, used);
                 if (done) {
                         response_done(c);
                         return;
                 }
+                relay_flush(c, false);
         }
         if (evbuffer_get_length(out) > RELAY_OUT_HIGH)
                 bufferevent_disable(c->up->bev, EV_READ);

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <sodium.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -114,11 +115,20 @@ static int on_url(llhttp_t *p, const char *at, size_t len)
         return append(&self(p)->head->target, at, len);
 }
 
+/* Trailer fields (after a chunked body) are counted and dropped, never forwarded. */
+static int trailer(struct proxy_http *h, size_t len)
+{
+        h->trailer_bytes += len;
+        return h->trailer_bytes > PROXY_HEAD_MAX ? -1 : 0;
+}
+
 static int on_header_field(llhttp_t *p, const char *at, size_t len)
 {
         struct proxy_http *h = self(p);
         struct proxy_http_head *hd = h->head;
 
+        if (h->in_body)
+                return trailer(h, len);
         if (h->in_value || hd->n_headers == 0) {
                 if (hd->n_headers >= PROXY_HEADERS_MAX) {
                         h->too_many = true;
@@ -138,8 +148,11 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
 static int on_header_value(llhttp_t *p, const char *at, size_t len)
 {
         struct proxy_http *h = self(p);
-        struct proxy_header *x = &h->head->headers[h->head->n_headers - 1];
+        struct proxy_header *x;
 
+        if (h->in_body)
+                return trailer(h, len);
+        x = &h->head->headers[h->head->n_headers - 1];
         h->in_value = true;
         return append(&x->value, at, len);
 }
@@ -147,8 +160,11 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
 static int on_header_value_complete(llhttp_t *p)
 {
         struct proxy_http *h = self(p);
-        struct proxy_header *x = &h->head->headers[h->head->n_headers - 1];
+        struct proxy_header *x;
 
+        if (h->in_body)
+                return 0;
+        x = &h->head->headers[h->head->n_headers - 1];
         h->in_value = true;
         if (!x->value && append(&x->value, "", 0) < 0)
                 return -1;
@@ -194,24 +210,31 @@ const char *proxy_http_header(const struct proxy_http_head *h, const char *name,
         return v;
 }
 
-bool proxy_http_list_has(const char *value, const char *token)
+const char *proxy_http_connection_unknown(const struct proxy_http_head *h, char *buf, size_t size)
 {
-        size_t tl = strlen(token);
+        static const char *const known[] = {"close", "keep-alive", "te", "upgrade",
+                                            "http2-settings"};
 
-        for (const char *s = value; s && *s;) {
-                while (*s == ' ' || *s == '\t' || *s == ',')
-                        s++;
-                const char *e = s;
-                while (*e && *e != ',')
-                        e++;
-                const char *t = e;
-                while (t > s && (t[-1] == ' ' || t[-1] == '\t'))
-                        t--;
-                if ((size_t)(t - s) == tl && strncasecmp(s, token, tl) == 0)
-                        return true;
-                s = e;
+        for (size_t i = 0; i < h->n_headers; i++) {
+                if (strcasecmp(h->headers[i].name, "connection") != 0)
+                        continue;
+                for (const char *s = h->headers[i].value; *s;) {
+                        while (*s == ' ' || *s == '\t' || *s == ',')
+                                s++;
+                        size_t n = strcspn(s, ","), t = n;
+                        while (t > 0 && (s[t - 1] == ' ' || s[t - 1] == '\t'))
+                                t--;
+                        bool ok = t == 0;
+                        for (size_t k = 0; k < ELEMENTSOF(known) && !ok; k++)
+                                ok = strlen(known[k]) == t && strncasecmp(s, known[k], t) == 0;
+                        if (!ok) {
+                                snprintf(buf, size, "%.*s", (int)MIN(t, (size_t)60), s);
+                                return buf;
+                        }
+                        s += n;
+                }
         }
-        return false;
+        return NULL;
 }
 
 int proxy_http_parse_head(struct proxy_http *p, bool request, bool skip_body, const char *buf,
@@ -271,6 +294,18 @@ int proxy_http_parse_head(struct proxy_http *p, bool request, bool skip_body, co
                         *ret_reason = "a Transfer-Encoding that does not end in chunked";
                         goto fail;
                 }
+                /* One plain "chunked", the only coding the proxy frames anew; a
+                 * list or a repeat ("gzip, chunked", "chunked, chunked") is what
+                 * two parsers read two ways. */
+                const char *te = proxy_http_header(ret, "transfer-encoding", &dup);
+                if (te && (dup || strcasecmp(te, "chunked") != 0)) {
+                        *ret_reason = "a Transfer-Encoding other than one plain 'chunked'";
+                        goto fail;
+                }
+                if (te && ret->minor == 0) {
+                        *ret_reason = "Transfer-Encoding in an HTTP/1.0 request (RFC 9112 6.1)";
+                        goto fail;
+                }
         } else {
                 ret->status = llhttp_get_status_code(&p->parser);
                 if (ret->status < 100 || ret->status > 599) {
@@ -289,10 +324,14 @@ int proxy_http_parse_head(struct proxy_http *p, bool request, bool skip_body, co
                                                           ret->status == 304));
                 ret->has_body = !no_body &&
                                 (chunked || length || (!request && !(flags & F_CONTENT_LENGTH)));
+                ret->chunked = chunked;
+                ret->has_length = flags & F_CONTENT_LENGTH;
+                ret->content_length = ret->has_length ? p->parser.content_length : 0;
                 if (skip_body)
                         p->parser.flags |= F_SKIPBODY;
         }
         ret->head_len = len;
+        p->in_body = true;
         llhttp_resume(&p->parser);
         if (!ret->has_body)
                 p->complete = true;
@@ -322,7 +361,9 @@ int proxy_http_body(struct proxy_http *p, const char *data, size_t len, size_t *
                 *ret_done = true;
                 return 0;
         }
-        *ret_reason = llhttp_get_error_reason(&p->parser) ?: llhttp_errno_name(e);
+        *ret_reason = p->trailer_bytes > PROXY_HEAD_MAX
+                              ? "trailer fields longer than 32 KiB"
+                              : llhttp_get_error_reason(&p->parser) ?: llhttp_errno_name(e);
         return -EBADMSG;
 }
 

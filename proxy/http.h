@@ -13,9 +13,11 @@
  * A head is parsed whole, from one buffer (proxy_http_head_scan() finds its
  * end first), so proxy_http_parse_head() is a pure function of its input:
  * it is the fuzz entry point. The body then streams through the same
- * parser, which says where the message ends; the bytes themselves are
- * forwarded as received, so the framing the next hop sees is the framing
- * that was checked.
+ * parser, which says where the message ends and hands over the decoded
+ * bytes (on_body); the proxy frames them anew (forward.c), so the framing
+ * the next hop sees is the framing that was parsed, never bytes of the
+ * client's chunk lines, extensions or trailers. Trailer fields are read
+ * (at most PROXY_HEAD_MAX bytes of them) and dropped.
  */
 #pragma once
 
@@ -42,6 +44,9 @@ struct proxy_http_head {
         bool keep_alive; /* the connection may carry another message after this one */
         bool upgrade;    /* CONNECT, or an Upgrade header */
         bool has_body;   /* a body follows the head (Content-Length > 0 or chunked or EOF) */
+        bool chunked;    /* the body is chunked (Transfer-Encoding ends in chunked) */
+        bool has_length; /* framed by Content-Length (content_length; may be 0) */
+        uint64_t content_length;
         size_t head_len; /* bytes from the first line to the blank line, inclusive */
 };
 
@@ -53,6 +58,8 @@ struct proxy_http {
         bool in_value;
         bool too_many;
         bool complete; /* the message ended */
+        bool in_body;  /* past the head: header callbacks are trailer fields */
+        size_t trailer_bytes;
         /* Optional: the decoded body bytes (chunk framing removed) as they pass. */
         int (*on_body)(void *userdata, const char *data, size_t len);
         void *userdata;
@@ -87,5 +94,9 @@ bool proxy_http_eof_completes(struct proxy_http *p);
 void proxy_http_head_done(struct proxy_http_head *h);
 /* The value of the only header called name (any case); NULL if absent; -1 in *dup if repeated. */
 const char *proxy_http_header(const struct proxy_http_head *h, const char *name, int *dup);
-/* Does a comma-separated header list name token (any case)? */
-bool proxy_http_list_has(const char *value, const char *token);
+/*
+ * The first token of any Connection header of h that is not a connection
+ * option the proxy knows (close, keep-alive, te, upgrade, http2-settings),
+ * copied into buf; NULL if there is none.
+ */
+const char *proxy_http_connection_unknown(const struct proxy_http_head *h, char *buf, size_t size);

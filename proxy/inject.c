@@ -16,9 +16,12 @@
  * Defence in depth: an upstream that reflects the credential back (an
  * error page quoting the key, an echo endpoint) would hand the secret to
  * the sandbox, so every response byte of an injected exchange passes a
- * mask that overwrites the secret (and its Basic encoding) with '*'. It
- * cannot see through compression or other encodings; docs/network.md says
- * so.
+ * mask that overwrites the secret (and its Basic encoding) with '*'. The
+ * mask sees the head, then the body as llhttp decoded it (chunk framing
+ * removed; forward.c chunks the masked bytes anew), so a chunk boundary
+ * inside the secret hides nothing. Content codings it cannot read:
+ * forward.c asks for identity and refuses an encoded body. What the server
+ * re-encodes itself it does not see; docs/network.md says so.
  */
 #include <errno.h>
 #include <sodium.h>
@@ -322,28 +325,18 @@ int proxy_inject_credential(struct client *c, struct evbuffer *out)
         return 0;
 }
 
-void proxy_mask_move(struct client *c, struct evbuffer *src, size_t n, struct evbuffer *dst,
-                     bool final)
+/* Mask what mask_carry holds; pass all of it on when final, else all but a needle's length - 1. */
+static void mask_run(struct client *c, struct evbuffer *dst, bool final)
 {
-        size_t keep = 0, total;
+        size_t keep = 0, total = evbuffer_get_length(c->mask_carry);
         unsigned char *buf;
 
-        if (!c->needles[0]) {
-                if (n)
-                        evbuffer_remove_buffer(src, dst, n);
+        if (total == 0)
                 return;
-        }
         for (int i = 0; i < 2; i++)
                 if (c->needle_lens[i] > keep)
                         keep = c->needle_lens[i];
         keep = keep ? keep - 1 : 0;
-        if (!c->mask_carry && !(c->mask_carry = evbuffer_new()))
-                return;
-        if (n)
-                evbuffer_remove_buffer(src, c->mask_carry, n);
-        total = evbuffer_get_length(c->mask_carry);
-        if (total == 0)
-                return;
         buf = evbuffer_pullup(c->mask_carry, (ssize_t)total);
         for (int i = 0; i < 2; i++) {
                 size_t l = c->needle_lens[i];
@@ -355,4 +348,34 @@ void proxy_mask_move(struct client *c, struct evbuffer *src, size_t n, struct ev
         }
         if (final || total > keep)
                 evbuffer_remove_buffer(c->mask_carry, dst, final ? total : total - keep);
+}
+
+void proxy_mask_move(struct client *c, struct evbuffer *src, size_t n, struct evbuffer *dst,
+                     bool final)
+{
+        if (!c->needles[0]) {
+                if (n)
+                        evbuffer_remove_buffer(src, dst, n);
+                return;
+        }
+        if (!c->mask_carry && !(c->mask_carry = evbuffer_new()))
+                return;
+        if (n)
+                evbuffer_remove_buffer(src, c->mask_carry, n);
+        mask_run(c, dst, final);
+}
+
+void proxy_mask_add(struct client *c, const void *data, size_t len, struct evbuffer *dst,
+                    bool final)
+{
+        if (!c->needles[0]) {
+                if (len)
+                        evbuffer_add(dst, data, len);
+                return;
+        }
+        if (!c->mask_carry && !(c->mask_carry = evbuffer_new()))
+                return;
+        if (len)
+                evbuffer_add(c->mask_carry, data, len);
+        mask_run(c, dst, final);
 }

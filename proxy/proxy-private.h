@@ -173,6 +173,7 @@ struct client {
         struct proxy_http_head resp_head;
         bool have_resp;
         bool head_skip_body;
+        struct evbuffer *relay; /* decoded, masked response bytes on their way to the client */
 
         /* the injected secret for this exchange (sodium_malloc'd) and what to mask */
         unsigned char *secret;
@@ -239,6 +240,9 @@ int proxy_inject_credential(struct client *c, struct evbuffer *out);
 /* Copy n bytes from src to dst, masking the injected secret across calls. */
 void proxy_mask_move(struct client *c, struct evbuffer *src, size_t n, struct evbuffer *dst,
                      bool final);
+/* The same for bytes in memory (a decoded response body). */
+void proxy_mask_add(struct client *c, const void *data, size_t len, struct evbuffer *dst,
+                    bool final);
 void proxy_secret_wipe(struct client *c);
 int proxy_keys_reload(struct proxy *px);
 

@@ -1,12 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cmd-audit.c: `cloister audit verify CONFIG|--file PATH` checks the broker's
- * hash-chained audit log and names the first edited, deleted or reordered
- * line.
+ * hash-chained audit log and the egress proxy's, and names the first edited,
+ * deleted or reordered line.
+ *
+ * With CONFIG the broker's log may be absent only when the workspace has no
+ * broker ([broker] policy unset: a proxy-only workspace), and the proxy's
+ * when no proxy has run; either only if its head is absent too: a log is
+ * made with its head, so a head without its log is a deleted log. At least
+ * one log must be there.
  */
+#include <errno.h>
 #include <sodium.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "audit.h"
 #include "command.h"
@@ -45,15 +53,34 @@ static int audit_run(int argc, char **argv)
                 return command_fail(&command_audit, 1, "out of memory");
         if (sodium_init() < 0)
                 return command_fail(&command_audit, 1, "libsodium failed to initialize");
-        int ret = 0;
+        int ret = 0, checked = 0;
         for (int i = 0; i < 2; i++) {
                 const char *p = i == 0 ? path : net;
+                _cleanup_free_ char *head = NULL;
 
-                if (!p || (i == 1 && access(p, F_OK) < 0))
-                        continue; /* no proxy has run: no net log */
+                if (!p)
+                        continue;
+                /* A workspace with a broker has its log: absent, it fails below. */
+                if (c && (i == 1 || !c->broker.policy) && access(p, F_OK) < 0 && errno == ENOENT) {
+                        /* No log: fine if it was never made, which its head says. */
+                        if (asprintf(&head, "%s/%s", c->broker.dir,
+                                     i == 0 ? BROKER_AUDIT_HEAD : PROXY_AUDIT_HEAD) < 0)
+                                return command_fail(&command_audit, 1, "out of memory");
+                        if (access(head, F_OK) == 0) {
+                                ret = command_fail(&command_audit, 1,
+                                                   "%s: missing, but its head %s is there: the "
+                                                   "log was deleted",
+                                                   p, head);
+                                continue;
+                        }
+                        printf("%s: none (%s), nothing to check\n", p,
+                               i == 0 ? "the workspace has no broker" : "no proxy has run");
+                        continue;
+                }
                 free(reason);
                 reason = NULL;
                 r = broker_audit_verify(p, &lines, &line, &reason);
+                checked++;
                 if (r == -EBADMSG)
                         ret = command_fail(&command_audit, 1, "%s: %s", p,
                                            reason ? reason : "tampered");
@@ -63,6 +90,11 @@ static int audit_run(int argc, char **argv)
                 else
                         printf("%s: %u entries, chain intact\n", p, lines);
         }
+        if (checked == 0 && ret == 0)
+                ret = command_fail(&command_audit, 1,
+                                   "no audit log in %s: neither the broker nor the proxy has run "
+                                   "for this workspace",
+                                   c->broker.dir);
         return ret;
 }
 

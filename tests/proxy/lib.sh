@@ -126,11 +126,12 @@ start_proxy() {
 }
 
 # raw ADDR TEXT: send TEXT (printf escapes) on a fresh connection, print
-# what comes back (the first 64 KiB, or until the peer closes).
+# what comes back (the first 64 KiB, or until the peer closes, or until
+# $RAW_TIMEOUT seconds (10) pass without a byte).
 cat >"$T/raw.py" <<'EOP'
-import socket, sys
+import os, socket, sys
 host, port = sys.argv[1].rsplit(":", 1)
-s = socket.create_connection((host, int(port)), timeout=10)
+s = socket.create_connection((host, int(port)), timeout=float(os.environ.get("RAW_TIMEOUT", "10")))
 s.sendall(sys.argv[2].encode("latin-1").decode("unicode_escape").encode("latin-1"))
 data = b""
 try:

@@ -230,6 +230,11 @@ NET=$T/ws1/state/broker/net.jsonl
 out=$("$CLOISTER" audit verify "$T/ws1.ini" 2>&1)
 is audit_verify_passes "$?" 0
 contains audit_verify_checks_the_net_log "$out" "net.jsonl:"
+# ws1 has a broker: its log gone with its head is still a failure, not "none".
+mkdir "$T/aside" && mv "$T/ws1/state/broker/audit.jsonl" "$T/ws1/state/broker/audit.head" "$T/aside/"
+"$CLOISTER" audit verify "$T/ws1.ini" >"$T/verify.out" 2>&1
+is a_brokers_deleted_log_and_head_fail_verify "$?" 1
+mv "$T/aside/audit.jsonl" "$T/aside/audit.head" "$T/ws1/state/broker/"
 out=$("$CLOISTER" log --net "$T/ws1.ini")
 contains log_net_shows_allowed_requests "$out" "allow  GET     api.test:80 /api/x 200 rule api"
 contains log_net_shows_refused_tunnels "$out" "refuse CONNECT other.test:$HP 403"
@@ -260,6 +265,7 @@ rate = 2
 bytes_out = 4K
 EOF
 start_proxy "$T/ws3.ini" p3 || { echo "Bail out! proxy 3 did not start"; exit 1; }
+P3_PID=$PROXY_PID
 X3=$(cat "$T/p3.addr")
 cat >"$T/hold.py" <<'EOP'
 import socket, sys, time
@@ -284,6 +290,25 @@ sleep 1.5
 is bytes_out_budget_refuses_new_requests "$(curl -s -x "http://$X3" -o /dev/null -w '%{http_code}' "http://plain.test:$PP/after")" 403
 grep -q '"/up"' "$T/plain.requests" && grep '"/up"' "$T/plain.requests" | grep -q '"body_len": 8192' &&
         not_ok upload_beyond_the_budget_never_arrived_whole || ok upload_beyond_the_budget_never_arrived_whole
+
+# ws3 is proxy-only: no broker, so no audit.jsonl; its net.jsonl still verifies.
+kill "$P3_PID" && wait "$P3_PID" 2>/dev/null
+B3=$T/ws3/state/broker
+out=$("$CLOISTER" audit verify "$T/ws3.ini" 2>&1)
+is proxy_only_workspace_verifies "$?" 0
+contains proxy_only_verify_checks_the_net_log "$out" "net.jsonl: "
+contains proxy_only_verify_says_the_chain_is_intact "$out" "chain intact"
+contains proxy_only_verify_says_there_is_no_broker_log "$out" "audit.jsonl: none (the workspace has no broker)"
+cp "$B3/net.jsonl" "$T/net3.jsonl"
+sed -i '2s/"ms":/"ms":9/' "$B3/net.jsonl"
+out=$("$CLOISTER" audit verify "$T/ws3.ini" 2>&1)
+is proxy_only_edited_net_log_fails "$?" 1
+contains proxy_only_edited_net_log_names_the_line "$out" "line 2"
+rm "$B3/net.jsonl"
+out=$("$CLOISTER" audit verify "$T/ws3.ini" 2>&1)
+is proxy_only_deleted_net_log_fails "$?" 1
+contains proxy_only_deleted_net_log_says_so "$out" "the log was deleted"
+mv "$T/net3.jsonl" "$B3/net.jsonl"
 
 # --- examples/model-proxy.ini: the agent's model key stays outside ---------------
 start_server model --tls --header "x-api-key:$SECRET" || { echo "Bail out! no model server"; exit 1; }

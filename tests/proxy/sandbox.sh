@@ -122,6 +122,52 @@ grep -q "\"Basic $(b64 "x-access-token:$GITSECRET")\"" "$T/git.requests" &&
 grep -q "v4.public" "$T/git.requests" && not_ok server_never_saw_a_cloister_token ||
         ok server_never_saw_a_cloister_token
 
+# --- the smuggled push of issue 43 (8), from inside ------------------------------
+# An allowed GET whose Connection names Content-Length carries the head of
+# a receive-pack POST to main as its body; the next allowed upload-pack
+# POST supplies the push. Refused at the first request; main stays.
+G=$T/gitroot/org/repo.git
+old=$(git -C "$G" rev-parse main)
+new=$(git -C "$G" -c user.name=x -c user.email=x@x commit-tree -p "$old" -m evil "$(git -C "$G" rev-parse 'main^{tree}')")
+python3 - "$old" "$new" >"$T/cadir/push.body" <<'EOP'
+import hashlib, sys
+cmd = f"{sys.argv[1]} {sys.argv[2]} refs/heads/main\0report-status\n".encode()
+pack = b"PACK\0\0\0\2\0\0\0\0"
+sys.stdout.buffer.write(b"%04x" % (len(cmd) + 4) + cmd + b"0000" + pack + hashlib.sha1(pack).digest())
+EOP
+cat >"$T/cadir/smuggle.py" <<'EOP'
+import base64, socket, subprocess, os
+if os.path.exists("/opt/ca/tok"):
+    tok = open("/opt/ca/tok").read().strip()
+else:
+    out = subprocess.run(["/run/cloister/bin/git-credential-cloister", "get"], capture_output=True,
+                         input=b"protocol=http\nhost=git.test\n\n").stdout.decode()
+    tok = dict(l.split("=", 1) for l in out.splitlines() if "=" in l)["password"]
+basic = base64.b64encode(f"x-access-token:{tok}".encode()).decode()
+sm = (b"POST /git/org/repo.git/git-receive-pack HTTP/1.1\r\n"
+      b"Content-Type: application/x-git-receive-pack-request\r\nX-Ignore: ")
+body = open("/opt/ca/push.body", "rb").read()
+first = (f"GET http://git.test/git/org/repo.git/info/refs?service=git-upload-pack HTTP/1.1\r\n"
+         f"Host: git.test\r\nAuthorization: Basic {basic}\r\nConnection: Content-Length\r\n"
+         f"Content-Length: {len(sm)}\r\n\r\n").encode() + sm
+second = (f"POST http://git.test/git/org/repo.git/git-upload-pack HTTP/1.1\r\nHost: git.test\r\n"
+          f"Authorization: Basic {basic}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+s = socket.create_connection(("127.0.0.1", 3128), timeout=20)
+s.sendall(first + second)
+data = b""
+while True:
+    b = s.recv(65536)
+    if not b:
+        break
+    data += b
+print(data.decode("latin-1").split("\r\n")[0])
+EOP
+before=$(grep -c "git-receive-pack" "$T/git.requests")
+out=$(crun python3 /opt/ca/smuggle.py 2>&1)
+contains smuggled_push_from_inside_is_refused "$out" " 400 "
+is smuggled_push_from_inside_never_reaches_receive_pack "$(grep -c "git-receive-pack" "$T/git.requests")" "$before"
+is smuggled_push_from_inside_leaves_main_unchanged "$(git -C "$G" rev-parse main)" "$old"
+
 # --- the network the agent has --------------------------------------------------
 out=$(crun sh -c 'curl -sS --cacert /opt/ca/ca.pem https://web.test:'"$GP"'/hi' 2>&1)
 contains curl_connect_inside_the_sandbox_works "$out" "hello from git"

@@ -7,16 +7,26 @@ ephemeral port of 127.0.0.1, serving
                 with the expected credential (--auth, the exact
                 Authorization value; or --header NAME:VALUE)
   /echo         the request's headers, as the body (a server that reflects
-                credentials, for the masking test)
+                credentials, for the masking test), gzipped if the request
+                accepts gzip
+  /echo-gzip    the same, gzipped whatever the request accepts
+  /echo-chunked?size=N
+                the same, chunked in chunks of N bytes (where a chunk
+                boundary falls inside a reflected secret)
+  /double       a response, then a second one nobody asked for (a server
+                out of step with its connection)
   /api/, /v1/   {"ok": true} with the expected credential, else 401
   /redirect     302 to http://169.254.169.254/latest/meta-data/
   anything else 200 "hello from NAME"
 
 Every request is appended to --log as one JSON line (method, path, headers,
 body length), so tests can assert what reached the server and what did not.
+With --raw-dir, the bytes each connection received are also written, as
+they came, to DIR/conn-N (the framing the proxy sent, byte for byte).
 It writes its port to --port-file and runs until killed.
 """
 import argparse
+import gzip
 import json
 import os
 import socketserver
@@ -36,8 +46,31 @@ ap.add_argument("--auth", action="append", default=[],
                 help="an Authorization value that is accepted")
 ap.add_argument("--header", help="NAME:VALUE accepted instead of Authorization")
 ap.add_argument("--name", default="server")
+ap.add_argument("--raw-dir")
 args = ap.parse_args()
 lock = threading.Lock()
+conns = [0]
+
+
+class Tee:
+    """A reader that copies what it reads to a file."""
+
+    def __init__(self, f, out):
+        self.f, self.out = f, out
+
+    def _log(self, data):
+        self.out.write(data)
+        self.out.flush()
+        return data
+
+    def read(self, *a):
+        return self._log(self.f.read(*a))
+
+    def readline(self, *a):
+        return self._log(self.f.readline(*a))
+
+    def __getattr__(self, name):
+        return getattr(self.f, name)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -46,6 +79,15 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *a):
         pass
+
+    def setup(self):
+        super().setup()
+        if args.raw_dir:
+            with lock:
+                conns[0] += 1
+                n = conns[0]
+            self.raw = open(os.path.join(args.raw_dir, f"conn-{n}"), "wb")
+            self.rfile = Tee(self.rfile, self.raw)
 
     def body(self):
         if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
@@ -85,7 +127,30 @@ class Handler(BaseHTTPRequestHandler):
                                 "body_len": len(data)}) + "\n")
         path = self.path.split("?", 1)[0]
         if path == "/echo":
-            return self.reply(200, "".join(f"{k}: {v}\n" for k, v in self.headers.items()).encode())
+            data = "".join(f"{k}: {v}\n" for k, v in self.headers.items()).encode()
+            if "gzip" in self.headers.get("Accept-Encoding", ""):
+                return self.reply(200, gzip.compress(data), extra=[("Content-Encoding", "gzip")])
+            return self.reply(200, data)
+        if path == "/echo-gzip":
+            data = "".join(f"{k}: {v}\n" for k, v in self.headers.items()).encode()
+            return self.reply(200, gzip.compress(data), extra=[("Content-Encoding", "gzip")])
+        if path == "/echo-chunked":
+            size = int(self.path.split("size=", 1)[1])
+            data = "".join(f"{k}: {v}\n" for k, v in self.headers.items()).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for i in range(0, len(data), size):
+                part = data[i:i + size]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            self.wfile.write(b"0\r\n\r\n")
+            return
+        if path == "/double":
+            # one write, so the proxy reads both at once
+            self.wfile.write(b"HTTP/1.1 200 OK\r\nContent-Length: 6\r\n\r\nfirst\n"
+                             b"HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\nstale!!!\n")
+            return
         if path == "/redirect":
             return self.reply(302, b"", extra=[("Location", "http://169.254.169.254/latest/meta-data/")])
         if path.startswith("/api/") or path.startswith("/v1/"):

@@ -331,6 +331,98 @@ START_TEST(smuggling_heads_are_refused)
         head_bad("POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: gzip\r\n\r\n",
                  "Transfer-Encoding");
         head_bad("\r\nGET http://a.test/ HTTP/1.1\r\n\r\n", "empty line");
+        head_bad("POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\nTransfer-Encoding: chunked\r\n"
+                 "Transfer-Encoding: chunked\r\n\r\n",
+                 "Transfer-Encoding");
+        head_bad("POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\n"
+                 "Transfer-Encoding: gzip, chunked\r\n\r\n",
+                 "Transfer-Encoding");
+        head_bad("POST http://a.test/ HTTP/1.1\r\nHost: a.test\r\n"
+                 "Transfer-Encoding: chunked, chunked\r\n\r\n",
+                 "Transfer-Encoding");
+        head_bad("POST http://a.test/ HTTP/1.0\r\nHost: a.test\r\nTransfer-Encoding: "
+                 "chunked\r\n\r\n",
+                 "HTTP/1.0");
+}
+END_TEST
+
+/* A proxy drops what Connection names: only connection options may be named. */
+START_TEST(connection_may_name_only_connection_options)
+{
+        static const char *const bad[] = {"Content-Length",        "transfer-encoding", "Host",
+                                          "close, Content-Length", "Authorization",     "x-api-key",
+                                          "keep-alive,TE,Trailer"};
+        static const char *const good[] = {
+                "close", "Keep-Alive", "TE", "Upgrade, HTTP2-Settings", "keep-alive, te", ""};
+        char buf[64], msg[256];
+
+        for (size_t i = 0; i < ELEMENTSOF(bad); i++) {
+                struct proxy_http_head h = {0};
+                const char *why = NULL;
+
+                snprintf(msg, sizeof(msg),
+                         "GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\n"
+                         "Connection: %s\r\n\r\n",
+                         bad[i]);
+                ck_assert_int_eq(head(msg, true, &h, &why), 0);
+                ck_assert_msg(proxy_http_connection_unknown(&h, buf, sizeof(buf)), "%s", bad[i]);
+                proxy_http_head_done(&h);
+        }
+        for (size_t i = 0; i < ELEMENTSOF(good); i++) {
+                struct proxy_http_head h = {0};
+                const char *why = NULL;
+
+                snprintf(msg, sizeof(msg),
+                         "GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\n"
+                         "Connection: %s\r\n\r\n",
+                         good[i]);
+                ck_assert_int_eq(head(msg, true, &h, &why), 0);
+                ck_assert_msg(!proxy_http_connection_unknown(&h, buf, sizeof(buf)), "%s", good[i]);
+                proxy_http_head_done(&h);
+        }
+        /* every Connection header counts, not only the first */
+        struct proxy_http_head h = {0};
+        const char *why = NULL;
+        ck_assert_int_eq(head("GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\nConnection: close\r\n"
+                              "Connection: Host\r\n\r\n",
+                              true, &h, &why),
+                         0);
+        ck_assert_str_eq(proxy_http_connection_unknown(&h, buf, sizeof(buf)), "Host");
+        proxy_http_head_done(&h);
+}
+END_TEST
+
+static int collect(void *userdata, const char *data, size_t len)
+{
+        strncat(userdata, data, len);
+        return 0;
+}
+
+/* The body is handed over decoded; chunk extensions and trailer fields go nowhere. */
+START_TEST(a_chunked_body_is_decoded_and_its_trailers_dropped)
+{
+        static const char msg[] = "POST http://a.test/x HTTP/1.1\r\nHost: a.test\r\n"
+                                  "Transfer-Encoding: chunked\r\n\r\n"
+                                  "3;ext=1\r\nabc\r\n2\r\nde\r\n0\r\n"
+                                  "Content-Length: 5\r\nHost: b.test\r\n\r\nGET";
+        char body[64] = "";
+        struct proxy_http p = {.on_body = collect, .userdata = body};
+        struct proxy_http_head h = {0};
+        const char *why = NULL;
+        size_t len = 0, used = 0;
+        bool done = false;
+
+        ck_assert_int_eq(proxy_http_head_scan(msg, sizeof(msg) - 1, &len, &why), 1);
+        ck_assert_int_eq(proxy_http_parse_head(&p, true, false, msg, len, &h, &why), 0);
+        ck_assert(h.chunked && !h.has_length);
+        ck_assert_int_eq(proxy_http_body(&p, msg + len, sizeof(msg) - 1 - len, &used, &done, &why),
+                         0);
+        ck_assert(done);
+        ck_assert_str_eq(body, "abcde");
+        ck_assert_int_eq(len + used, sizeof(msg) - 1 - 3);
+        ck_assert_int_eq(h.n_headers, 2); /* the trailer fields are not headers */
+        ck_assert_str_eq(proxy_http_header(&h, "host", NULL), "a.test");
+        proxy_http_head_done(&h);
 }
 END_TEST
 
@@ -501,6 +593,8 @@ int main(void)
         tcase_add_test(t, ref_patterns_are_refspec_like);
         tcase_add_test(t, smuggling_heads_are_refused);
         tcase_add_test(t, a_good_head_parses_and_its_body_is_framed);
+        tcase_add_test(t, connection_may_name_only_connection_options);
+        tcase_add_test(t, a_chunked_body_is_decoded_and_its_trailers_dropped);
         tcase_add_test(t, a_head_response_has_no_body);
         tcase_add_test(t, push_commands_are_read_and_judged);
         tcase_add_test(t, rule_checks_name_the_key);
