@@ -103,8 +103,7 @@ static const struct key keys[] = {
         /* Below CONFIG_HOST_UID_FLOOR only in a container (config-validate.c). */
         {SECTION_RUN, "host_uids", KEY_ID_RANGE, CFG(run.host_uids),
          CONFIG_HOST_UID_CONTAINER_FLOOR, CONFIG_HOST_UID_CEILING, 0},
-        {SECTION_RUN, "allow_container_without_userns", KEY_BOOL,
-         CFG(run.allow_container_without_userns), 0, 0, 0},
+        {SECTION_RUN, "allow_host_root", KEY_BOOL, CFG(run.allow_host_root), 0, 0, 0},
         {SECTION_NETWORK, "test_ca", KEY_HOST_PATH, CFG(network.test_ca), 0, 0, 0},
         {SECTION_NETWORK, "connections", KEY_COUNT, CFG(network.connections), 1, PROXY_CONNS_MAX,
          0},

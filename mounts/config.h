@@ -170,7 +170,7 @@ struct config {
                 struct config_id_range host_uids; /* default CONFIG_HOST_UID_MIN-MAX */
                 /* root in a container whose root is the host's (no user namespace of
                  * its own): run anyway (check warns); default false, refused */
-                bool allow_container_without_userns;
+                bool allow_host_root;
         } run;
 };
 

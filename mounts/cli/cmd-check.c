@@ -149,9 +149,8 @@ static int host_root_check(struct check *ck, const struct config *c)
         _cleanup_free_ char *why = NULL;
         int r;
 
-        if (c->run.allow_container_without_userns)
-                return lint_add(&ck->out, LINT_WARNING, c->file, 0, "run",
-                                "allow_container_without_userns",
+        if (c->run.allow_host_root)
+                return lint_add(&ck->out, LINT_WARNING, c->file, 0, "run", "allow_host_root",
                                 "true: as root, the sandbox runs even in a container whose root is "
                                 "the host's root, as real host uids ([run] host_uids) that "
                                 "cloister can't see the host's users of; give the container a "
@@ -163,7 +162,7 @@ static int host_root_check(struct check *ck, const struct config *c)
                 return 0;
         if (r == -ENOMEM)
                 return r;
-        return lint_add(&ck->out, LINT_ERROR, c->file, 0, "run", "allow_container_without_userns",
+        return lint_add(&ck->out, LINT_ERROR, c->file, 0, "run", "allow_host_root",
                         "%s: `cloister run` as root refuses to start here (give the container "
                         "a user namespace: podman --uidmap, Kubernetes hostUsers: false)",
                         why ? why : "cannot tell whether this is a container");

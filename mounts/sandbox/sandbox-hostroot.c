@@ -117,7 +117,7 @@ int sandbox_host_root_check(const struct config *c, char **ret_error)
         _cleanup_free_ char *why = NULL;
         int r;
 
-        if (c->run.allow_container_without_userns)
+        if (c->run.allow_host_root)
                 return 0;
         r = sandbox_host_root_detect(&why);
         if (r < 0)
@@ -131,7 +131,7 @@ int sandbox_host_root_check(const struct config *c, char **ret_error)
                 ret_error, -EPERM,
                 "%s, so the sandbox's uids ([run] host_uids) would be the host's own: "
                 "give the container a user namespace (podman --uidmap, Kubernetes "
-                "hostUsers: false), or set [run] allow_container_without_userns = "
+                "hostUsers: false), or set [run] allow_host_root = "
                 "true to run anyway",
                 why);
 }

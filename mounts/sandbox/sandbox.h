@@ -123,7 +123,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
  * its own; sandbox-hostroot.c says how it is told)? 1 with *ret_why (malloc'd,
  * what shows it), 0 if not, or < 0 (and *ret_why, if it could be made) if
  * it can't be told. A root-run sandbox refuses to start there unless [run]
- * allow_container_without_userns is set.
+ * allow_host_root is set.
  */
 int sandbox_host_root_detect(char **ret_why);
 

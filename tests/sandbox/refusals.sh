@@ -139,19 +139,19 @@ else
                 -- sh -c 'echo x >/workspace/ran' 2>&1)
         is container_without_userns_is_refused "$?" 125
         contains container_without_userns_refusal_says_why "$err" "whose root is the host's root"
-        contains container_without_userns_refusal_names_the_opt_out "$err" "[run] allow_container_without_userns = true"
+        contains container_without_userns_refusal_names_the_opt_out "$err" "[run] allow_host_root = true"
         ran_nothing container_without_userns_runs_nothing
         err=$(unshare --pid --fork --mount-proc "$CLOISTER" check "$CFG" 2>&1)
         is check_in_a_container_without_userns_fails "$?" 1
         contains check_in_a_container_without_userns_says_run_refuses "$err" "\`cloister run\` as root refuses to start here"
-        printf '[run]\nallow_container_without_userns = true\n' >>"$CFG"
+        printf '[run]\nallow_host_root = true\n' >>"$CFG"
         unshare --pid --fork --mount-proc "$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" \
                 -- sh -c 'echo x >/workspace/ran' >/dev/null 2>&1
         is container_without_userns_runs_with_the_opt_out "$?" 0
         [ -e "$STATE/fs/repo/ran" ] || [ -e "$MNT/workspace/ran" ] && ok opt_out_run_wrote_its_file ||
                 not_ok opt_out_run_wrote_its_file "no file"
         err=$("$CLOISTER" check "$CFG" 2>&1)
-        contains check_warns_about_the_opt_out "$err" "warning: $CFG: key 'allow_container_without_userns' in [run]: true"
+        contains check_warns_about_the_opt_out "$err" "warning: $CFG: key 'allow_host_root' in [run]: true"
 fi
 
 # --- without CAP_SYS_ADMIN the FUSE mount's hint names it, not /dev/fuse -------
