@@ -354,6 +354,22 @@ bool shed_short(struct fs_workspace *ws);
  * drop a few unused entries before it takes another request, so that a
  * stream of lookups cannot outrun the rounds. Holding no lock. */
 void shed_repay(struct fs_workspace *ws);
+/*
+ * A file with several names has a kernel entry per name it was handed out
+ * by, and any one of them keeps the node and its descriptor; shed.c knows
+ * one name, the node's. So an entry handed out by another name, or a name
+ * the node stops going by (link, rename), is dropped right after the reply
+ * (it lives on only while in use). shed_stale_is: parent/name is n's own
+ * name (nothing to drop). keep (ns_lock held): remember n's name now.
+ * drop (after replying, holding no lock): have the kernel drop it.
+ */
+struct shed_stale {
+        struct node *parent; /* a reference held */
+        char *name;
+};
+bool shed_stale_is(const struct node *n, const struct node *parent, const char *name);
+void shed_stale_keep(struct fs_workspace *ws, struct node *n, struct shed_stale *s);
+void shed_stale_drop(struct fs_workspace *ws, struct shed_stale *s);
 /* An operation ran out of descriptors: a round now. Holding no lock. */
 void shed_wake(struct fs_workspace *ws);
 void shed_stop(struct fs_workspace *ws);

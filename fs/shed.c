@@ -306,6 +306,38 @@ void shed_repay(struct fs_workspace *ws)
         }
 }
 
+bool shed_stale_is(const struct node *n, const struct node *parent, const char *name)
+{
+        return S_ISDIR(n->type) || !n->name || (n->parent == parent && streq(n->name, name));
+}
+
+void shed_stale_keep(struct fs_workspace *ws, struct node *n, struct shed_stale *s)
+{
+        /* Never a directory's entry: a process's cwd there would lose its path. */
+        if (S_ISDIR(n->type) || !n->parent || !n->name || n->unlinked || n->name_stale)
+                return;
+        s->name = strdup(n->name);
+        if (!s->name)
+                return; /* a round may still drop it; at worst a descriptor stays */
+        s->parent = n->parent;
+        node_ref(ws, s->parent);
+}
+
+void shed_stale_drop(struct fs_workspace *ws, struct shed_stale *s)
+{
+        if (!s->parent)
+                return;
+        /* The kernel takes the parent's lock to drop it, which a request
+         * that this worker would read next may hold: let another read. */
+        fs_loop_hand_on();
+        if (ws->se)
+                (void)fuse_lowlevel_notify_inval_entry(ws->se, node_ino(ws, s->parent), s->name,
+                                                       strlen(s->name));
+        node_unref(ws, s->parent);
+        free(s->name);
+        *s = (struct shed_stale){0};
+}
+
 void shed_kick(struct fs_workspace *ws)
 {
         if (!ws->shed.started || pthread_mutex_trylock(&ws->shed.lock) != 0)
