@@ -501,6 +501,19 @@ uint64_t quota_charge_bytes_upto(struct fs_workspace *ws, uint64_t want);
 int quota_charge_bytes(struct fs_workspace *ws, uint64_t n);
 void quota_refund_bytes(struct fs_workspace *ws, uint64_t n);
 void quota_add(struct fs_workspace *ws, uint64_t files, uint64_t bytes);
+/* What an upper inode costs (quota.c says what that is). */
+uint64_t quota_cost(const struct stat *st);
+/* The most the cost of fd (stat st, its lock held) can grow by when
+ * [off, off + len) is written or allocated (keep_size: the size stays). */
+uint64_t quota_write_bound(int fd, const struct stat *st, uint64_t off, uint64_t len,
+                           bool keep_size);
+/* The longest write at off, at most len, whose bound is within grant. */
+uint64_t quota_write_fit(int fd, const struct stat *st, uint64_t off, uint64_t len, uint64_t grant);
+/* reserved was charged for a change that took a cost from before to after:
+ * give back what it did not use, count what the host added past it. */
+void quota_settle(struct fs_workspace *ws, uint64_t reserved, uint64_t before, uint64_t after);
+/* The same, after read from fd (any fd on the inode, O_PATH too). */
+void quota_settle_fd(struct fs_workspace *ws, int fd, uint64_t reserved, uint64_t before);
 /* A removed file nobody has open: give its bytes back (again after a reopen). */
 void quota_reclaim(struct fs_workspace *ws, struct node *n);
 /*

@@ -208,6 +208,7 @@ static int make_entry(struct fs_workspace *ws, fuse_req_t req, struct node *p, c
         bool dev = S_ISCHR(type) || S_ISBLK(type);
         const char *at = dev ? UPPER_PREFIX "tmp.dev" : en;
         _cleanup_close_ int fd = -1;
+        uint64_t reserved = 0;
         int r;
 
         *xbits = 0;
@@ -219,8 +220,14 @@ static int make_entry(struct fs_workspace *ws, fuse_req_t req, struct node *p, c
         } else if (S_ISDIR(type)) {
                 r = mkdirat(p->ufd, en, mode & 01777) < 0 ? negative_errno() : 0;
         } else if (S_ISLNK(type)) {
-                /* The target is stored verbatim and never resolved by the daemon. */
-                r = symlinkat(link, p->ufd, en) < 0 ? negative_errno() : 0;
+                /* The target is stored verbatim and never resolved by the daemon;
+                 * it costs its length or its block (quota.c), settled below. */
+                reserved = (strlen(link) + 4095) / 4096 * 4096;
+                r = quota_charge_bytes(ws, reserved);
+                if (r == 0 && symlinkat(link, p->ufd, en) < 0) {
+                        r = negative_errno();
+                        quota_refund_bytes(ws, reserved);
+                }
         } else {
                 r = mknodat(p->ufd, en, type | (mode & 0777), 0) < 0 ? negative_errno() : 0;
         }
@@ -233,8 +240,11 @@ static int make_entry(struct fs_workspace *ws, fuse_req_t req, struct node *p, c
                 r = negative_errno();
         if (r < 0) {
                 (void)unlinkat(p->ufd, at, S_ISDIR(type) ? AT_REMOVEDIR : 0);
+                quota_refund_bytes(ws, reserved);
                 return r;
         }
+        if (reserved)
+                quota_settle_fd(ws, fd, reserved, 0);
         *ret_fd = TAKE_FD(fd);
         return 0;
 }
