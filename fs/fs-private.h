@@ -158,6 +158,8 @@ enum {
         GITINDEX_BUILDING = 1, /* lookups of .git/index wait */
 };
 
+struct shed_stale;
+
 struct fs_workspace {
         char *name, *state, *mountpoint, *source, *rev;
         char *git_config_extra; /* NULL: none */
@@ -208,6 +210,10 @@ struct fs_workspace {
                 /* entries owed by the lookups and creates made while short,
                  * paid by whichever worker holds repay_lock (itable_lock) */
                 size_t debt;
+                /* entries of other names of linked files, dropped by the
+                 * thread (shed_stale_drop; lock) */
+                struct shed_stale *stale;
+                size_t n_stale;
         } shed;
 
         pthread_mutex_t itable_lock;
@@ -361,7 +367,9 @@ void shed_repay(struct fs_workspace *ws);
  * the node stops going by (link, rename), is dropped right after the reply
  * (it lives on only while in use). shed_stale_is: parent/name is n's own
  * name (nothing to drop). keep (ns_lock held): remember n's name now.
- * drop (after replying, holding no lock): have the kernel drop it.
+ * drop (after replying, holding no lock): have the shed thread drop it
+ * (a worker would wait for the parent's lock, which the syscall that
+ * looked the name up may hold while it waits for a worker).
  */
 struct shed_stale {
         struct node *parent; /* a reference held */

@@ -170,16 +170,34 @@ static bool shed_round(struct fs_workspace *ws)
         return k > 0;
 }
 
+/* The thread: drop the queued entries (shed.lock held on entry and exit). */
+static void stale_drain(struct fs_workspace *ws)
+{
+        while (ws->shed.n_stale > 0) {
+                struct shed_stale s = ws->shed.stale[--ws->shed.n_stale];
+                pthread_mutex_unlock(&ws->shed.lock);
+                if (ws->se)
+                        (void)fuse_lowlevel_notify_inval_entry(ws->se, node_ino(ws, s.parent),
+                                                               s.name, strlen(s.name));
+                node_unref(ws, s.parent);
+                free(s.name);
+                pthread_mutex_lock(&ws->shed.lock);
+        }
+}
+
 static void *shed_main(void *arg)
 {
         struct fs_workspace *ws = arg;
 
         pthread_mutex_lock(&ws->shed.lock);
         for (;;) {
-                while (!ws->shed.asked && !ws->shed.stop)
+                while (!ws->shed.asked && !ws->shed.stop && ws->shed.n_stale == 0)
                         pthread_cond_wait(&ws->shed.wake, &ws->shed.lock);
                 if (ws->shed.stop)
                         break;
+                stale_drain(ws);
+                if (!ws->shed.asked)
+                        continue;
                 ws->shed.asked = false;
                 pthread_mutex_unlock(&ws->shed.lock);
                 /* Again while still high: the FORGETs of a round come back
@@ -331,18 +349,29 @@ void shed_stale_keep(struct fs_workspace *ws, struct node *n, struct shed_stale 
         node_ref(ws, s->parent);
 }
 
+#define SHED_STALE_MAX 4096 /* queued drops; past it, the next round's to find */
+
 void shed_stale_drop(struct fs_workspace *ws, struct shed_stale *s)
 {
+        bool queued = false;
+
         if (!s->parent)
                 return;
-        /* The kernel takes the parent's lock to drop it, which a request
-         * that this worker would read next may hold: let another read. */
-        fs_loop_hand_on();
-        if (ws->se)
-                (void)fuse_lowlevel_notify_inval_entry(ws->se, node_ino(ws, s->parent), s->name,
-                                                       strlen(s->name));
-        node_unref(ws, s->parent);
-        free(s->name);
+        pthread_mutex_lock(&ws->shed.lock);
+        if (ws->shed.started && !ws->shed.stop && ws->shed.n_stale < SHED_STALE_MAX) {
+                if (!ws->shed.stale)
+                        ws->shed.stale = calloc(SHED_STALE_MAX, sizeof(*ws->shed.stale));
+                if (ws->shed.stale) {
+                        ws->shed.stale[ws->shed.n_stale++] = *s;
+                        queued = true;
+                        pthread_cond_signal(&ws->shed.wake);
+                }
+        }
+        pthread_mutex_unlock(&ws->shed.lock);
+        if (!queued) {
+                node_unref(ws, s->parent);
+                free(s->name);
+        }
         *s = (struct shed_stale){0};
 }
 
@@ -366,5 +395,13 @@ void shed_stop(struct fs_workspace *ws)
                 pthread_join(ws->shed.thread, NULL);
                 ws->shed.started = false;
         }
+        /* Drops not made: the session goes, and the kernel's entries with it. */
+        while (ws->shed.n_stale > 0) {
+                struct shed_stale *st = &ws->shed.stale[--ws->shed.n_stale];
+                node_unref(ws, st->parent);
+                free(st->name);
+        }
+        free(ws->shed.stale);
+        ws->shed.stale = NULL;
         ws->shed.proc_fd = safe_close(ws->shed.proc_fd); /* the thread read it */
 }
