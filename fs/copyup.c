@@ -192,13 +192,40 @@ static int copy_lower(struct node *n, int out, uint64_t size)
         return copyup_fd_data(in, out, size);
 }
 
+/*
+ * Copy n's lower data (size bytes) into the upper file out, whose cost is
+ * before: charged as the host stores it (quota.c), a block more than the
+ * size at most reserved first. *ret_charged: what it was charged.
+ */
+static int copy_charged(struct fs_workspace *ws, struct node *n, int out, uint64_t size,
+                        uint64_t before, uint64_t *ret_charged)
+{
+        uint64_t reserve = (size + 4095) / 4096 * 4096;
+        struct stat st;
+        int r = quota_charge_bytes(ws, reserve);
+
+        if (r < 0)
+                return r;
+        r = copy_lower(n, out, size);
+        if (r < 0) {
+                quota_refund_bytes(ws, reserve);
+                return r;
+        }
+        *ret_charged = reserve;
+        if (fstat(out, &st) == 0) {
+                quota_settle(ws, reserve, before, quota_cost(&st));
+                *ret_charged = quota_cost(&st) > before ? quota_cost(&st) - before : 0;
+        }
+        return 0;
+}
+
 /* Fill a metacopy's upper file with the lower data, keeping its inode and metadata. */
 static int fill_metacopy(struct fs_workspace *ws, struct node *n, enum copyup_how how)
 {
         _cleanup_close_ int out = -1;
         struct stat st;
         json_t *rec;
-        uint64_t size = 0;
+        uint64_t size = 0, charged = 0;
         int r;
 
         r = upper_open(n, O_WRONLY, &out);
@@ -211,14 +238,11 @@ static int fill_metacopy(struct fs_workspace *ws, struct node *n, enum copyup_ho
                 if (r < 0)
                         return r;
                 size = n->lower.size;
-                r = quota_charge_bytes(ws, size);
+                if (ftruncate(out, 0) < 0)
+                        return negative_errno();
+                r = copy_charged(ws, n, out, size, quota_cost(&st), &charged);
                 if (r < 0)
                         return r;
-                r = ftruncate(out, 0) < 0 ? negative_errno() : copy_lower(n, out, size);
-                if (r < 0) {
-                        quota_refund_bytes(ws, size);
-                        return r;
-                }
         }
         (void)futimens(out, (struct timespec[]){st.st_atim, st.st_mtim});
         if (!n->unlinked) {
@@ -257,16 +281,12 @@ static int make_file(struct fs_workspace *ws, struct node *n, enum copyup_how ho
                 if (r < 0)
                         return r;
                 size = n->lower.size;
-                r = quota_charge_bytes(ws, size);
-                if (r < 0)
-                        return r;
-                *ret_charged = size;
         }
         out = openat(parent->ufd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (out < 0)
                 return negative_errno();
         if (how == COPYUP_DATA) {
-                r = copy_lower(n, out, size);
+                r = copy_charged(ws, n, out, size, 0, ret_charged);
                 if (r < 0)
                         goto fail;
         }
@@ -328,8 +348,22 @@ static int make_special(struct fs_workspace *ws, struct node *n, const char *en,
         if (S_ISLNK(type)) {
                 _cleanup_free_ char *target = NULL;
                 r = lower_readlink(n->layer->lower, &n->lower, &target);
-                if (r == 0 && symlinkat(target, parent->ufd, en) < 0)
-                        r = negative_errno();
+                if (r == 0) {
+                        /* Its length or its block (quota.c): settled once it exists. */
+                        uint64_t reserve = (strlen(target) + 4095) / 4096 * 4096;
+                        struct stat st;
+                        r = quota_charge_bytes(ws, reserve);
+                        if (r == 0 && symlinkat(target, parent->ufd, en) < 0) {
+                                r = negative_errno();
+                                quota_refund_bytes(ws, reserve);
+                        } else if (r == 0) {
+                                *ret_charged = reserve;
+                                if (fstatat(parent->ufd, en, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+                                        quota_settle(ws, reserve, 0, quota_cost(&st));
+                                        *ret_charged = quota_cost(&st);
+                                }
+                        }
+                }
         } else if (S_ISFIFO(type)) {
                 r = mkfifoat(parent->ufd, en, mode) < 0 ? negative_errno() : 0;
         } else if (S_ISSOCK(type) && n->lower.fz) {
@@ -372,7 +406,7 @@ static int copyup_orphan(struct fs_workspace *ws, struct node *n, enum copyup_ho
         mode_t type = n->type & S_IFMT, mode = n->lower.mode & 0777;
         char tmp[64];
         _cleanup_close_ int fd = -1;
-        uint64_t size = 0;
+        uint64_t charged = 0;
         int r;
 
         if (!n->has_lower)
@@ -418,21 +452,15 @@ static int copyup_orphan(struct fs_workspace *ws, struct node *n, enum copyup_ho
                 r = lower_size(n->layer->lower, &n->lower);
                 if (r < 0)
                         return r;
-                size = n->lower.size;
-                r = quota_charge_bytes(ws, size);
+                r = copy_charged(ws, n, fd, n->lower.size, 0, &charged);
                 if (r < 0)
                         return r;
-                r = copy_lower(n, fd, size);
-                if (r < 0) {
-                        quota_refund_bytes(ws, size);
-                        return r;
-                }
         }
         if (n->lower.fz) {
                 uint64_t xc = 0;
                 r = frozen_copy_meta(ws, n, fd, &xc);
                 if (r < 0) {
-                        quota_refund_bytes(ws, size + xc);
+                        quota_refund_bytes(ws, charged + xc);
                         return r;
                 }
         } else {
@@ -469,11 +497,7 @@ static int index_fill(struct fs_workspace *ws, struct node *n, int out, uint64_t
                 r = lower_size(n->layer->lower, &n->lower);
                 if (r < 0)
                         return r;
-                r = quota_charge_bytes(ws, n->lower.size);
-                if (r < 0)
-                        return r;
-                *ret_charged = n->lower.size;
-                r = copy_lower(n, out, n->lower.size);
+                r = copy_charged(ws, n, out, n->lower.size, 0, ret_charged);
                 if (r < 0)
                         return r;
         }

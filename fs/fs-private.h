@@ -158,6 +158,8 @@ enum {
         GITINDEX_BUILDING = 1, /* lookups of .git/index wait */
 };
 
+struct shed_stale;
+
 struct fs_workspace {
         char *name, *state, *mountpoint, *source, *rev;
         char *git_config_extra; /* NULL: none */
@@ -208,6 +210,10 @@ struct fs_workspace {
                 /* entries owed by the lookups and creates made while short,
                  * paid by whichever worker holds repay_lock (itable_lock) */
                 size_t debt;
+                /* entries of other names of linked files, dropped by the
+                 * thread (shed_stale_drop; lock) */
+                struct shed_stale *stale;
+                size_t n_stale;
         } shed;
 
         pthread_mutex_t itable_lock;
@@ -354,6 +360,24 @@ bool shed_short(struct fs_workspace *ws);
  * drop a few unused entries before it takes another request, so that a
  * stream of lookups cannot outrun the rounds. Holding no lock. */
 void shed_repay(struct fs_workspace *ws);
+/*
+ * A file with several names has a kernel entry per name it was handed out
+ * by, and any one of them keeps the node and its descriptor; shed.c knows
+ * one name, the node's. So an entry handed out by another name, or a name
+ * the node stops going by (link, rename), is dropped right after the reply
+ * (it lives on only while in use). shed_stale_is: parent/name is n's own
+ * name (nothing to drop). keep (ns_lock held): remember n's name now.
+ * drop (after replying, holding no lock): have the shed thread drop it
+ * (a worker would wait for the parent's lock, which the syscall that
+ * looked the name up may hold while it waits for a worker).
+ */
+struct shed_stale {
+        struct node *parent; /* a reference held */
+        char *name;
+};
+bool shed_stale_is(const struct node *n, const struct node *parent, const char *name);
+void shed_stale_keep(struct fs_workspace *ws, struct node *n, struct shed_stale *s);
+void shed_stale_drop(struct fs_workspace *ws, struct shed_stale *s);
 /* An operation ran out of descriptors: a round now. Holding no lock. */
 void shed_wake(struct fs_workspace *ws);
 void shed_stop(struct fs_workspace *ws);
@@ -485,6 +509,19 @@ uint64_t quota_charge_bytes_upto(struct fs_workspace *ws, uint64_t want);
 int quota_charge_bytes(struct fs_workspace *ws, uint64_t n);
 void quota_refund_bytes(struct fs_workspace *ws, uint64_t n);
 void quota_add(struct fs_workspace *ws, uint64_t files, uint64_t bytes);
+/* What an upper inode costs (quota.c says what that is). */
+uint64_t quota_cost(const struct stat *st);
+/* The most the cost of fd (stat st, its lock held) can grow by when
+ * [off, off + len) is written or allocated (keep_size: the size stays). */
+uint64_t quota_write_bound(int fd, const struct stat *st, uint64_t off, uint64_t len,
+                           bool keep_size);
+/* The longest write at off, at most len, whose bound is within grant. */
+uint64_t quota_write_fit(int fd, const struct stat *st, uint64_t off, uint64_t len, uint64_t grant);
+/* reserved was charged for a change that took a cost from before to after:
+ * give back what it did not use, count what the host added past it. */
+void quota_settle(struct fs_workspace *ws, uint64_t reserved, uint64_t before, uint64_t after);
+/* The same, after read from fd (any fd on the inode, O_PATH too). */
+void quota_settle_fd(struct fs_workspace *ws, int fd, uint64_t reserved, uint64_t before);
 /* A removed file nobody has open: give its bytes back (again after a reopen). */
 void quota_reclaim(struct fs_workspace *ws, struct node *n);
 /*

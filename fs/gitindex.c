@@ -191,7 +191,7 @@ static void *build(void *arg)
                 pthread_rwlock_unlock(&ws->ns_lock);
         }
         if (r == 0) {
-                quota_add(ws, 1, (uint64_t)st.st_size);
+                quota_add(ws, 1, quota_cost(&st));
                 if (write_marker(ws->index.fsdir_fd) < 0)
                         fprintf(stderr, "cloister mount: cannot record the .git index: %m\n");
         } else {

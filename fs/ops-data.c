@@ -144,6 +144,7 @@ static void handle_put(struct fs_workspace *ws, struct handle *h)
 
 static int truncate_upper_fd(struct fs_workspace *ws, struct node *n, int fd, uint64_t size)
 {
+        uint64_t before, grant = 0;
         struct stat st;
         int r = 0;
 
@@ -152,19 +153,20 @@ static int truncate_upper_fd(struct fs_workspace *ws, struct node *n, int fd, ui
                 r = negative_errno();
                 goto out;
         }
-        if (size > (uint64_t)st.st_size) {
-                r = quota_charge_bytes(ws, size - (uint64_t)st.st_size);
+        /* Up: the new size, no block (the store allocates none for it). */
+        before = quota_cost(&st);
+        if (size > before) {
+                r = quota_charge_bytes(ws, size - before);
                 if (r < 0)
                         goto out;
+                grant = size - before;
         }
         if (ftruncate(fd, (off_t)size) < 0) {
                 r = negative_errno();
-                if (size > (uint64_t)st.st_size)
-                        quota_refund_bytes(ws, size - (uint64_t)st.st_size);
+                quota_refund_bytes(ws, grant);
                 goto out;
         }
-        if (size < (uint64_t)st.st_size)
-                quota_refund_bytes(ws, (uint64_t)st.st_size - size);
+        quota_settle_fd(ws, fd, grant, before);
 out:
         pthread_mutex_unlock(&n->lock);
         return r;
@@ -515,7 +517,7 @@ void ops_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off
         struct handle *h = fi_handle(fi);
         struct node *n = h->node;
         size_t len = fuse_buf_size(bufv);
-        uint64_t size, grant = 0, end;
+        uint64_t before, want, grant = 0;
         struct stat st;
         ssize_t res = 0;
         int r;
@@ -552,19 +554,21 @@ void ops_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off
                 r = -errno;
                 goto out;
         }
-        size = (uint64_t)st.st_size;
-        end = (uint64_t)off + len;
-        if (end > size) {
-                uint64_t want = end - size;
+        before = quota_cost(&st);
+        want = quota_write_bound(h->fd, &st, (uint64_t)off, len, false);
+        if (want > 0) {
                 grant = quota_charge_bytes_upto(ws, want);
                 if (grant < want) {
                         /* Cut the write at the cap, like a full disk would. */
-                        if (size + grant <= (uint64_t)off) {
-                                quota_refund_bytes(ws, grant);
+                        uint64_t fit = quota_write_fit(h->fd, &st, (uint64_t)off, len, grant);
+                        uint64_t need = quota_write_bound(h->fd, &st, (uint64_t)off, fit, false);
+                        quota_refund_bytes(ws, grant - need);
+                        grant = need;
+                        if (fit == 0) {
                                 r = -ENOSPC;
                                 goto out;
                         }
-                        len = (size_t)(size + grant - (uint64_t)off);
+                        len = (size_t)fit;
                 }
         }
         {
@@ -579,13 +583,7 @@ void ops_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off
                 r = (int)res;
                 goto out;
         }
-        if (grant) {
-                uint64_t got = (uint64_t)off + (uint64_t)res > size
-                                       ? (uint64_t)off + (uint64_t)res - size
-                                       : 0;
-                if (got < grant)
-                        quota_refund_bytes(ws, grant - got);
-        }
+        quota_settle_fd(ws, h->fd, grant, before);
         r = 0;
 out:
         pthread_mutex_unlock(&n->lock);
@@ -805,13 +803,25 @@ out:
                 fuse_reply_attr(req, &st, ops_timeout(n));
 }
 
+/*
+ * fallocate: allocating (with or without KEEP_SIZE), zeroing a range and
+ * punching a hole, each charged as the host allocates (quota.c): the most
+ * the range can take first, plus a block for the extent the store may
+ * split, then what it took. A range that does not fit is refused with
+ * ENOSPC before anything is allocated. Inserting or collapsing a range
+ * moves a file's blocks around in ways no bound here covers: EOPNOTSUPP.
+ */
+#define FALLOC_MODES (FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)
+#define FALLOC_SLACK 4096
+
 void ops_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
                    struct fuse_file_info *fi)
 {
         struct fs_workspace *ws = req_ws(req);
         struct handle *h = fi_handle(fi);
         struct node *n = h->node;
-        uint64_t grant = 0;
+        bool punch = mode & FALLOC_FL_PUNCH_HOLE, keep = mode & FALLOC_FL_KEEP_SIZE;
+        uint64_t grant = 0, before;
         struct stat st;
         int r = 0;
         (void)ino;
@@ -820,8 +830,12 @@ void ops_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t
                 fuse_reply_err(req, n->kind == NODE_COW ? EBADF : EROFS);
                 return;
         }
-        if (mode & ~FALLOC_FL_KEEP_SIZE) {
+        if ((mode & ~FALLOC_MODES) || (punch && (mode & FALLOC_FL_ZERO_RANGE))) {
                 fuse_reply_err(req, EOPNOTSUPP);
+                return;
+        }
+        if (punch && !keep) {
+                fuse_reply_err(req, EINVAL); /* as fallocate(2) */
                 return;
         }
         if (offset < 0 || length <= 0) {
@@ -848,20 +862,34 @@ void ops_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t
                 r = errno;
                 goto out;
         }
-        if (!(mode & FALLOC_FL_KEEP_SIZE) && (uint64_t)(offset + length) > (uint64_t)st.st_size) {
-                grant = (uint64_t)(offset + length) - (uint64_t)st.st_size;
-                if (quota_charge_bytes(ws, grant) < 0) {
-                        r = ENOSPC;
-                        goto out;
-                }
+        before = quota_cost(&st);
+        grant = FALLOC_SLACK;
+        if (!punch)
+                grant += quota_write_bound(h->fd, &st, (uint64_t)offset, (uint64_t)length, keep);
+        if (quota_charge_bytes(ws, grant) < 0) {
+                grant = 0;
+                r = ENOSPC;
+                goto out;
         }
         if (fallocate(h->fd, mode, offset, length) < 0) {
                 r = errno;
                 quota_refund_bytes(ws, grant);
+                goto out;
         }
+        quota_settle_fd(ws, h->fd, grant, before);
 out:
         pthread_mutex_unlock(&n->lock);
         pthread_rwlock_unlock(&ws->write_gate);
+        /* A hole or zeroes change what the file reads: journaled as a write. */
+        if (r == 0 && (punch || (mode & FALLOC_FL_ZERO_RANGE))) {
+                pthread_rwlock_rdlock(&ws->ns_lock);
+                r = -ops_journal(ws, req, JOURNAL_WRITE, n, NULL,
+                                 &(struct journal_entry){.offset = (uint64_t)offset,
+                                                         .length = (uint64_t)length,
+                                                         .uid = -1,
+                                                         .gid = -1});
+                pthread_rwlock_unlock(&ws->ns_lock);
+        }
         fuse_reply_err(req, r);
 }
 

@@ -135,6 +135,7 @@ void ops_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
         struct fs_workspace *ws = req_ws(req);
         struct node *p = ino_node(ws, parent), *n = NULL;
+        struct shed_stale stale = {0};
         struct fuse_entry_param e;
         struct stat st;
         int r;
@@ -158,6 +159,15 @@ void ops_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
         }
         pthread_rwlock_rdlock(&ws->ns_lock);
         r = ops_getattr(ws, n, NULL, &st);
+        /* Another name of a file with several (fs-private.h, shed_stale):
+         * this entry is dropped after its use. */
+        if (r == 0 && st.st_nlink > 1 && !shed_stale_is(n, p, name)) {
+                stale.name = strdup(name);
+                if (stale.name) {
+                        stale.parent = p;
+                        node_ref(ws, p);
+                }
+        }
         pthread_rwlock_unlock(&ws->ns_lock);
         if (r < 0) {
                 node_forget(ws, n, 1);
@@ -166,6 +176,7 @@ void ops_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
         }
         ops_fill_entry(ws, n, &st, &e);
         fuse_reply_entry(req, &e);
+        shed_stale_drop(ws, &stale);
         shed_repay(ws);
 }
 
@@ -396,9 +407,14 @@ static size_t add_entry(fuse_req_t req, struct fs_workspace *ws, struct node *di
         pthread_rwlock_rdlock(&ws->ns_lock);
         r = ops_getattr(ws, c, NULL, &st);
         pthread_rwlock_unlock(&ws->ns_lock);
-        if (r < 0) {
+        if (r < 0 || (!S_ISDIR(st.st_mode) && st.st_nlink > 1)) {
                 node_forget(ws, c, 1);
-                return 0;
+                if (r < 0)
+                        return 0;
+                /* A file with several names: no entry the kernel would keep
+                 * (fs-private.h, shed_stale); it looks the name up when used. */
+                ep = (struct fuse_entry_param){.attr = {.st_ino = e->ino, .st_mode = e->type}};
+                return fuse_add_direntry_plus(req, buf, room, e->name, &ep, (off_t)e->off);
         }
         ops_fill_entry(ws, c, &st, &ep);
         return fuse_add_direntry_plus(req, buf, room, e->name, &ep, (off_t)e->off);

@@ -208,6 +208,7 @@ static int make_entry(struct fs_workspace *ws, fuse_req_t req, struct node *p, c
         bool dev = S_ISCHR(type) || S_ISBLK(type);
         const char *at = dev ? UPPER_PREFIX "tmp.dev" : en;
         _cleanup_close_ int fd = -1;
+        uint64_t reserved = 0;
         int r;
 
         *xbits = 0;
@@ -219,8 +220,14 @@ static int make_entry(struct fs_workspace *ws, fuse_req_t req, struct node *p, c
         } else if (S_ISDIR(type)) {
                 r = mkdirat(p->ufd, en, mode & 01777) < 0 ? negative_errno() : 0;
         } else if (S_ISLNK(type)) {
-                /* The target is stored verbatim and never resolved by the daemon. */
-                r = symlinkat(link, p->ufd, en) < 0 ? negative_errno() : 0;
+                /* The target is stored verbatim and never resolved by the daemon;
+                 * it costs its length or its block (quota.c), settled below. */
+                reserved = (strlen(link) + 4095) / 4096 * 4096;
+                r = quota_charge_bytes(ws, reserved);
+                if (r == 0 && symlinkat(link, p->ufd, en) < 0) {
+                        r = negative_errno();
+                        quota_refund_bytes(ws, reserved);
+                }
         } else {
                 r = mknodat(p->ufd, en, type | (mode & 0777), 0) < 0 ? negative_errno() : 0;
         }
@@ -233,8 +240,11 @@ static int make_entry(struct fs_workspace *ws, fuse_req_t req, struct node *p, c
                 r = negative_errno();
         if (r < 0) {
                 (void)unlinkat(p->ufd, at, S_ISDIR(type) ? AT_REMOVEDIR : 0);
+                quota_refund_bytes(ws, reserved);
                 return r;
         }
+        if (reserved)
+                quota_settle_fd(ws, fd, reserved, 0);
         *ret_fd = TAKE_FD(fd);
         return 0;
 }
@@ -312,6 +322,7 @@ void ops_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *
 {
         struct fs_workspace *ws = req_ws(req);
         struct node *n = ino_node(ws, ino), *p = ino_node(ws, newparent);
+        struct shed_stale stale = {0};
         char en[256], srcen[256];
         json_t *rec;
         int r;
@@ -368,7 +379,9 @@ void ops_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *
         }
         /* The newest name is the one the node goes by from now on: `link
          * tmp final` then `unlink tmp` (git's objects) leaves no other
-         * name to drop its entry by (shed.c). */
+         * name to drop its entry by (shed.c). The old name's entry was
+         * cached for long, when the file had one name: dropped below. */
+        shed_stale_keep(ws, n, &stale);
         (void)node_set_parent(ws, n, p, newname);
         goto out;
 refund:
@@ -376,6 +389,7 @@ refund:
 out:
         pthread_rwlock_unlock(&ws->ns_lock);
         reply_entry(req, ws, r == 0 ? n : NULL, r);
+        shed_stale_drop(ws, &stale);
 }
 
 /* Nobody holds it open any more: the space of a removed file comes back. */
@@ -543,7 +557,8 @@ static int bring_up(struct fs_workspace *ws, struct node *n)
 }
 
 static int do_rename(struct fs_workspace *ws, fuse_req_t req, struct node *p, const char *name,
-                     struct node *np, const char *newname, unsigned flags)
+                     struct node *np, const char *newname, unsigned flags,
+                     struct shed_stale stale[static 2])
 {
         struct node *src = NULL, *dst = NULL;
         char en[256], nen[256];
@@ -629,6 +644,10 @@ static int do_rename(struct fs_workspace *ws, fuse_req_t req, struct node *p, co
                         r = upper_meta_set_rec(p, name, drec);
                 if (r < 0)
                         goto out;
+                if (!shed_stale_is(src, p, name))
+                        shed_stale_keep(ws, src, &stale[0]);
+                if (!shed_stale_is(dst, np, newname))
+                        shed_stale_keep(ws, dst, &stale[1]);
                 r = node_set_parent(ws, src, np, newname);
                 if (r == 0)
                         r = node_set_parent(ws, dst, p, name);
@@ -670,6 +689,8 @@ static int do_rename(struct fs_workspace *ws, fuse_req_t req, struct node *p, co
                 if (had_lower)
                         (void)upper_meta_set_whiteout(p, name, true);
                 quota_refund_bytes(ws, dst_xattrs);
+                if (!shed_stale_is(src, p, name))
+                        shed_stale_keep(ws, src, &stale[0]);
                 r = node_set_parent(ws, src, np, newname);
                 if (dst && dst_last) {
                         links_drop_if_gone(ws, dst);
@@ -696,11 +717,13 @@ void ops_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
                 const char *newname, unsigned int flags)
 {
         struct fs_workspace *ws = req_ws(req);
+        struct shed_stale stale[2] = {0};
         int r;
         pthread_rwlock_wrlock(&ws->ns_lock);
         fs_dir_changed(ino_node(ws, parent));
         fs_dir_changed(ino_node(ws, newparent));
-        r = do_rename(ws, req, ino_node(ws, parent), name, ino_node(ws, newparent), newname, flags);
+        r = do_rename(ws, req, ino_node(ws, parent), name, ino_node(ws, newparent), newname, flags,
+                      stale);
         if (r < 0 && r != -ENOENT) {
                 struct node *np = ino_node(ws, newparent);
                 _cleanup_free_ char *dir = np->kind == NODE_COW ? node_path(np) : NULL, *to = NULL;
@@ -710,4 +733,6 @@ void ops_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
         }
         pthread_rwlock_unlock(&ws->ns_lock);
         fuse_reply_err(req, -r);
+        shed_stale_drop(ws, &stale[0]);
+        shed_stale_drop(ws, &stale[1]);
 }

@@ -185,12 +185,15 @@ void ops_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
  * quota. ns_lock is held for writing, so nothing else changes fd's
  * attributes meanwhile.
  */
+#define XATTR_BLOCK 4096
+
 static int xattr_change_charged(struct fs_workspace *ws, int fd, const char *name,
                                 const char *value, size_t size, int flags, bool remove)
 {
         ssize_t had = xget(fd, name, NULL, 0);
         uint64_t old_cost = had >= 0 ? quota_xattr_cost(name, (size_t)had) : 0;
         uint64_t new_cost = remove ? 0 : quota_xattr_cost(name, size), charged = 0;
+        struct stat st;
         int r;
 
         if (had < 0 && errno != ENODATA)
@@ -205,11 +208,20 @@ static int xattr_change_charged(struct fs_workspace *ws, int fd, const char *nam
                         return r;
                 charged = new_cost - old_cost;
         }
+        /* The store may give the attributes a block of their own (ext4),
+         * which st_blocks shows: reserved too, then settled (quota.c). */
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!remove && quota_charge_bytes(ws, XATTR_BLOCK) < 0) {
+                quota_refund_bytes(ws, charged);
+                return -ENOSPC;
+        }
         if ((remove ? xremove(fd, name) : xset(fd, name, value, size, flags)) < 0) {
                 r = negative_errno();
-                quota_refund_bytes(ws, charged);
+                quota_refund_bytes(ws, charged + (remove ? 0 : XATTR_BLOCK));
                 return r;
         }
+        quota_settle_fd(ws, fd, remove ? 0 : XATTR_BLOCK, quota_cost(&st));
         if (old_cost > new_cost)
                 quota_refund_bytes(ws, old_cost - new_cost);
         return 0;

@@ -2,14 +2,23 @@
 /*
  * quota.c: [limits] bytes and files across the writable layers.
  *
- * Bytes are the logical sizes of the upper regular files (a sparse file
- * counts its size; a metacopy counts nothing until its data is copied up);
- * files are the entries in the upper trees, copy-ups included. Usage is
- * counted once at mount by walking the upper trees (they hold only what the
- * agent changed, never the whole repo) and then kept in two atomics:
- * reservations are compare-and-swap against the cap, so concurrent writers
- * never overshoot it. A write that extends a file reserves the extension
- * under that file's lock (ops-data.c), so the count is exact.
+ * Bytes bound the host blocks the upper store uses: a regular file or a
+ * symlink costs its logical size or its host blocks (st_blocks), whichever
+ * is more (quota_cost), so a sparse file counts its size and a file whose
+ * blocks outgrow its size (fallocate with KEEP_SIZE, a partly filled last
+ * block) counts its blocks; a metacopy counts nothing until its data is
+ * copied up. Files are the entries in the upper trees, copy-ups included.
+ * Usage is counted once at mount by walking the upper trees (they hold
+ * only what the agent changed, never the whole repo) and then kept in two
+ * atomics: reservations are compare-and-swap against the cap, so
+ * concurrent writers never overshoot it. Whatever changes a file's data
+ * (write, truncate, fallocate, a copy-up) first reserves the most that its
+ * cost can grow by (quota_write_bound: every block of the range that is
+ * not data already), under that file's lock (ops-data.c), and then
+ * settles to the cost the host reports after (quota_settle), so the count
+ * is exact to the block and never passes the cap on what the range can
+ * allocate. What only the host's own bookkeeping adds (an extent-tree
+ * block) is counted when it shows, never refused.
  *
  * The agent's user.* extended attributes count in bytes too (names and
  * values; ops-xattr.c charges them as they change), or a workspace whose
@@ -95,11 +104,105 @@ static uint64_t linked_bytes(struct linked *l)
         return bytes;
 }
 
-/* An entry's bytes: a regular file's size and its attributes, a directory's attributes. */
+uint64_t quota_cost(const struct stat *st)
+{
+        uint64_t blocks = (uint64_t)st->st_blocks * 512;
+
+        if (S_ISREG(st->st_mode) || S_ISLNK(st->st_mode))
+                return MAX((uint64_t)st->st_size, blocks);
+        return 0;
+}
+
+/* The unit a store allocates in: at least a page, as ext4, tmpfs, btrfs and xfs do. */
+static uint64_t alloc_unit(const struct stat *st)
+{
+        return MAX((uint64_t)st->st_blksize, (uint64_t)4096);
+}
+
+/*
+ * The most [off, off + len) of the file fd (st) can newly allocate: every
+ * block it touches, less those that hold data already (SEEK_DATA and
+ * SEEK_HOLE, which report space that fallocate reserved as a hole on some
+ * stores: more reserved, never less). Past the size everything counts; a
+ * file of many extents is looked at for its first 16 only.
+ */
+static uint64_t alloc_bound(int fd, const struct stat *st, uint64_t off, uint64_t len)
+{
+        uint64_t bs = alloc_unit(st), size = (uint64_t)st->st_size;
+        uint64_t a = off / bs * bs, b = (off + len + bs - 1) / bs * bs, need = b - a, pos = a;
+
+        for (int i = 0; i < 16 && pos < b && pos < size; i++) {
+                off_t d = lseek(fd, (off_t)pos, SEEK_DATA), h;
+                uint64_t ds, de;
+                if (d < 0 || (uint64_t)d >= b)
+                        break;
+                h = lseek(fd, d, SEEK_HOLE);
+                if (h < 0)
+                        break;
+                ds = MAX((uint64_t)d / bs * bs, a);
+                de = MIN(((uint64_t)h + bs - 1) / bs * bs, b);
+                if (de > ds)
+                        need -= de - ds;
+                pos = ((uint64_t)h + bs - 1) / bs * bs;
+                if (pos <= (uint64_t)d)
+                        break;
+        }
+        return need;
+}
+
+uint64_t quota_write_bound(int fd, const struct stat *st, uint64_t off, uint64_t len,
+                           bool keep_size)
+{
+        uint64_t size = (uint64_t)st->st_size, before = quota_cost(st), after;
+
+        if (len == 0)
+                return 0;
+        if (!keep_size)
+                size = MAX(size, off + len);
+        after = MAX(size, (uint64_t)st->st_blocks * 512 + alloc_bound(fd, st, off, len));
+        return after > before ? after - before : 0;
+}
+
+uint64_t quota_write_fit(int fd, const struct stat *st, uint64_t off, uint64_t len, uint64_t grant)
+{
+        uint64_t lo = 0, hi = len;
+
+        /* The bound only grows with the length: the longest that fits. */
+        while (lo < hi) {
+                uint64_t mid = lo + (hi - lo + 1) / 2;
+                if (quota_write_bound(fd, st, off, mid, false) <= grant)
+                        lo = mid;
+                else
+                        hi = mid - 1;
+        }
+        return lo;
+}
+
+void quota_settle(struct fs_workspace *ws, uint64_t reserved, uint64_t before, uint64_t after)
+{
+        uint64_t grew = after > before ? after - before : 0;
+
+        if (grew > reserved)
+                quota_add(ws, 0, grew - reserved); /* the host's bookkeeping: counted */
+        else
+                quota_refund_bytes(ws, reserved - grew + (before > after ? before - after : 0));
+}
+
+void quota_settle_fd(struct fs_workspace *ws, int fd, uint64_t reserved, uint64_t before)
+{
+        struct stat st;
+
+        /* Can't tell: keep what was reserved (more, never less). */
+        if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
+                return;
+        quota_settle(ws, reserved, before, quota_cost(&st));
+}
+
+/* An entry's bytes: a file's or symlink's cost and its attributes, a directory's attributes. */
 static uint64_t entry_bytes(int dfd, const char *name, const struct stat *st)
 {
         _cleanup_close_ int fd = -1;
-        uint64_t bytes = S_ISREG(st->st_mode) ? (uint64_t)st->st_size : 0;
+        uint64_t bytes = quota_cost(st);
 
         /* Only regular files and directories can hold user.* attributes. */
         if (!S_ISREG(st->st_mode) && !S_ISDIR(st->st_mode))
@@ -274,7 +377,7 @@ void quota_add(struct fs_workspace *ws, uint64_t files, uint64_t bytes)
 }
 
 /*
- * A file's bytes are counted while its inode exists, as a disk's are: an
+ * A file's bytes (a symlink's too) are counted while its inode exists, as a disk's are: an
  * unlinked file still open keeps them until its last close. Called when
  * nobody has n open (or once nothing references the node); n can be
  * reopened later through /proc/PID/fd, so each call settles the difference
@@ -285,12 +388,13 @@ void quota_reclaim(struct fs_workspace *ws, struct node *n)
         struct stat st;
         uint64_t size;
 
-        if (n->kind != NODE_COW || !n->unlinked || !n->upper || !S_ISREG(n->type) || n->hfd < 0)
+        if (n->kind != NODE_COW || !n->unlinked || !n->upper ||
+            !(S_ISREG(n->type) || S_ISLNK(n->type)) || n->hfd < 0)
                 return;
         if (fstatat(n->hfd, "", &st, AT_EMPTY_PATH) < 0 || st.st_nlink > 0)
                 return;
-        size = (uint64_t)st.st_size;
-        {
+        size = quota_cost(&st);
+        if (S_ISREG(n->type)) {
                 /* Its attributes go with it (O_PATH can't read them: reopen). */
                 _cleanup_close_ int fd = -1;
                 if (upper_open(n, O_RDONLY | O_NONBLOCK, &fd) == 0)

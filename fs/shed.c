@@ -41,6 +41,14 @@
  * parallel lookups can outrun both when the limit is small: at 1,024,
  * git status's threads can; at the 20,000 of the hosts this was measured
  * on, the half kept free is 10,000 descriptors.
+ *
+ * A file with several names has a kernel entry per name it was handed out
+ * by, and any one keeps the node; a drop names one. So such a file keeps
+ * at most one cached entry, its node's name: one handed out by another
+ * name is dropped right after the reply (shed_stale_drop; it lives on
+ * while in use), readdirplus gives such files plain entries, and a link or
+ * rename that moves the node's name drops the old name's entry. Before,
+ * 400 linked pairs held 511 descriptors of 512 (tests/fs/nofile-links.sh).
  */
 #include <dirent.h>
 #include <sys/syscall.h>
@@ -162,16 +170,34 @@ static bool shed_round(struct fs_workspace *ws)
         return k > 0;
 }
 
+/* The thread: drop the queued entries (shed.lock held on entry and exit). */
+static void stale_drain(struct fs_workspace *ws)
+{
+        while (ws->shed.n_stale > 0) {
+                struct shed_stale s = ws->shed.stale[--ws->shed.n_stale];
+                pthread_mutex_unlock(&ws->shed.lock);
+                if (ws->se)
+                        (void)fuse_lowlevel_notify_inval_entry(ws->se, node_ino(ws, s.parent),
+                                                               s.name, strlen(s.name));
+                node_unref(ws, s.parent);
+                free(s.name);
+                pthread_mutex_lock(&ws->shed.lock);
+        }
+}
+
 static void *shed_main(void *arg)
 {
         struct fs_workspace *ws = arg;
 
         pthread_mutex_lock(&ws->shed.lock);
         for (;;) {
-                while (!ws->shed.asked && !ws->shed.stop)
+                while (!ws->shed.asked && !ws->shed.stop && ws->shed.n_stale == 0)
                         pthread_cond_wait(&ws->shed.wake, &ws->shed.lock);
                 if (ws->shed.stop)
                         break;
+                stale_drain(ws);
+                if (!ws->shed.asked)
+                        continue;
                 ws->shed.asked = false;
                 pthread_mutex_unlock(&ws->shed.lock);
                 /* Again while still high: the FORGETs of a round come back
@@ -306,6 +332,49 @@ void shed_repay(struct fs_workspace *ws)
         }
 }
 
+bool shed_stale_is(const struct node *n, const struct node *parent, const char *name)
+{
+        return S_ISDIR(n->type) || !n->name || (n->parent == parent && streq(n->name, name));
+}
+
+void shed_stale_keep(struct fs_workspace *ws, struct node *n, struct shed_stale *s)
+{
+        /* Never a directory's entry: a process's cwd there would lose its path. */
+        if (S_ISDIR(n->type) || !n->parent || !n->name || n->unlinked || n->name_stale)
+                return;
+        s->name = strdup(n->name);
+        if (!s->name)
+                return; /* a round may still drop it; at worst a descriptor stays */
+        s->parent = n->parent;
+        node_ref(ws, s->parent);
+}
+
+#define SHED_STALE_MAX 4096 /* queued drops; past it, the next round's to find */
+
+void shed_stale_drop(struct fs_workspace *ws, struct shed_stale *s)
+{
+        bool queued = false;
+
+        if (!s->parent)
+                return;
+        pthread_mutex_lock(&ws->shed.lock);
+        if (ws->shed.started && !ws->shed.stop && ws->shed.n_stale < SHED_STALE_MAX) {
+                if (!ws->shed.stale)
+                        ws->shed.stale = calloc(SHED_STALE_MAX, sizeof(*ws->shed.stale));
+                if (ws->shed.stale) {
+                        ws->shed.stale[ws->shed.n_stale++] = *s;
+                        queued = true;
+                        pthread_cond_signal(&ws->shed.wake);
+                }
+        }
+        pthread_mutex_unlock(&ws->shed.lock);
+        if (!queued) {
+                node_unref(ws, s->parent);
+                free(s->name);
+        }
+        *s = (struct shed_stale){0};
+}
+
 void shed_kick(struct fs_workspace *ws)
 {
         if (!ws->shed.started || pthread_mutex_trylock(&ws->shed.lock) != 0)
@@ -326,5 +395,13 @@ void shed_stop(struct fs_workspace *ws)
                 pthread_join(ws->shed.thread, NULL);
                 ws->shed.started = false;
         }
+        /* Drops not made: the session goes, and the kernel's entries with it. */
+        while (ws->shed.n_stale > 0) {
+                struct shed_stale *st = &ws->shed.stale[--ws->shed.n_stale];
+                node_unref(ws, st->parent);
+                free(st->name);
+        }
+        free(ws->shed.stale);
+        ws->shed.stale = NULL;
         ws->shed.proc_fd = safe_close(ws->shed.proc_fd); /* the thread read it */
 }

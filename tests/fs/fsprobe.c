@@ -15,6 +15,11 @@
  *   fsprobe write PATH OFFSET LENGTH  (writes a byte pattern, reports the count)
  *   fsprobe fill PATH CHUNK           (appends until a write fails; prints bytes, errno)
  *   fsprobe statfs PATH               (prints bytes and inodes available)
+ *   fsprobe fallocate PATH MODES OFFSET LENGTH   MODES: 0 or a comma list of
+ *                                     keep,punch,zero,insert,collapse
+ *   fsprobe copyrange SRC DST LENGTH  (copy_file_range into DST, created; prints the count)
+ *   fsprobe clone SRC DST             (ioctl FICLONE into DST, created)
+ *   fsprobe mmapwrite PATH LENGTH     (MAP_SHARED writes over the file's first LENGTH bytes)
  *   fsprobe fsdiff A B SEED COUNT     (random operations on two trees, compared)
  *   fsprobe readrace PATH NEW         (threads read one O_DIRECT fd while PATH is rewritten
  *                                      to NEW through another; prints how many reads failed
@@ -28,6 +33,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
@@ -183,6 +191,57 @@ int main(int argc, char **argv)
         if (!strcmp(cmd, "utimens") && argc == 4) {
                 struct timespec ts[2] = {{.tv_sec = atol(argv[3])}, {.tv_sec = atol(argv[3])}};
                 return result(utimensat(AT_FDCWD, argv[2], ts, AT_SYMLINK_NOFOLLOW));
+        }
+        if (!strcmp(cmd, "fallocate") && argc == 6) {
+                int mode = 0, fd = open(argv[2], O_RDWR | O_CLOEXEC);
+                if (strstr(argv[3], "keep"))
+                        mode |= FALLOC_FL_KEEP_SIZE;
+                if (strstr(argv[3], "punch"))
+                        mode |= FALLOC_FL_PUNCH_HOLE;
+                if (strstr(argv[3], "zero"))
+                        mode |= FALLOC_FL_ZERO_RANGE;
+                if (strstr(argv[3], "insert"))
+                        mode |= FALLOC_FL_INSERT_RANGE;
+                if (strstr(argv[3], "collapse"))
+                        mode |= FALLOC_FL_COLLAPSE_RANGE;
+                if (fd < 0)
+                        return result(-1);
+                return result(fallocate(fd, mode, atoll(argv[4]), atoll(argv[5])));
+        }
+        if (!strcmp(cmd, "copyrange") && argc == 5) {
+                int in = open(argv[2], O_RDONLY | O_CLOEXEC),
+                    out = open(argv[3], O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                long long want = atoll(argv[4]), total = 0;
+                int e = 0;
+                if (in < 0 || out < 0)
+                        return result(-1);
+                while (total < want) {
+                        ssize_t k = copy_file_range(in, NULL, out, NULL, (size_t)(want - total), 0);
+                        if (k <= 0) {
+                                e = k < 0 ? errno : 0;
+                                break;
+                        }
+                        total += k;
+                }
+                printf("%lld %s\n", total, e ? strerrorname_np(e) : "OK");
+                return 0;
+        }
+        if (!strcmp(cmd, "clone") && argc == 4) {
+                int in = open(argv[2], O_RDONLY | O_CLOEXEC),
+                    out = open(argv[3], O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+                if (in < 0 || out < 0)
+                        return result(-1);
+                return result(ioctl(out, FICLONE, in));
+        }
+        if (!strcmp(cmd, "mmapwrite") && argc == 4) {
+                size_t len = (size_t)atoll(argv[3]);
+                int fd = open(argv[2], O_RDWR | O_CLOEXEC);
+                char *m = fd < 0 ? MAP_FAILED
+                                 : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+                if (m == MAP_FAILED)
+                        return result(-1);
+                memset(m, 'm', len);
+                return result(msync(m, len, MS_SYNC));
         }
         if (!strcmp(cmd, "truncate") && argc == 4)
                 return result(truncate(argv[2], atoll(argv[3])));
