@@ -58,10 +58,10 @@ struct tree_dead {
 struct journal_trees {
         struct tree_dir *bucket[TREE_BUCKETS];
         size_t n_dirs;
+        uint64_t path_bytes; /* of the followed and removed trees' names */
         struct tree_dead *dead;
         size_t n_dead, cap_dead;
         uint64_t freeable; /* bytes of the removed trees' lines */
-        uint64_t threshold;
         bool rewriting;
 };
 
@@ -70,14 +70,6 @@ static struct journal_trees *trees_get(journal *j)
         if (!j->trees)
                 j->trees = calloc(1, sizeof(*j->trees));
         return j->trees;
-}
-
-void journal_tree_threshold_set(journal *j, uint64_t bytes)
-{
-        pthread_mutex_lock(&j->lock);
-        if (trees_get(j))
-                j->trees->threshold = bytes;
-        pthread_mutex_unlock(&j->lock);
 }
 
 static void dead_clear(struct tree_dead *d, size_t n)
@@ -121,6 +113,8 @@ static void dir_unlink(struct journal_trees *t, struct tree_dir **p)
         struct tree_dir *d = *p;
 
         *p = d->next;
+        if (d->path) /* NULL once a removed tree took it */
+                t->path_bytes -= strlen(d->path) + 1;
         free(d->path);
         free(d);
         t->n_dirs--;
@@ -228,6 +222,7 @@ static void dead_add(struct journal_trees *t, struct tree_dir *d, uint64_t seq)
                 struct tree_dead *x = &t->dead[i];
                 if (x->from >= d->seq && journal_path_under(x->path, d->path)) {
                         t->freeable -= x->bytes;
+                        t->path_bytes -= strlen(x->path) + 1;
                         free(x->path);
                         continue;
                 }
@@ -242,6 +237,7 @@ static void dead_add(struct journal_trees *t, struct tree_dir *d, uint64_t seq)
                 t->dead = n;
                 t->cap_dead = cap;
         }
+        /* The name goes with it, still counted in path_bytes until the rewrite. */
         t->dead[t->n_dead] = (struct tree_dead){
                 .path = TAKE_PTR(d->path),
                 .hash = d->hash,
@@ -296,8 +292,11 @@ void journal_tree_note(journal *j, json_t *o, uint64_t seq, size_t len)
 
                 if (*p)
                         dir_unlink(t, p);
-                if (t->n_dirs >= JOURNAL_TREE_SLOTS || !(d = calloc(1, sizeof(*d))))
+                /* Bounded: past it, newer directories are not followed (their lines stay). */
+                if (t->n_dirs >= JOURNAL_TREE_SLOTS ||
+                    t->path_bytes + n + 1 > JOURNAL_TREE_NAME_BYTES || !(d = calloc(1, sizeof(*d))))
                         return;
+                t->path_bytes += n + 1;
                 d->path = TAKE_PTR(path);
                 d->hash = h;
                 d->seq = seq;
@@ -326,7 +325,7 @@ bool journal_tree_rewrite_due(journal *j, bool any)
                 return false;
         if (any)
                 return t->freeable > 0;
-        min = t->threshold ? t->threshold : JOURNAL_TREE_REWRITE_MIN;
+        min = JOURNAL_TREE_REWRITE_MIN;
         return t->freeable >= min && t->freeable >= j->size / 2;
 }
 
@@ -551,10 +550,19 @@ static int write_all(int fd, const char *s, size_t n)
         return 0;
 }
 
-/* Copy [off, end) of in to out as it is. */
+/* Copy [off, end) of in to out as it is (the kernel's copy first: earlier sessions can be large).
+ */
 static int copy_range(int in, int out, uint64_t off, uint64_t end)
 {
         char buf[65536];
+        loff_t from = (loff_t)off;
+
+        while (off < end) {
+                ssize_t k = copy_file_range(in, &from, out, NULL, (size_t)(end - off), 0);
+                if (k <= 0)
+                        break; /* not here (EXDEV, EINVAL...): by hand below */
+                off += (uint64_t)k;
+        }
 
         while (off < end) {
                 ssize_t k = pread(in, buf, MIN(sizeof(buf), end - off), (off_t)off);
@@ -648,8 +656,8 @@ int journal_tree_rewrite(journal *j)
                 lo = MIN(lo, dead[i].from);
                 hi = MAX(hi, dead[i].to);
         }
-        out = openat(j->dirfd, tmp,
-                     O_RDWR | O_APPEND | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
+        /* Not O_APPEND yet: copy_file_range() refuses to write to such a descriptor. */
+        out = openat(j->dirfd, tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY,
                      0600);
         if (out < 0) {
                 r = negative_errno();
@@ -666,6 +674,9 @@ int journal_tree_rewrite(journal *j)
         /* What was appended meanwhile, and the sync and the rename, under the lock. */
         if (r == 0)
                 r = copy_range(j->fd, out, end, j->size);
+        /* It becomes the journal: appends only, as journal_open() opens it. */
+        if (r == 0 && fcntl(out, F_SETFL, O_APPEND) < 0)
+                r = negative_errno();
         if (r == 0 && fsync(out) < 0)
                 r = negative_errno();
         if (r == 0 && (size = (uint64_t)lseek(out, 0, SEEK_END)) > 0 &&
@@ -686,6 +697,8 @@ out_locked:
                 free(sums[i].until);
         }
         free(sums);
+        for (size_t i = 0; i < n; i++)
+                t->path_bytes -= strlen(dead[i].path) + 1;
         dead_clear(dead, n);
         t->rewriting = false;
         return r;

@@ -81,11 +81,7 @@ int journal_flush(journal *j);
  * who must see everything that happened. Never asked by the agent.
  */
 int journal_flush_all(journal *j);
-/*
- * For tests: removed trees are rewritten once they stand for at least this
- * many bytes (0: the default, JOURNAL_TREE_REWRITE_MIN).
- */
-void journal_tree_threshold_set(journal *j, uint64_t bytes);
+
 /*
  * May a mutating operation go ahead? 0, or -EDQUOT once the journal was cut
  * at its bound (the refusal is counted in the "journal_close" mark). Asked
@@ -185,11 +181,13 @@ const char *journal_op_to_string(enum journal_op op);
  * other, whole), once the trees removed stand for JOURNAL_TREE_REWRITE_MIN
  * bytes and half the file, at the close, and when a reader asks
  * (journal_flush_all). Transient and coarse entries, marks and lines of
- * earlier sessions are kept as they are. JOURNAL_TREE_SLOTS directories
- * are followed at once; past them, newer ones are not (their lines stay).
+ * earlier sessions are kept as they are. JOURNAL_TREE_SLOTS directories,
+ * with names of JOURNAL_TREE_NAME_BYTES together, are followed at once;
+ * past them, newer ones are not (their lines stay).
  */
 #define JOURNAL_TREE_REWRITE_MIN (8ull * 1024 * 1024)
 #define JOURNAL_TREE_SLOTS       65536
+#define JOURNAL_TREE_NAME_BYTES  (16u * 1024 * 1024)
 #define JOURNAL_TREE_COMMS       8
 
 /*

@@ -217,6 +217,12 @@ START_TEST(a_tree_inside_a_removed_tree_is_part_of_it)
         json_t *l[16];
         size_t n;
 
+        /* An earlier session, copied as it is (its seq numbers are its own). */
+        append(j, (struct journal_entry){.op = JOURNAL_MKDIR, .path = "/w/a", .mode = 040755});
+        append(j, (struct journal_entry){.op = JOURNAL_RMDIR, .path = "/w/early"});
+        journal_free(j);
+        j = open_long();
+
         append(j, (struct journal_entry){.op = JOURNAL_MKDIR, .path = "/w/a", .mode = 040755});
         append(j, (struct journal_entry){.op = JOURNAL_MKDIR, .path = "/w/a/b", .mode = 040755});
         append(j,
@@ -231,11 +237,14 @@ START_TEST(a_tree_inside_a_removed_tree_is_part_of_it)
         journal_free(j); /* the close rewrites too */
 
         n = lines(l, ELEMENTSOF(l));
-        ck_assert_uint_eq(n, 1);
-        ck_assert_str_eq(str(l[0], "op"), "removed_tree");
-        ck_assert_str_eq(str(l[0], "path"), "/w/a");
-        ck_assert_int_eq(num(l[0], "count"), 4); /* a, b, f, g */
-        ck_assert_int_eq(num(l[0], "lines"), 8);
+        ck_assert_uint_eq(n, 3);
+        ck_assert_str_eq(str(l[0], "op"), "mkdir");
+        ck_assert_str_eq(str(l[1], "op"), "rmdir");
+        ck_assert_str_eq(str(l[1], "path"), "/w/early");
+        ck_assert_str_eq(str(l[2], "op"), "removed_tree");
+        ck_assert_str_eq(str(l[2], "path"), "/w/a");
+        ck_assert_int_eq(num(l[2], "count"), 4); /* a, b, f, g */
+        ck_assert_int_eq(num(l[2], "lines"), 8);
         lines_free(l, n);
 }
 END_TEST
