@@ -167,6 +167,19 @@ static void dir_note(struct journal_trees *t, struct tree_dir *d, void *arg)
                 d->bytes += a->bytes;
 }
 
+/*
+ * A hard link from outside into d: what is written through the new name
+ * changes a file that outlives the tree, so the tree's past is not dead.
+ */
+static void dir_linked_into(struct journal_trees *t, struct tree_dir *d, void *arg)
+{
+        const char *from = arg;
+
+        (void)t;
+        if (!streq(from, d->path) && !journal_path_under(from, d->path))
+                d->leaked = true;
+}
+
 /* The exact name under key (decoded from key_hex when it is not UTF-8); NULL if absent. */
 static char *exact_name(json_t *o, const char *key)
 {
@@ -274,8 +287,8 @@ void journal_tree_note(journal *j, json_t *o, uint64_t seq, size_t len)
                 a.path2 = path2;
                 a.moves_out = ok;
                 dirs_above(t, path, dir_note, &a);
-                a.moves_out = false;
-                a.path2 = NULL;
+                if (ok && streq(op, "link"))
+                        dirs_above(t, path2, dir_linked_into, path);
                 if (ok && streq(op, "rename")) {
                         dirs_drop_under(t, path);
                         dirs_drop_under(t, path2);

@@ -249,12 +249,12 @@ START_TEST(a_tree_inside_a_removed_tree_is_part_of_it)
 }
 END_TEST
 
-START_TEST(a_tree_something_was_moved_out_of_keeps_its_lines)
+START_TEST(a_tree_something_was_moved_or_linked_out_of_or_into_keeps_its_lines)
 {
         journal *j = open_long();
-        const char *want[] = {"mkdir", "create", "link",   "rmdir",
-                              "mkdir", "create", "rename", "rmdir"};
-        json_t *l[16];
+        const char *want[] = {"mkdir", "create", "link",  "rmdir", "mkdir", "create", "rename",
+                              "rmdir", "create", "mkdir", "link",  "write", "unlink", "rmdir"};
+        json_t *l[24];
         size_t n;
 
         /* A hard link out of it: the file lives on, so does its history. */
@@ -269,6 +269,15 @@ START_TEST(a_tree_something_was_moved_out_of_keeps_its_lines)
         ck_assert_int_eq(journal_flush(j), 0);
         append(j, (struct journal_entry){.op = JOURNAL_RENAME, .path = "/w/r/a", .path2 = "/w/ra"});
         append(j, (struct journal_entry){.op = JOURNAL_RMDIR, .path = "/w/r"});
+        /* A hard link into it: writes through it change a file that outlives it. */
+        append(j, (struct journal_entry){.op = JOURNAL_CREATE, .path = "/w/kept", .mode = 0100644});
+        append(j, (struct journal_entry){.op = JOURNAL_MKDIR, .path = "/w/h", .mode = 040755});
+        ck_assert_int_eq(journal_flush(j), 0);
+        append(j, (struct journal_entry){.op = JOURNAL_LINK, .path = "/w/kept", .path2 = "/w/h/k"});
+        append(j, (struct journal_entry){.op = JOURNAL_WRITE, .path = "/w/h/k", .length = 4});
+        ck_assert_int_eq(journal_flush(j), 0);
+        append(j, (struct journal_entry){.op = JOURNAL_UNLINK, .path = "/w/h/k"});
+        append(j, (struct journal_entry){.op = JOURNAL_RMDIR, .path = "/w/h"});
         ck_assert_int_eq(journal_flush_all(j), 0);
         journal_free(j);
 
@@ -315,7 +324,7 @@ int main(void)
         tcase_set_timeout(tc, 120);
         tcase_add_test(tc, a_tree_made_and_removed_is_one_entry_with_its_counts_and_hash);
         tcase_add_test(tc, a_tree_inside_a_removed_tree_is_part_of_it);
-        tcase_add_test(tc, a_tree_something_was_moved_out_of_keeps_its_lines);
+        tcase_add_test(tc, a_tree_something_was_moved_or_linked_out_of_or_into_keeps_its_lines);
         tcase_add_test(tc, an_interrupted_rewrite_leaves_the_journal_whole);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
