@@ -12,8 +12,8 @@
  * While lines are written (journal_tree_note), the directories made in this
  * session are followed: the number of their mkdir line, the bytes of the
  * lines about names under them since, and whether anything was moved or
- * linked out of them (then their past is not dead: a file that outlives the
- * tree has its history in it, and they are dropped from the count). When a
+ * linked out of them, or linked into them from outside (then their past is
+ * not dead: a file that outlives the tree has its history in it). When a
  * followed directory's rmdir is written, it is a removed tree. Once removed
  * trees stand for enough bytes, the flusher rewrites the file: every line of
  * this session about names under a removed tree, numbered within its life
@@ -45,7 +45,7 @@ struct tree_dir {
         uint64_t hash;
         uint64_t seq;   /* of its mkdir line */
         uint64_t bytes; /* of the lines about names under it since */
-        bool leaked;    /* something was moved or linked out of it */
+        bool leaked;    /* something was moved or linked out of it, or linked into it */
 };
 
 struct tree_dead {

@@ -166,13 +166,12 @@ const char *journal_op_to_string(enum journal_op op);
 /*
  * Removed trees (journal-tree.c). A directory made in this session (its
  * mkdir written) and removed in it (its rmdir written), with nothing moved
- * or linked out of it meanwhile, is history no reviewer needs line by line:
- * every line of its life about names under it (both names, for a rename or
- * link) is replaced, by a rewrite of the file, with one "removed_tree"
- * entry at the place (time, seq) of its mkdir: "count" names made under
- * it, "ops" the operations, "lines"/"bytes" the lines replaced and their
- * "sha256" (of those lines as they were written, newlines included, in
- * file order: a collector holding the [logs] stdout copies can check it),
+ * or linked out of it (or linked into it from outside) meanwhile, is
+ * history no reviewer needs line by line: every line of its life about names under it (both names,
+ * for a rename or link) is replaced, by a rewrite of the file, with one "removed_tree" entry at the
+ * place (time, seq) of its mkdir: "count" names made under it, "ops" the operations,
+ * "lines"/"bytes" the lines replaced and their "sha256" (of those lines as they were written,
+ * newlines included, in file order: a collector holding the [logs] stdout copies can check it),
  * "until" the time of the rmdir, "comms" the commands (at most
  * JOURNAL_TREE_COMMS, "more" if there were more), "failed" the refused
  * operations among them, and the caller fields of the mkdir's. A tree
