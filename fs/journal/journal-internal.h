@@ -1,20 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * journal-internal.h: what the three parts of the journal writer share.
+ * journal-internal.h: what the four parts of the journal writer share.
  *
  *   journal.c          the file: opening, appending lines, the bound, marks,
+ *                      the order (seq) and the copies to the sink in it,
  *                      the flusher thread, and journal_append's dispatch;
  *   journal-pending.c  compaction before the soft bound: entries held for one
  *                      window (writes, creates, repeats) and folded, dropped
  *                      or summed up (transient) before they are written;
  *   journal-coarse.c   past the soft bound: one entry per operation, command
- *                      and directory per summary window.
+ *                      and directory per summary window;
+ *   journal-tree.c     removed trees: the past of a directory made and
+ *                      removed in the session, rewritten into one entry.
  *
  * Locking: j->lock protects everything in struct journal except `cut`,
  * `refused`, `size` and `pending_bytes`, which journal_admit() reads without
  * it (atomics; written under the lock). It is held across each write(2), so
  * that entries stay ordered. Every function here that takes a journal is
- * called with j->lock held.
+ * called with j->lock held (journal_tree_rewrite() drops it for a while:
+ * see there).
  */
 #pragma once
 
