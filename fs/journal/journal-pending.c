@@ -411,6 +411,7 @@ static int make_drop(journal *j, struct journal_pending *m, const struct journal
         char comm[32];
         bool have_comm = m->have_comm;
         struct timespec first = m->first;
+        uint64_t seq = m->seq;       /* m goes in the loop below */
         uint64_t names = 0, ops = 1; /* the removal */
 
         snprintf(comm, sizeof(comm), "%s", m->comm);
@@ -429,8 +430,7 @@ static int make_drop(journal *j, struct journal_pending *m, const struct journal
                 }
                 pending_remove(j, i);
         }
-        return transient_note(j, &who, have_comm ? comm : NULL, &first, m->seq, e->path, names,
-                              ops);
+        return transient_note(j, &who, have_comm ? comm : NULL, &first, seq, e->path, names, ops);
 }
 
 /*
