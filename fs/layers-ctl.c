@@ -124,6 +124,25 @@ int fs_checkpoint_online(const char *state, const char *name, struct fs_layers_r
         return 0;
 }
 
+int fs_journal_flush_online(const char *state, char **ret_error)
+{
+        json_t *a = NULL;
+        int r = request(state, "{\"op\":\"journal_flush\"}", &a, ret_error);
+
+        if (r < 0)
+                return r;
+        if (!json_is_true(json_object_get(a, "ok"))) {
+                json_t *e = json_object_get(a, "errno");
+                const char *msg = json_string_value(json_object_get(a, "error"));
+                r = json_is_integer(e) && json_integer_value(e) > 0 ? -(int)json_integer_value(e)
+                                                                    : -EIO;
+                if (asprintf(ret_error, "%s", msg ? msg : strerror(-r)) < 0)
+                        *ret_error = NULL;
+        }
+        json_decref(a);
+        return r;
+}
+
 int fs_checkpoint(const char *state, const char *name, struct fs_layers_report *rep,
                   char **ret_error)
 {

@@ -180,6 +180,12 @@ int fs_checkpoint(const char *state, const char *name, struct fs_layers_report *
 /* The same through the daemon only: -ENOENT or -ECONNREFUSED if none listens. */
 int fs_checkpoint_online(const char *state, const char *name, struct fs_layers_report *rep,
                          char **ret_error);
+/*
+ * cloister log: ask the daemon serving state to write what its journal
+ * holds (and rewrite removed trees) before the journal is read. -ENOENT or
+ * -ECONNREFUSED if none listens (nothing is held then).
+ */
+int fs_journal_flush_online(const char *state, char **ret_error);
 /* cloister checkpoint with no daemon serving: -EBUSY if one does. */
 int fs_checkpoint_offline(const char *state, const char *name, struct fs_layers_report *rep,
                           char **ret_error);

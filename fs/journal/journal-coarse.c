@@ -66,7 +66,7 @@ static int coarse_write(journal *j, const struct journal_coarse *c)
         if (r == 0)
                 r = journal_entry_caller(o, &c->who, c->have_comm ? c->comm : NULL, c->result);
         if (r == 0)
-                r = journal_line_write(j, o, false);
+                r = journal_line_write(j, o, c->seq, false);
         return r;
 }
 
@@ -82,6 +82,17 @@ int journal_coarse_flush(journal *j, const struct timespec *due_by)
                 coarse_remove(j, 0);
         }
         return ret;
+}
+
+int journal_coarse_force(journal *j)
+{
+        int r;
+
+        if (j->n_co == 0)
+                return 0;
+        r = coarse_write(j, j->co[0]);
+        coarse_remove(j, 0);
+        return r;
 }
 
 bool journal_coarse_next_due(const journal *j, struct timespec *ret)
@@ -149,6 +160,7 @@ static int coarse_new(journal *j, const struct journal_caller *who, const struct
                 snprintf(c->comm, sizeof(c->comm), "%s", comm);
                 c->have_comm = true;
         }
+        c->seq = j->seq++;
         clock_gettime(CLOCK_REALTIME, &c->first);
         c->due = journal_deadline_in(j->summary_ms);
         c->estimate = journal_line_estimate(c->dir, NULL, NULL);

@@ -1,20 +1,24 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * journal-internal.h: what the three parts of the journal writer share.
+ * journal-internal.h: what the four parts of the journal writer share.
  *
  *   journal.c          the file: opening, appending lines, the bound, marks,
+ *                      the order (seq) and the copies to the sink in it,
  *                      the flusher thread, and journal_append's dispatch;
  *   journal-pending.c  compaction before the soft bound: entries held for one
  *                      window (writes, creates, repeats) and folded, dropped
  *                      or summed up (transient) before they are written;
  *   journal-coarse.c   past the soft bound: one entry per operation, command
- *                      and directory per summary window.
+ *                      and directory per summary window;
+ *   journal-tree.c     removed trees: the past of a directory made and
+ *                      removed in the session, rewritten into one entry.
  *
  * Locking: j->lock protects everything in struct journal except `cut`,
  * `refused`, `size` and `pending_bytes`, which journal_admit() reads without
  * it (atomics; written under the lock). It is held across each write(2), so
  * that entries stay ordered. Every function here that takes a journal is
- * called with j->lock held.
+ * called with j->lock held (journal_tree_rewrite() drops it for a while:
+ * see there).
  */
 #pragma once
 
@@ -39,6 +43,7 @@ struct journal_pending {
         char *path;    /* TRANSIENT: the last name counted */
         char *path2;   /* REPEAT: the entry's path2 when it names a path (rename, link) */
         uint64_t hash; /* of path (WRITE, MAKE, HELD) */
+        uint64_t seq;  /* the order of its first operation (journal.h, "Order") */
         /* MAKE: its entry (mode, owner updated by folds); HELD: its own; REPEAT: the first one's */
         json_t *entry;
         char *sig; /* REPEAT: the signature it counts */
@@ -66,7 +71,15 @@ struct journal_coarse {
         bool have_comm;
         uint64_t count, bytes; /* operations; for writes, the bytes written */
         uint64_t estimate;
+        uint64_t seq;
         struct timespec first, due;
+};
+
+/* A line written but not yet copied to the sink, for lack of an older one (journal.c). */
+struct journal_copy {
+        uint64_t seq;
+        char *line; /* NULL: the sink is off, only counted */
+        size_t len;
 };
 
 /* Room for the overflow entries (one per op) besides JOURNAL_COARSE_SLOTS. */
@@ -74,6 +87,9 @@ struct journal_coarse {
 
 struct journal {
         int fd;
+        int dirfd;            /* the state directory, for the rewrite (journal-tree.c) */
+        char *name;           /* the journal's name in it */
+        uint64_t session_off; /* where this session's lines begin (its journal_open mark) */
         pthread_mutex_t lock;
         pthread_cond_t cond; /* wakes the flusher: new pending entry or stop */
         pthread_t flusher;
@@ -98,10 +114,24 @@ struct journal {
         size_t n_tr;
         struct journal_coarse *co[JOURNAL_COARSE_SLOTS + COARSE_OPS];
         size_t n_co, n_co_dir; /* all coarse entries; those that are not tree entries */
+        /*
+         * Order (journal.h): the next sequence number, and the lines written
+         * ahead of an older entry still held, in the order written, until
+         * every older one is written (then they go to the sink in order).
+         */
+        uint64_t seq;
+        struct journal_copy *copies;
+        size_t n_copies, cap_copies;
+        uint64_t copies_bytes;
+        /* Removed trees (journal-tree.c). */
+        struct journal_trees *trees;
 };
 
 /* journal.c */
-int journal_line_write(journal *j, json_t *o, bool mark);
+/* Append o as one line, with "seq" (its place in the order). */
+int journal_line_write(journal *j, json_t *o, uint64_t seq, bool mark);
+/* Set "time" to now and return the next sequence number: an entry that happens now. */
+uint64_t journal_seq_now(journal *j, json_t *o);
 json_t *journal_entry_header(const struct timespec *when, const char *op);
 int journal_entry_caller(json_t *o, const struct journal_caller *who, const char *comm, int result);
 int journal_json_set_name(json_t *o, const char *key, const char *value);
@@ -122,7 +152,9 @@ int journal_pending_write_add(journal *j, const struct journal_caller *who,
                               const struct journal_entry *e);
 /* A non-write operation, its entry built: fold, drop, hold or write it. Takes o and sig. */
 int journal_pending_op(journal *j, const struct journal_caller *who, const struct journal_entry *e,
-                       json_t **o, char **sig, const char *comm);
+                       json_t **o, char **sig, uint64_t seq, const char *comm);
+/* Write the held entry numbered seq (pending or transient) early. */
+int journal_pending_force(journal *j, uint64_t seq);
 /* Write pending entries in order: all, or (due_by set) those due by then. */
 int journal_pending_flush(journal *j, const struct timespec *due_by);
 void journal_pending_free_all(journal *j);
@@ -133,4 +165,21 @@ int journal_coarse_add(journal *j, const struct journal_caller *who, const struc
                        const char *comm);
 int journal_coarse_flush(journal *j, const struct timespec *due_by);
 void journal_coarse_free_all(journal *j);
+/* Write the oldest coarse entry early. */
+int journal_coarse_force(journal *j);
+
+/* journal-tree.c */
+/* A line was written: follow the directories made in this session, and those removed. */
+void journal_tree_note(journal *j, json_t *o, uint64_t seq, size_t len);
+/* Are removed trees worth a rewrite now (any at all: at close, or when a reader asks)? */
+bool journal_tree_rewrite_due(journal *j, bool any);
+/*
+ * Rewrite the file without the lines of removed trees, each replaced by one
+ * "removed_tree" entry. Called with j->lock held; drops it while it reads
+ * what is already written.
+ */
+int journal_tree_rewrite(journal *j);
+void journal_tree_free_all(journal *j);
+/* Remove the new file of a rewrite that a crash interrupted (at open). */
+int journal_tree_leftover_remove(journal *j);
 bool journal_coarse_next_due(const journal *j, struct timespec *ret);

@@ -68,15 +68,15 @@ static int pending_write_one(journal *j, struct journal_pending *p)
 
         switch (p->kind) {
         case PENDING_HELD:
-                return journal_line_write(j, p->entry, false);
+                return journal_line_write(j, p->entry, p->seq, false);
         case PENDING_MAKE:
                 if (p->count > 0)
                         r = journal_json_set_int(p->entry, "folded", (json_int_t)p->count);
-                return r < 0 ? r : journal_line_write(j, p->entry, false);
+                return r < 0 ? r : journal_line_write(j, p->entry, p->seq, false);
         case PENDING_REPEAT:
                 /* The first repeat's entry, saying how many identical ones it stands for. */
                 r = journal_json_set_int(p->entry, "count", (json_int_t)p->count);
-                return r < 0 ? r : journal_line_write(j, p->entry, false);
+                return r < 0 ? r : journal_line_write(j, p->entry, p->seq, false);
         case PENDING_WRITE:
                 o = journal_entry_header(&p->first, "write");
                 if (!o)
@@ -101,7 +101,7 @@ static int pending_write_one(journal *j, struct journal_pending *p)
         if (r == 0)
                 r = journal_entry_caller(o, &p->who, p->have_comm ? p->comm : NULL, 0);
         if (r == 0)
-                r = journal_line_write(j, o, false);
+                r = journal_line_write(j, o, p->seq, false);
         return r;
 }
 
@@ -119,7 +119,7 @@ static int pending_write_at(journal *j, size_t i)
         return list_write_at(j, j->pend, &j->n_pend, i);
 }
 
-static struct journal_pending *pending_alloc(const char *path, unsigned window_ms)
+static struct journal_pending *pending_alloc(const char *path, uint64_t seq, unsigned window_ms)
 {
         struct journal_pending *p = calloc(1, sizeof(*p));
 
@@ -131,6 +131,7 @@ static struct journal_pending *pending_alloc(const char *path, unsigned window_m
                 return NULL;
         }
         p->hash = journal_path_hash(path);
+        p->seq = seq;
         clock_gettime(CLOCK_REALTIME, &p->first);
         p->due = journal_deadline_in(window_ms);
         return p;
@@ -140,7 +141,7 @@ static struct journal_pending *pending_alloc(const char *path, unsigned window_m
  * A new entry at the end of the list, its first operation now. When the list
  * is full, the oldest entry is written first: nothing older depends on it.
  */
-static int pending_new(journal *j, enum journal_pending_kind kind, const char *path,
+static int pending_new(journal *j, enum journal_pending_kind kind, const char *path, uint64_t seq,
                        struct journal_pending **ret)
 {
         struct journal_pending *p;
@@ -148,7 +149,7 @@ static int pending_new(journal *j, enum journal_pending_kind kind, const char *p
         /* An older entry that cannot be written is that entry's loss, not this one's. */
         if (j->n_pend == JOURNAL_COALESCE_SLOTS)
                 (void)pending_write_at(j, 0);
-        p = pending_alloc(path, j->window_ms);
+        p = pending_alloc(path, seq, j->window_ms);
         if (!p)
                 return -ENOMEM;
         p->kind = kind;
@@ -288,7 +289,7 @@ int journal_pending_write_add(journal *j, const struct journal_caller *who,
                 p->count++;
                 return 0;
         }
-        r = pending_new(j, PENDING_WRITE, e->path, &p);
+        r = pending_new(j, PENDING_WRITE, e->path, j->seq++, &p);
         if (r < 0)
                 return r;
         if (who)
@@ -309,14 +310,14 @@ static bool caller_eq(const struct journal_caller *a, const char *comm_a,
 }
 
 static int make_hold(journal *j, const struct journal_caller *who, const struct journal_entry *e,
-                     json_t **o, const char *comm)
+                     json_t **o, uint64_t seq, const char *comm)
 {
         struct journal_pending *p;
         int r;
 
         /* Entries still pending under this name belong to what had it before. */
         (void)pending_flush_related(j, e->path, NULL, true);
-        r = pending_new(j, PENDING_MAKE, e->path, &p);
+        r = pending_new(j, PENDING_MAKE, e->path, seq, &p);
         if (r < 0)
                 return r;
         p->entry = TAKE_PTR(*o);
@@ -358,8 +359,8 @@ static int make_fold(struct journal_pending *m, const struct journal_entry *e)
  * suite's temporary files are a line per command every few seconds.
  */
 static int transient_note(journal *j, const struct journal_caller *who, const char *comm,
-                          const struct timespec *first, const char *path, uint64_t names,
-                          uint64_t ops)
+                          const struct timespec *first, uint64_t seq, const char *path,
+                          uint64_t names, uint64_t ops)
 {
         struct journal_pending *t = NULL;
         char *np;
@@ -372,7 +373,8 @@ static int transient_note(journal *j, const struct journal_caller *who, const ch
                 /* Bounded: the agent names its commands. The oldest goes out early. */
                 if (j->n_tr == JOURNAL_TRANSIENT_SLOTS)
                         (void)list_write_at(j, j->tr, &j->n_tr, 0);
-                t = pending_alloc(path, j->summary_ms);
+                /* In the order of its first name's make, whenever it is written. */
+                t = pending_alloc(path, seq, j->summary_ms);
                 if (!t)
                         return -ENOMEM;
                 t->kind = PENDING_TRANSIENT;
@@ -409,6 +411,7 @@ static int make_drop(journal *j, struct journal_pending *m, const struct journal
         char comm[32];
         bool have_comm = m->have_comm;
         struct timespec first = m->first;
+        uint64_t seq = m->seq;       /* m goes in the loop below */
         uint64_t names = 0, ops = 1; /* the removal */
 
         snprintf(comm, sizeof(comm), "%s", m->comm);
@@ -427,7 +430,7 @@ static int make_drop(journal *j, struct journal_pending *m, const struct journal
                 }
                 pending_remove(j, i);
         }
-        return transient_note(j, &who, have_comm ? comm : NULL, &first, e->path, names, ops);
+        return transient_note(j, &who, have_comm ? comm : NULL, &first, seq, e->path, names, ops);
 }
 
 /*
@@ -435,12 +438,12 @@ static int make_drop(journal *j, struct journal_pending *m, const struct journal
  * that it goes with the make if the path is removed within the window, and
  * is written after it (not folded: it names its own command) if not.
  */
-static int held_add(journal *j, const struct journal_entry *e, json_t **o)
+static int held_add(journal *j, const struct journal_entry *e, json_t **o, uint64_t seq)
 {
         struct journal_pending *p;
         int r;
 
-        r = pending_new(j, PENDING_HELD, e->path, &p);
+        r = pending_new(j, PENDING_HELD, e->path, seq, &p);
         if (r < 0)
                 return r;
         p->entry = TAKE_PTR(*o);
@@ -449,7 +452,8 @@ static int held_add(journal *j, const struct journal_entry *e, json_t **o)
 }
 
 /* Written now, after the pending entries of its paths; or counted as a repeat. */
-static int immediate(journal *j, const struct journal_entry *e, json_t **o, char **sig)
+static int immediate(journal *j, const struct journal_entry *e, json_t **o, char **sig,
+                     uint64_t seq)
 {
         bool two = e->op == JOURNAL_RENAME || e->op == JOURNAL_LINK;
         int r;
@@ -458,7 +462,7 @@ static int immediate(journal *j, const struct journal_entry *e, json_t **o, char
                 /* The same operation again: counted, written once per window. */
                 if (!j->rep) {
                         struct journal_pending *p;
-                        r = pending_new(j, PENDING_REPEAT, e->path, &p);
+                        r = pending_new(j, PENDING_REPEAT, e->path, seq, &p);
                         if (r < 0)
                                 return r;
                         if (two && e->path2 && !(p->path2 = strdup(e->path2))) {
@@ -476,7 +480,7 @@ static int immediate(journal *j, const struct journal_entry *e, json_t **o, char
         }
         /* Their failure is not this operation's. */
         (void)pending_flush_related(j, e->path, two ? e->path2 : NULL, false);
-        r = journal_line_write(j, *o, false);
+        r = journal_line_write(j, *o, seq, false);
         if (r == 0) {
                 free(j->last_sig);
                 j->last_sig = TAKE_PTR(*sig);
@@ -486,7 +490,7 @@ static int immediate(journal *j, const struct journal_entry *e, json_t **o, char
 }
 
 int journal_pending_op(journal *j, const struct journal_caller *who, const struct journal_entry *e,
-                       json_t **o, char **sig, const char *comm)
+                       json_t **o, char **sig, uint64_t seq, const char *comm)
 {
         static const struct journal_caller nobody = {0};
         struct journal_pending *m;
@@ -497,7 +501,7 @@ int journal_pending_op(journal *j, const struct journal_caller *who, const struc
                 case JOURNAL_MKNOD:
                 case JOURNAL_SYMLINK:
                 case JOURNAL_MKDIR:
-                        return make_hold(j, who, e, o, comm);
+                        return make_hold(j, who, e, o, seq, comm);
                 case JOURNAL_UNLINK:
                 case JOURNAL_RMDIR:
                         m = pending_find(j, PENDING_MAKE, e->path);
@@ -513,16 +517,26 @@ int journal_pending_op(journal *j, const struct journal_caller *who, const struc
                                            who ? who : &nobody, comm))
                                 return make_fold(m, e);
                         if (m)
-                                return held_add(j, e, o);
+                                return held_add(j, e, o, seq);
                         break;
                 case JOURNAL_SETXATTR:
                 case JOURNAL_REMOVEXATTR:
                         if (pending_find(j, PENDING_MAKE, e->path))
-                                return held_add(j, e, o);
+                                return held_add(j, e, o, seq);
                         break;
                 default:
                         break;
                 }
         }
-        return immediate(j, e, o, sig);
+        return immediate(j, e, o, sig, seq);
+}
+
+int journal_pending_force(journal *j, uint64_t seq)
+{
+        if (j->n_pend > 0 && j->pend[0]->seq == seq)
+                return pending_write_at(j, 0);
+        for (size_t i = 0; i < j->n_tr; i++)
+                if (j->tr[i]->seq == seq)
+                        return list_write_at(j, j->tr, &j->n_tr, i);
+        return 0;
 }

@@ -18,11 +18,26 @@
 #include "journal.h"
 #include "lib/util.h"
 
+/* A line read ahead of its turn (journal.h, "Order"). */
+struct held_line {
+        int64_t seq;
+        unsigned lineno;
+        char *line;
+        size_t len;
+};
+
 struct journal_reader {
         FILE *f;
-        char *line;
+        char *line; /* getline's buffer */
         size_t cap;
+        char *out; /* the line of the record returned last */
         json_t *cur;
+        /* Lines of this session read ahead, a heap by (seq, lineno). */
+        struct held_line *heap;
+        size_t n_heap, cap_heap;
+        uint64_t heap_bytes;
+        struct held_line barrier; /* a line without seq, or a journal_open: waits for the heap */
+        bool have_barrier, eof;
         unsigned lineno;
         unsigned corrupt;
         unsigned first_corrupt;
@@ -156,6 +171,11 @@ void journal_reader_free(journal_reader *r)
                 return;
         json_decref(r->cur);
         free(r->line);
+        free(r->out);
+        for (size_t i = 0; i < r->n_heap; i++)
+                free(r->heap[i].line);
+        free(r->heap);
+        free(r->barrier.line);
         for (size_t i = 0; i < ELEMENTSOF(r->exact); i++)
                 free(r->exact[i]);
         fclose(r->f);
@@ -209,28 +229,74 @@ static void corrupt_note(journal_reader *r)
                 r->first_corrupt = r->lineno;
 }
 
-int journal_reader_next(journal_reader *r, struct journal_record *ret)
+static bool held_before(const struct held_line *a, const struct held_line *b)
+{
+        return a->seq < b->seq || (a->seq == b->seq && a->lineno < b->lineno);
+}
+
+static int heap_push(journal_reader *r, struct held_line h)
+{
+        size_t i;
+
+        if (r->n_heap == r->cap_heap) {
+                size_t cap = r->cap_heap ? 2 * r->cap_heap : 256;
+                struct held_line *n = reallocarray(r->heap, cap, sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                r->heap = n;
+                r->cap_heap = cap;
+        }
+        for (i = r->n_heap++; i > 0 && held_before(&h, &r->heap[(i - 1) / 2]); i = (i - 1) / 2)
+                r->heap[i] = r->heap[(i - 1) / 2];
+        r->heap[i] = h;
+        r->heap_bytes += h.len;
+        return 0;
+}
+
+static struct held_line heap_pop(journal_reader *r)
+{
+        struct held_line top = r->heap[0], last = r->heap[--r->n_heap];
+        size_t i = 0;
+
+        for (;;) {
+                size_t c = 2 * i + 1;
+                if (c >= r->n_heap)
+                        break;
+                if (c + 1 < r->n_heap && held_before(&r->heap[c + 1], &r->heap[c]))
+                        c++;
+                if (!held_before(&r->heap[c], &last))
+                        break;
+                r->heap[i] = r->heap[c];
+                i = c;
+        }
+        if (r->n_heap > 0)
+                r->heap[i] = last;
+        r->heap_bytes -= top.len;
+        return top;
+}
+
+/*
+ * The next raw line that parses, as a held line, or 0 at the end. Damage is
+ * counted here, in the order of the file.
+ */
+static int line_read(journal_reader *r, struct held_line *ret, bool *barrier)
 {
         for (;;) {
                 ssize_t n;
                 json_t *o;
                 double t;
 
-                json_decref(r->cur);
-                r->cur = NULL;
                 errno = 0;
                 n = getline(&r->line, &r->cap, r->f);
                 if (n < 0) {
                         if (ferror(r->f))
                                 return negative_errno();
-                        r->at_end = true;
                         return 0;
                 }
                 r->lineno++;
                 if (r->line[n - 1] != '\n') {
                         /* Only the last line can lack its newline: a cut-short append. */
                         r->truncated = true;
-                        r->at_end = true;
                         corrupt_note(r);
                         return 0;
                 }
@@ -248,31 +314,113 @@ int journal_reader_next(journal_reader *r, struct journal_record *ret)
                         corrupt_note(r);
                         continue;
                 }
-                r->cur = o;
-                const char *op = str_field(o, "op");
-                bool mark = startswith(op, JOURNAL_MARK_PREFIX) != NULL;
-                bool unclean = mark && session_note(r, o, op);
-                *ret = (struct journal_record){
-                        .line = r->line,
-                        .time = t,
-                        .time_str = str_field(o, "time"),
-                        .op = op,
-                        .path = exact_name(r, o, "path", 0) ?: "",
-                        .path2 = exact_name(r, o, "path2", 1),
-                        .name = exact_name(r, o, "name", 2),
-                        .comm = str_field(o, "comm"),
-                        .pid = int_field(o, "pid", 0),
-                        .uid = int_field(o, "uid", -1),
-                        .sandbox_uid = int_field(o, "sandbox_uid", -1),
-                        .result = int_field(o, "result", 0),
-                        .count = int_field(o, "count", 1),
-                        .coarse = !mark && json_is_string(json_object_get(o, "coarse")),
-                        .mark = mark,
-                        .after_unclean_stop = unclean,
-                        .json = o,
-                };
+                *ret = (struct held_line){.seq = int_field(o, "seq", -1), .lineno = r->lineno};
+                /* A new session numbers from 0 again: what came before goes first. */
+                *barrier = ret->seq < 0 || streq(str_field(o, "op"), JOURNAL_MARK_PREFIX "open");
+                json_decref(o);
+                ret->line = strndup(r->line, (size_t)n);
+                if (!ret->line)
+                        return -ENOMEM;
+                ret->len = (size_t)n;
                 return 1;
         }
+}
+
+/*
+ * The next line in order: lines of a session are read ahead into a heap and
+ * come out by "seq" once the heap holds more than the writer can have
+ * written ahead of an older line (journal.h, "Order"), or at a barrier (a
+ * new session, a line without seq) or the end.
+ */
+static int line_next_in_order(journal_reader *r, struct held_line *ret)
+{
+        for (;;) {
+                struct held_line h;
+                bool barrier = false;
+                int k;
+
+                if (r->n_heap > 0 &&
+                    (r->eof || r->have_barrier ||
+                     r->n_heap > JOURNAL_ORDER_LINES + JOURNAL_ORDER_SLACK_LINES ||
+                     r->heap_bytes > (uint64_t)JOURNAL_ORDER_BYTES + JOURNAL_ORDER_SLACK_BYTES)) {
+                        *ret = heap_pop(r);
+                        return 1;
+                }
+                if (r->have_barrier) {
+                        *ret = r->barrier;
+                        r->barrier = (struct held_line){0};
+                        r->have_barrier = false;
+                        return 1;
+                }
+                if (r->eof)
+                        return 0;
+                k = line_read(r, &h, &barrier);
+                if (k < 0)
+                        return k;
+                if (k == 0) {
+                        r->eof = true;
+                        continue;
+                }
+                if (barrier) {
+                        r->barrier = h;
+                        r->have_barrier = true;
+                        continue;
+                }
+                k = heap_push(r, h);
+                if (k < 0) {
+                        free(h.line);
+                        return k;
+                }
+        }
+}
+
+int journal_reader_next(journal_reader *r, struct journal_record *ret)
+{
+        struct held_line h;
+        json_t *o;
+        double t;
+        int k;
+
+        json_decref(r->cur);
+        r->cur = NULL;
+        free(r->out);
+        r->out = NULL;
+        k = line_next_in_order(r, &h);
+        if (k <= 0) {
+                if (k == 0)
+                        r->at_end = true;
+                return k;
+        }
+        r->out = h.line;
+        o = json_loadb(r->out, h.len, JSON_REJECT_DUPLICATES, NULL);
+        if (!o || journal_time_parse(str_field(o, "time"), &t) < 0) {
+                json_decref(o);
+                return -ENOMEM; /* it parsed when read */
+        }
+        r->cur = o;
+        const char *op = str_field(o, "op");
+        bool mark = startswith(op, JOURNAL_MARK_PREFIX) != NULL;
+        bool unclean = mark && session_note(r, o, op);
+        *ret = (struct journal_record){
+                .line = r->out,
+                .time = t,
+                .time_str = str_field(o, "time"),
+                .op = op,
+                .path = exact_name(r, o, "path", 0) ?: "",
+                .path2 = exact_name(r, o, "path2", 1),
+                .name = exact_name(r, o, "name", 2),
+                .comm = str_field(o, "comm"),
+                .pid = int_field(o, "pid", 0),
+                .uid = int_field(o, "uid", -1),
+                .sandbox_uid = int_field(o, "sandbox_uid", -1),
+                .result = int_field(o, "result", 0),
+                .count = int_field(o, "count", 1),
+                .coarse = !mark && json_is_string(json_object_get(o, "coarse")),
+                .mark = mark,
+                .after_unclean_stop = unclean,
+                .json = o,
+        };
+        return 1;
 }
 
 unsigned journal_reader_corrupt(const journal_reader *r)

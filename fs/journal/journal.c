@@ -245,21 +245,127 @@ static void journal_cut(journal *j)
         clock_gettime(CLOCK_REALTIME, &now);
         o = journal_entry_header(&now, JOURNAL_MARK_PREFIX "truncated");
         if (o && journal_json_set_int(o, "max_bytes", (json_int_t)j->max_bytes) == 0)
-                (void)journal_line_write(j, o, true);
+                (void)journal_line_write(j, o, j->seq++, true);
+}
+
+/* ---- order: the copies to the sink ---- */
+
+/*
+ * The oldest sequence number not yet written: of the entries still held, or
+ * the next one. Lines of a higher number wait for the sink until it passes
+ * them.
+ */
+static uint64_t seq_low(const journal *j)
+{
+        uint64_t low = j->seq;
+
+        if (j->n_pend > 0)
+                low = MIN(low, j->pend[0]->seq); /* kept in the order of their numbers */
+        for (size_t i = 0; i < j->n_tr; i++)
+                low = MIN(low, j->tr[i]->seq);
+        if (j->n_co > 0)
+                low = MIN(low, j->co[0]->seq);
+        return low;
+}
+
+static void copy_push(journal *j, uint64_t seq, const char *s, size_t n)
+{
+        size_t i;
+
+        if (j->n_copies == j->cap_copies) {
+                size_t cap = j->cap_copies ? 2 * j->cap_copies : 64;
+                struct journal_copy *c = reallocarray(j->copies, cap, sizeof(*c));
+                if (!c) {
+                        /* No room to wait: out of order rather than lost. */
+                        logsink_line("journal", NULL, s, n);
+                        return;
+                }
+                j->copies = c;
+                j->cap_copies = cap;
+        }
+        /* Kept sorted by number; a line nearly always goes at the end. */
+        for (i = j->n_copies; i > 0 && j->copies[i - 1].seq > seq; i--)
+                ;
+        memmove(&j->copies[i + 1], &j->copies[i], (j->n_copies - i) * sizeof(j->copies[0]));
+        /* NULL (no memory): counted, not copied; the file has it. */
+        j->copies[i] = (struct journal_copy){.seq = seq, .line = strndup(s, n), .len = n};
+        j->n_copies++;
+        j->copies_bytes += n;
+}
+
+/* Copy to the sink, in order, the lines no held entry comes before (all: every line). */
+static void copies_release(journal *j, bool all)
+{
+        uint64_t low = all ? UINT64_MAX : seq_low(j);
+        size_t k = 0;
+
+        while (k < j->n_copies && j->copies[k].seq < low) {
+                struct journal_copy *c = &j->copies[k++];
+                if (c->line)
+                        logsink_line("journal", NULL, c->line, c->len);
+                free(c->line);
+                j->copies_bytes -= c->len;
+        }
+        memmove(j->copies, j->copies + k, (j->n_copies - k) * sizeof(j->copies[0]));
+        j->n_copies -= k;
+}
+
+/*
+ * End of a locked section: what may go to the sink goes. Past
+ * JOURNAL_ORDER_LINES or JOURNAL_ORDER_BYTES waiting, the oldest held entry
+ * is written early, so that neither this buffer nor a reader's
+ * (journal-read.c) grows without bound.
+ */
+static void section_end(journal *j)
+{
+        copies_release(j, false);
+        while (j->n_copies > JOURNAL_ORDER_LINES || j->copies_bytes > JOURNAL_ORDER_BYTES) {
+                uint64_t low = seq_low(j);
+                if (low == j->seq)
+                        break;
+                if (j->n_co > 0 && j->co[0]->seq == low)
+                        (void)journal_coarse_force(j);
+                else
+                        (void)journal_pending_force(j, low);
+                copies_release(j, false);
+        }
+}
+
+static void journal_unlock(journal *j)
+{
+        section_end(j);
+        /* Removed trees worth a rewrite: the flusher does it, not the caller's request. */
+        if (journal_tree_rewrite_due(j, false))
+                journal_flusher_wake(j);
+        pthread_mutex_unlock(&j->lock);
+}
+
+uint64_t journal_seq_now(journal *j, json_t *o)
+{
+        struct timespec now;
+        char ts[40];
+
+        clock_gettime(CLOCK_REALTIME, &now);
+        time_format(&now, ts);
+        (void)json_object_set_new(o, "time", json_string(ts));
+        return j->seq++;
 }
 
 /*
  * Append one serialized object as one line, in one write(2). Marks may use
  * the reserve; anything else must leave it free, or the journal is cut.
  */
-int journal_line_write(journal *j, json_t *o, bool mark)
+int journal_line_write(journal *j, json_t *o, uint64_t seq, bool mark)
 {
-        _cleanup_free_ char *s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        _cleanup_free_ char *s = NULL;
         _cleanup_free_ char *buf = NULL;
         uint64_t limit = UINT64_MAX;
         size_t n, off = 0;
         ssize_t w;
 
+        if (journal_json_set_int(o, "seq", (json_int_t)seq) < 0)
+                return -ENOMEM;
+        s = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
         if (!s)
                 return -ENOMEM;
         n = strlen(s);
@@ -293,7 +399,9 @@ int journal_line_write(journal *j, json_t *o, bool mark)
         j->need_newline = (size_t)w != off;
         if ((size_t)w != off)
                 return -ENOSPC;
-        logsink_line("journal", NULL, s, n); /* [logs] stdout = json; nothing without a sink */
+        /* [logs] stdout = json, in order (above); nothing without a sink. */
+        copy_push(j, seq, s, n);
+        journal_tree_note(j, o, seq, n + 1);
         return 0;
 }
 
@@ -346,6 +454,12 @@ static void *flusher_main(void *arg)
                         deadline = c;
                         any = true;
                 }
+                if (journal_tree_rewrite_due(j, false)) {
+                        /* Failure leaves the journal as it was: the lines stay. */
+                        (void)journal_tree_rewrite(j);
+                        section_end(j);
+                        continue;
+                }
                 if (!any) {
                         pthread_cond_wait(&j->cond, &j->lock);
                         continue;
@@ -353,6 +467,7 @@ static void *flusher_main(void *arg)
                 pthread_cond_timedwait(&j->cond, &j->lock, &deadline);
                 /* A failure here has no caller to report to; the entry is dropped. */
                 (void)flush_due(j);
+                section_end(j);
         }
         pthread_mutex_unlock(&j->lock);
         return NULL;
@@ -390,7 +505,7 @@ static void mark_write(journal *j, const char *what, json_t *fields)
                 return;
         json_object_foreach (fields, k, v)
                 json_object_set(o, k, v);
-        (void)journal_line_write(j, o, true);
+        (void)journal_line_write(j, o, j->seq++, true);
 }
 
 /*
@@ -412,8 +527,13 @@ static void coarse_enter(journal *j)
 
 static void soft_check(journal *j)
 {
-        if (j->soft_bytes && !j->coarse && j->size + j->pending_bytes >= j->soft_bytes)
-                coarse_enter(j);
+        if (!j->soft_bytes || j->coarse || j->size + j->pending_bytes < j->soft_bytes)
+                return;
+        /* Removed trees first: what they free may keep the journal fine-grained. */
+        if (journal_tree_rewrite_due(j, true) && journal_tree_rewrite(j) == 0 &&
+            j->size + j->pending_bytes < j->soft_bytes)
+                return;
+        coarse_enter(j);
 }
 
 /*
@@ -488,6 +608,19 @@ int journal_open(int state_dirfd, const char *name, uint64_t max_bytes, journal 
         pthread_cond_init(&j->cond, &ca);
         pthread_condattr_destroy(&ca);
         j->fd = TAKE_FD(fd);
+        j->dirfd = fcntl(state_dirfd, F_DUPFD_CLOEXEC, 3);
+        j->name = strdup(name);
+        j->session_off = j->size;
+        if (j->dirfd < 0 || !j->name) {
+                int r = j->dirfd < 0 ? negative_errno() : -ENOMEM;
+                safe_close(j->dirfd);
+                safe_close(j->fd);
+                free(j->name);
+                free(j);
+                return r;
+        }
+        /* A rewrite the daemon before this one did not finish (journal-tree.c). */
+        (void)journal_tree_leftover_remove(j);
 
         fields = json_pack("{s:i, s:I, s:I}", "pid", (int)getpid(), "start",
                            (json_int_t)self_starttime(), "max_bytes", (json_int_t)max_bytes);
@@ -498,7 +631,7 @@ int journal_open(int state_dirfd, const char *name, uint64_t max_bytes, journal 
                 journal_cut(j);
         else
                 soft_check(j); /* an earlier run went past the soft bound: coarse again */
-        pthread_mutex_unlock(&j->lock);
+        journal_unlock(j);
         *ret = j;
         return 0;
 }
@@ -518,16 +651,23 @@ void journal_free(journal *j)
         pthread_mutex_lock(&j->lock);
         (void)journal_pending_flush(j, NULL);
         (void)journal_coarse_flush(j, NULL);
+        if (journal_tree_rewrite_due(j, true))
+                (void)journal_tree_rewrite(j);
         fields = json_pack("{s:b, s:I, s:I}", "clean", 1, "dropped", (json_int_t)j->dropped,
                            "refused", (json_int_t)__atomic_load_n(&j->refused, __ATOMIC_RELAXED));
         /* The next session at this bound starts cut, however close to it the file ends. */
         if (fields && j->cut)
                 json_object_set_new(fields, "cut", json_integer((json_int_t)j->max_bytes));
         mark_write(j, JOURNAL_MARK_PREFIX "close", fields);
+        copies_release(j, true);
         pthread_mutex_unlock(&j->lock);
         journal_pending_free_all(j);
         journal_coarse_free_all(j);
+        journal_tree_free_all(j);
+        free(j->copies);
         safe_close(j->fd);
+        safe_close(j->dirfd);
+        free(j->name);
         free(j->last_sig);
         pthread_cond_destroy(&j->cond);
         pthread_mutex_destroy(&j->lock);
@@ -540,7 +680,25 @@ int journal_flush(journal *j)
 
         pthread_mutex_lock(&j->lock);
         r = journal_pending_flush(j, NULL);
-        pthread_mutex_unlock(&j->lock);
+        journal_unlock(j);
+        return r;
+}
+
+int journal_flush_all(journal *j)
+{
+        int r, k;
+
+        pthread_mutex_lock(&j->lock);
+        r = journal_pending_flush(j, NULL);
+        k = journal_coarse_flush(j, NULL);
+        if (r == 0)
+                r = k;
+        if (journal_tree_rewrite_due(j, true)) {
+                k = journal_tree_rewrite(j);
+                if (r == 0)
+                        r = k;
+        }
+        journal_unlock(j);
         return r;
 }
 
@@ -554,7 +712,7 @@ int journal_admit(journal *j)
                 /* Cut before the operation: it is refused, not done and left unrecorded. */
                 pthread_mutex_lock(&j->lock);
                 journal_cut(j);
-                pthread_mutex_unlock(&j->lock);
+                journal_unlock(j);
         }
         __atomic_add_fetch(&j->refused, 1, __ATOMIC_RELAXED);
         return -EDQUOT;
@@ -666,7 +824,7 @@ int journal_append(journal *j, const struct journal_caller *who, const struct jo
                         r = journal_pending_write_add(j, who, e);
                 }
                 soft_check(j);
-                pthread_mutex_unlock(&j->lock);
+                journal_unlock(j);
                 return r;
         }
         /* Build outside the lock: reading /proc and serializing need no shared state. */
@@ -679,12 +837,15 @@ int journal_append(journal *j, const struct journal_caller *who, const struct jo
                 return -ENOMEM;
         pthread_mutex_lock(&j->lock);
         (void)flush_due(j);
-        if (j->coarse)
+        if (j->coarse) {
                 r = journal_coarse_add(j, who, e, have_comm ? comm : NULL);
-        else
-                r = journal_pending_op(j, who, e, &o, &sig, have_comm ? comm : NULL);
+        } else {
+                /* Its time and place in the order are taken here, under the lock: they agree. */
+                uint64_t seq = journal_seq_now(j, o);
+                r = journal_pending_op(j, who, e, &o, &sig, seq, have_comm ? comm : NULL);
+        }
         soft_check(j);
-        pthread_mutex_unlock(&j->lock);
+        journal_unlock(j);
         return r;
 }
 
@@ -723,9 +884,9 @@ int journal_mark(journal *j, const char *what, const char *fields_json)
                 json_object_foreach (f, k, v)
                         if (o)
                                 json_object_set(o, k, v);
-                r = o ? journal_line_write(j, o, true) : -ENOMEM;
+                r = o ? journal_line_write(j, o, j->seq++, true) : -ENOMEM;
         }
-        pthread_mutex_unlock(&j->lock);
+        journal_unlock(j);
         return r;
 }
 

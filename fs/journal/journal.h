@@ -76,6 +76,13 @@ int journal_append(journal *j, const struct journal_caller *who, const struct jo
  */
 int journal_flush(journal *j);
 /*
+ * Write everything held now, coarse entries too, and rewrite removed trees
+ * (below): for a reader (`cloister log`, over the daemon's control socket),
+ * who must see everything that happened. Never asked by the agent.
+ */
+int journal_flush_all(journal *j);
+
+/*
  * May a mutating operation go ahead? 0, or -EDQUOT once the journal was cut
  * at its bound (the refusal is counted in the "journal_close" mark). Asked
  * before the operation, so that nothing happens that the journal cannot hold.
@@ -136,6 +143,52 @@ const char *journal_op_to_string(enum journal_op op);
  * at most.
  */
 #define JOURNAL_COALESCE_SLOTS 256
+/*
+ * Order. Every line has "seq", its place in the order of the daemon's
+ * session (from 0 at its journal_open mark): the order of first
+ * operations, as "time" is, both taken under the journal's lock. A held
+ * entry keeps the number of its first operation, so the file may hold a
+ * line before an older one that was held; `cloister log` (journal_reader)
+ * prints them in the order of "seq", and the copies to [logs] stdout go
+ * out in that order (a line waits, in the daemon, for every older one).
+ * Bound on that disorder, which both sides rely on: a line is preceded in
+ * the file by at most JOURNAL_ORDER_LINES lines, together at most
+ * JOURNAL_ORDER_BYTES, of higher numbers of its session (past that, the
+ * oldest held entry is written early), plus what one flush writes at once
+ * (JOURNAL_ORDER_SLACK_*). A line without "seq" (an older journal, a mark
+ * written with no daemon) keeps its place.
+ */
+#define JOURNAL_ORDER_LINES       16384
+#define JOURNAL_ORDER_BYTES       (16u * 1024 * 1024)
+#define JOURNAL_ORDER_SLACK_LINES 1024
+#define JOURNAL_ORDER_SLACK_BYTES (1024u * JOURNAL_LINE_MAX)
+
+/*
+ * Removed trees (journal-tree.c). A directory made in this session (its
+ * mkdir written) and removed in it (its rmdir written), with nothing moved
+ * or linked out of it (or linked into it from outside) meanwhile, is
+ * history no reviewer needs line by line: every line of its life about names under it (both names,
+ * for a rename or link) is replaced, by a rewrite of the file, with one "removed_tree" entry at the
+ * place (time, seq) of its mkdir: "count" names made under it, "ops" the operations,
+ * "lines"/"bytes" the lines replaced and their "sha256" (of those lines as they were written,
+ * newlines included, in file order: a collector holding the [logs] stdout copies can check it),
+ * "until" the time of the rmdir, "comms" the commands (at most
+ * JOURNAL_TREE_COMMS, "more" if there were more), "failed" the refused
+ * operations among them, and the caller fields of the mkdir's. A tree
+ * inside a removed tree is part of it. The rewrite writes a new file
+ * beside the journal and renames it over it (a crash leaves one or the
+ * other, whole), once the trees removed stand for JOURNAL_TREE_REWRITE_MIN
+ * bytes and half the file, at the close, and when a reader asks
+ * (journal_flush_all). Transient and coarse entries, marks and lines of
+ * earlier sessions are kept as they are. JOURNAL_TREE_SLOTS directories,
+ * with names of JOURNAL_TREE_NAME_BYTES together, are followed at once;
+ * past them, newer ones are not (their lines stay).
+ */
+#define JOURNAL_TREE_REWRITE_MIN (8ull * 1024 * 1024)
+#define JOURNAL_TREE_SLOTS       65536
+#define JOURNAL_TREE_NAME_BYTES  (16u * 1024 * 1024)
+#define JOURNAL_TREE_COMMS       8
+
 /*
  * Transient entries stand for nothing that still exists: each is held a
  * summary window (JOURNAL_SUMMARY_MS) rather than one window, so a

@@ -17,6 +17,7 @@
 #include "command.h"
 #include "config.h"
 #include "journal.h"
+#include "layers.h"
 #include "review.h"
 #include "lib/quote.h"
 #include "lib/util.h"
@@ -136,6 +137,28 @@ static void record_print(const struct journal_record *rec)
                 if (json_is_true(json_object_get(o, "mixed")))
                         fputs(", by more than this caller", stdout);
                 putchar(']');
+        } else if (streq(rec->op, "removed_tree")) {
+                /* journal.h, "Removed trees": its past, in one entry. */
+                size_t i;
+                json_t *c;
+                printf(" [created and removed %" PRId64 " entr%s under it, %" JSON_INTEGER_FORMAT
+                       " operations in %" JSON_INTEGER_FORMAT " lines",
+                       rec->count, rec->count == 1 ? "y" : "ies",
+                       json_integer_value(json_object_get(o, "ops")),
+                       json_integer_value(json_object_get(o, "lines")));
+                if ((v = json_object_get(o, "failed")) && json_integer_value(v) > 0)
+                        printf(", %" JSON_INTEGER_FORMAT " refused", json_integer_value(v));
+                if ((v = json_object_get(o, "until")) && json_is_string(v))
+                        printf(", until %s", json_string_value(v));
+                fputs(", by ", stdout);
+                json_array_foreach (json_object_get(o, "comms"), i, c) {
+                        if (i > 0)
+                                fputs(", ", stdout);
+                        quote_fputs(stdout, json_string_value(c) ?: "?", 0);
+                }
+                if (json_is_true(json_object_get(o, "more")))
+                        fputs(" and more", stdout);
+                putchar(']');
         } else if (streq(rec->op, "transient")) {
                 v = json_object_get(o, "ops");
                 printf(" [the last of %" PRId64
@@ -175,8 +198,8 @@ static void record_print(const struct journal_record *rec)
                 fputs(" failed: ", stdout);
                 quote_fputs(stdout, json_is_string(v) ? json_string_value(v) : "error", 0);
         }
-        if (!streq(rec->op, "write") && !streq(rec->op, "transient") && !rec->coarse &&
-            rec->count > 1)
+        if (!streq(rec->op, "write") && !streq(rec->op, "transient") &&
+            !streq(rec->op, "removed_tree") && !rec->coarse && rec->count > 1)
                 printf(" [%" PRId64 " times]", rec->count);
         putchar('\n');
 }
@@ -301,6 +324,20 @@ static int log_run(int argc, char **argv)
                 return log_net_print(c, json, have_since, since);
         if (asprintf(&gitdir, "%s/.git", streq(c->repo.path, "/") ? "" : c->repo.path) < 0)
                 return command_fail(&command_log, 1, "out of memory");
+        /*
+         * A live daemon holds entries for a moment before it writes them
+         * (compaction): ask it to write them now, so that everything that
+         * happened is read, in order. No daemon: nothing is held.
+         */
+        {
+                _cleanup_free_ char *ferr = NULL;
+                r = fs_journal_flush_online(c->workspace.state, &ferr);
+                if (r < 0 && r != -ENOENT && r != -ECONNREFUSED)
+                        fprintf(stderr,
+                                "cloister log: the daemon of %s did not write what it holds "
+                                "(%s): the last moments may be missing below\n",
+                                c->workspace.state, ferr ? ferr : strerror(-r));
+        }
         dfd = open(c->workspace.state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (dfd < 0)
                 return command_fail(&command_log, 1, "state directory '%s': %m",

@@ -291,8 +291,8 @@ START_TEST(rename_of_a_held_directory_writes_what_is_under_it_first)
         journal *j = open_long(0);
         const char *want[][2] = {
                 {"mkdir", "/w/d"},     {"create", "/w/d/x"}, {"write", "/w/d/x"},
-                {"rename", "/w/d"},    {"unlink", "/w/e/x"}, {"link", "/w/other"},
-                {"create", "/w/late"},
+                {"create", "/w/late"}, {"rename", "/w/d"},   {"unlink", "/w/e/x"},
+                {"link", "/w/other"},
         };
         json_t *l[16];
         size_t n;
@@ -302,7 +302,7 @@ START_TEST(rename_of_a_held_directory_writes_what_is_under_it_first)
         append(j, &who,
                (struct journal_entry){.op = JOURNAL_CREATE, .path = "/w/d/x", .mode = 0100644});
         append(j, &who, (struct journal_entry){.op = JOURNAL_WRITE, .path = "/w/d/x", .length = 5});
-        /* Unrelated, and held: it may come after later lines of other files. */
+        /* Unrelated, and held: written later, read in its place (journal.h, "Order"). */
         append(j, &who,
                (struct journal_entry){.op = JOURNAL_CREATE, .path = "/w/late", .mode = 0100644});
         append(j, &who,
