@@ -169,9 +169,8 @@ static int diff_run(int argc, char **argv)
         const char *since_cp = NULL, *other = NULL;
         _cleanup_config_ struct config *c = NULL;
         _cleanup_free_ char *err = NULL;
-        review_workspace *w = NULL;
+        struct ops_review x = {0};
         review *r = NULL;
-        struct review_options o;
         struct review_home_change *home = NULL;
         size_t n_home = 0, left_out = 0;
         enum review_format fmt = REVIEW_PATCH;
@@ -234,17 +233,13 @@ static int diff_run(int argc, char **argv)
          */
         signal(SIGPIPE, SIG_IGN);
         sigprocmask(SIG_BLOCK, &stop_signals, &old_mask);
-        k = review_workspace_open(c, argv[optind], true, &w, &err);
-        if (k < 0) {
-                sigprocmask(SIG_SETMASK, &old_mask, NULL);
-                return command_fail(&command_diff, 1, "%s", err ? err : strerror(-k));
-        }
-        review_workspace_options(w, &o);
-        o.in_memory = true;
-        o.include_ignored = include_ignored;
-        if (tty)
-                o.progress = cli_progress_tty;
-        k = review_open(&o, &r, &err);
+        /* The same review MCP's diff opens (mounts/ops), with the CLI's options. */
+        k = ops_review_open(c, argv[optind],
+                            &(struct ops_review_options){.in_memory = true,
+                                                         .include_ignored = include_ignored,
+                                                         .progress = tty ? cli_progress_tty : NULL},
+                            &x, &err);
+        r = x.r;
         if (k < 0) {
                 command_fail(&command_diff, 1, "%s", err ? err : strerror(-k));
                 goto out;
@@ -335,9 +330,8 @@ static int diff_run(int argc, char **argv)
         ret = left_out ? EXIT_LEFT_OUT : 0;
 out:
         review_home_changes_free(home, n_home);
-        review_free(r);
         since_close(&since);
-        if (review_workspace_close(w) < 0) {
+        if (ops_review_close(&x) < 0) {
                 command_fail(&command_diff, 1, "unmounting the workspace failed");
                 ret = 1;
         }

@@ -104,6 +104,20 @@
         "\"warning\":{\"type\":\"string\"}},"                                                      \
         "\"required\":[\"home\",\"ignored\",\"left_out\"]}"
 
+/*
+ * export's result (ops_export_review): the same object `cloister export
+ * --json` prints, so the same keys, one a line.
+ */
+#define OUT_EXPORT                                                                                 \
+        "{\"type\":\"object\",\"properties\":{"                                                    \
+        "\"ref\":{\"type\":\"string\"},"                                                           \
+        "\"commit\":{\"type\":\"string\"},"                                                        \
+        "\"commits\":{\"type\":\"integer\"},"                                                      \
+        "\"replaced\":{\"type\":[\"string\",\"null\"]},"                                           \
+        "\"ignored\":{\"type\":\"integer\"}," OUT_LEFT_OUT ","                                     \
+        "\"warning\":{\"type\":\"string\"}},"                                                      \
+        "\"required\":[\"ref\",\"commit\",\"commits\",\"replaced\",\"ignored\",\"left_out\"]}"
+
 struct tool {
         const char *name, *title, *description;
         const char *input;  /* properties and required, as a JSON schema */
@@ -357,10 +371,7 @@ static const struct tool tools[] = {
                         "refs/cloister/NAME (the default) or refs/cloister/NAME+LABEL, NAME "
                         "being the workspace's") "},"
                                                  "\"additionalProperties\":false}",
-                "{\"type\":\"object\",\"properties\":{\"ref\":{\"type\":\"string\"},"
-                "\"commit\":{\"type\":\"string\"},\"replaced\":{\"type\":[\"string\",\"null\"]}"
-                "," OUT_LEFT_OUT "},"
-                "\"required\":[\"ref\",\"commit\",\"replaced\",\"left_out\"]}",
+                OUT_EXPORT,
                 false,
                 false,
                 false,
