@@ -139,9 +139,18 @@ struct ops_fork_options {
         const char *from;       /* a checkpoint, or NULL: one is made (fork-NAME) */
         const char *state;      /* absolute, or NULL: beside the parent's state, named NAME */
 };
-/* `cloister fork`: {"name", "config", "state", "parent", "checkpoint", "depth", "base"?}. */
+/* `cloister fork`: {"name", "config", "state", "parent", "checkpoint", "depth", "base"?}.
+ * Both front ends call it with the same fields; its checks are the only ones, and
+ * -EINVAL is a refusal of what the caller named (a name, a path, a config that exists). */
 int ops_fork(const struct config *c, const struct ops_fork_options *o, json_t **ret,
              char **ret_error);
+/*
+ * p as an absolute path: as it is if it is one, else joined onto the
+ * working directory (not resolved: no symlink is followed, nothing need
+ * exist). How the CLI and MCP both make a user's relative path absolute
+ * (fork's NEW_CONFIG and --state, the served config's folder).
+ */
+int ops_path_absolute(const char *p, char **ret);
 
 /* --- runs ------------------------------------------------------------------------- */
 
