@@ -32,12 +32,7 @@ int ops_workspace_summary(const struct config *c, json_t **ret, char **ret_error
 /* The state of one workspace: the summary, the limits and what is used of
  * them, the broker and the proxy, the last export. */
 int ops_status(const struct config *c, json_t **ret, char **ret_error);
-/* Mount it if no daemon serves it (as `cloister mount` does), until
- * ops_unmount(), which unmounts only what this call mounted. */
 struct review_workspace;
-int ops_mount(const struct config *c, const char *config_path, struct review_workspace **ret,
-              char **ret_error);
-void ops_unmount(struct review_workspace *w);
 /*
  * The patch a reviewer gets (`cloister diff`), or with stat the per-file
  * counts: {"patch": TEXT, "bytes"} or {"files": [{"path", "status",

@@ -408,14 +408,3 @@ int ops_export(const struct config *c, const char *config_path, const char *labe
         (void)ops_review_close(&x);
         return k;
 }
-
-int ops_mount(const struct config *c, const char *config_path, struct review_workspace **ret,
-              char **ret_error)
-{
-        return review_workspace_open(c, config_path, true, ret, ret_error);
-}
-
-void ops_unmount(struct review_workspace *w)
-{
-        (void)review_workspace_close(w);
-}
