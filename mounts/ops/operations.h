@@ -59,7 +59,8 @@ void ops_left_out_json(const review *r, json_t *o);
  * The review of a workspace, mounted for the caller if nobody serves it,
  * until ops_review_close() (which unmounts only what the open mounted, and
  * returns < 0 if that unmount failed). Every review the front ends make
- * opens here: diff, export, mbox and discard.
+ * opens here: diff, export, mbox and discard. x is set even when the open
+ * fails (what it got so far): ops_review_close() it either way.
  */
 struct ops_review {
         struct review_workspace *w;
@@ -72,7 +73,7 @@ struct ops_review_options {
         void *userdata;
 };
 int ops_review_open(const struct config *c, const char *config_path,
-                    const struct ops_review_options *o, struct ops_review *ret, char **ret_error);
+                    const struct ops_review_options *o, struct ops_review *x, char **ret_error);
 int ops_review_close(struct ops_review *x);
 
 /*
