@@ -60,11 +60,13 @@ void ops_left_out_json(const review *r, json_t *o);
  * until ops_review_close() (which unmounts only what the open mounted, and
  * returns < 0 if that unmount failed). Every review the front ends make
  * opens here: diff, export, mbox and discard. x is set even when the open
- * fails (what it got so far): ops_review_close() it either way.
+ * fails (what it got so far): ops_review_close() it either way. Closing a
+ * zeroed x that was never opened does nothing.
  */
 struct ops_review {
         struct review_workspace *w;
         review *r;
+        bool opened; /* ops_review_open() ran (and took a libgit2 reference) */
 };
 struct ops_review_options {
         bool in_memory;       /* never write the source (diff, mbox, discard) */

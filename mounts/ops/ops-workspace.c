@@ -157,7 +157,7 @@ int ops_review_open(const struct config *c, const char *config_path,
         struct review_options ro;
         int k;
 
-        *x = (struct ops_review){0};
+        *x = (struct ops_review){.opened = true};
         git_libgit2_init();
         k = review_workspace_open(c, config_path, true, &x->w, ret_error);
         if (k < 0)
@@ -174,6 +174,8 @@ int ops_review_close(struct ops_review *x)
 {
         int k;
 
+        if (!x->opened)
+                return 0;
         review_free(x->r);
         k = review_workspace_close(x->w);
         git_libgit2_shutdown();
