@@ -49,7 +49,7 @@ static const char *const inject_keys[IK_MAX] = {
 
 _Static_assert(IK_MAX <= 16, "raise inject_lines");
 
-int config_words_append(char ***vec, const char *value, size_t max, size_t *ret_n)
+static int config_words_append(char ***vec, const char *value, size_t max, size_t *ret_n)
 {
         size_t n = 0;
 

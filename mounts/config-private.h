@@ -71,6 +71,4 @@ int config_inject_begin(struct parse_state *st, const char *name, size_t len);
 int config_inject_key(struct parse_state *st, const char *name, const char *value);
 void config_network_finish(struct parse_state *st);
 void config_network_free(struct config *c);
-/* Split "a, b c" into a NULL-terminated vector appended to *vec; at most max items. */
-int config_words_append(char ***vec, const char *value, size_t max, size_t *ret_n);
 unsigned config_reader_line(const struct parse_state *st);

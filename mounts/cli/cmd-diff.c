@@ -47,16 +47,20 @@ static void home_print(FILE *out, const struct review_home_change *c, size_t n)
         }
 }
 
-/* A checkpoint mounted apart, for --since: a temporary state and config (TMPDIR). */
+/*
+ * The other side: a checkpoint mounted apart, for --since (a temporary state
+ * and config in TMPDIR), or workspace A of `diff A B`. Its review is opened
+ * by mounts/ops, as the main one is.
+ */
 struct since_view {
         char *dir, *config;
         struct config *c;
-        review_workspace *w;
+        struct ops_review x;
 };
 
 static void since_close(struct since_view *sv)
 {
-        if (sv->w && review_workspace_close(sv->w) < 0)
+        if (ops_review_close(&sv->x) < 0)
                 fprintf(stderr, "cloister diff: unmounting the checkpoint's view failed\n");
         config_free(sv->c);
         if (sv->dir) {
@@ -107,7 +111,9 @@ static int since_open(const struct config *c, const char *cp, struct since_view 
         if (k == 0)
                 k = config_load(sv->config, &sv->c, ret_error);
         if (k == 0)
-                k = review_workspace_open(sv->c, sv->config, true, &sv->w, ret_error);
+                k = ops_review_open(sv->c, sv->config,
+                                    &(struct ops_review_options){.in_memory = true}, &sv->x,
+                                    ret_error);
         return k;
 }
 
@@ -120,8 +126,6 @@ static int other_open(const char *path, const struct config *b, const review *rb
                       struct since_view *sv, char **ret_error)
 {
         _cleanup_free_ char *src_a = NULL, *src_b = NULL;
-        _cleanup_review_ review *ra = NULL;
-        struct review_options o;
         char ha[GIT_OID_HEXSZ + 1], hb[GIT_OID_HEXSZ + 1];
         int k = config_load(path, &sv->c, ret_error);
 
@@ -134,16 +138,12 @@ static int other_open(const char *path, const struct config *b, const review *rb
                               "%s: its [repo] source is '%s', not '%s': only workspaces of one "
                               "repository compare",
                               path, sv->c->repo.source, b->repo.source);
-        k = review_workspace_open(sv->c, path, true, &sv->w, ret_error);
+        k = ops_review_open(sv->c, path, &(struct ops_review_options){.in_memory = true}, &sv->x,
+                            ret_error);
         if (k < 0)
                 return k;
-        review_workspace_options(sv->w, &o);
-        o.in_memory = true;
-        k = review_open(&o, &ra, ret_error);
-        if (k < 0)
-                return k;
-        if (!git_oid_equal(review_base_commit(ra), review_base_commit(rb))) {
-                git_oid_tostr(ha, sizeof(ha), review_base_commit(ra));
+        if (!git_oid_equal(review_base_commit(sv->x.r), review_base_commit(rb))) {
+                git_oid_tostr(ha, sizeof(ha), review_base_commit(sv->x.r));
                 git_oid_tostr(hb, sizeof(hb), review_base_commit(rb));
                 return errorf(ret_error, -EXDEV,
                               "%s: its base commit is %.12s, not %.12s: compare their exports "
@@ -169,9 +169,8 @@ static int diff_run(int argc, char **argv)
         const char *since_cp = NULL, *other = NULL;
         _cleanup_config_ struct config *c = NULL;
         _cleanup_free_ char *err = NULL;
-        review_workspace *w = NULL;
+        struct ops_review x = {0};
         review *r = NULL;
-        struct review_options o;
         struct review_home_change *home = NULL;
         size_t n_home = 0, left_out = 0;
         enum review_format fmt = REVIEW_PATCH;
@@ -234,17 +233,13 @@ static int diff_run(int argc, char **argv)
          */
         signal(SIGPIPE, SIG_IGN);
         sigprocmask(SIG_BLOCK, &stop_signals, &old_mask);
-        k = review_workspace_open(c, argv[optind], true, &w, &err);
-        if (k < 0) {
-                sigprocmask(SIG_SETMASK, &old_mask, NULL);
-                return command_fail(&command_diff, 1, "%s", err ? err : strerror(-k));
-        }
-        review_workspace_options(w, &o);
-        o.in_memory = true;
-        o.include_ignored = include_ignored;
-        if (tty)
-                o.progress = cli_progress_tty;
-        k = review_open(&o, &r, &err);
+        /* The same review MCP's diff opens (mounts/ops), with the CLI's options. */
+        k = ops_review_open(c, argv[optind],
+                            &(struct ops_review_options){.in_memory = true,
+                                                         .include_ignored = include_ignored,
+                                                         .progress = tty ? cli_progress_tty : NULL},
+                            &x, &err);
+        r = x.r;
         if (k < 0) {
                 command_fail(&command_diff, 1, "%s", err ? err : strerror(-k));
                 goto out;
@@ -256,7 +251,7 @@ static int diff_run(int argc, char **argv)
                         command_fail(&command_diff, 1, "%s", err ? err : strerror(-k));
                         goto out;
                 }
-                review_workspace_options(since.w, &so);
+                review_workspace_options(since.x.w, &so);
                 k = review_since(r, &so);
                 if (k < 0) {
                         command_fail(&command_diff, 1, "%s: %s", other, review_error(r));
@@ -271,7 +266,7 @@ static int diff_run(int argc, char **argv)
                                      err ? err : strerror(-k));
                         goto out;
                 }
-                review_workspace_options(since.w, &so);
+                review_workspace_options(since.x.w, &so);
                 k = review_since(r, &so);
                 if (k < 0) {
                         command_fail(&command_diff, 1, "checkpoint %s: %s", since_cp,
@@ -335,9 +330,8 @@ static int diff_run(int argc, char **argv)
         ret = left_out ? EXIT_LEFT_OUT : 0;
 out:
         review_home_changes_free(home, n_home);
-        review_free(r);
         since_close(&since);
-        if (review_workspace_close(w) < 0) {
+        if (ops_review_close(&x) < 0) {
                 command_fail(&command_diff, 1, "unmounting the workspace failed");
                 ret = 1;
         }

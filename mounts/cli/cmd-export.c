@@ -7,12 +7,15 @@
  *               refs/cloister/NAME in the source repository
  *   --commits   the agent's own commits (made in the workspace's .git),
  *               authors and messages kept, at refs/cloister/NAME
+ *   --label L   with either: at refs/cloister/NAME+L instead
  *   --mbox      a `git am` series on stdout (or -o FILE); writes nothing
  *               into the source
  *   --discard   reset the workspace to the base revision (asks first)
  *
  * Nothing but refs/cloister/NAME and new objects is written to the source:
- * not HEAD, the index, the working tree or another ref.
+ * not HEAD, the index, the working tree or another ref. The review is
+ * opened, and --commit and --commits made, by mounts/ops (ops_review_open,
+ * ops_export_review): the same code and result as MCP's export tool.
  */
 #include <getopt.h>
 #include <jansson.h>
@@ -23,7 +26,6 @@
 #include "command.h"
 #include "operations.h"
 #include "config.h"
-#include "review-workspace.h"
 #include "review.h"
 #include "lib/util.h"
 
@@ -42,37 +44,37 @@ static bool confirm(const char *what)
 }
 
 /* An earlier export the ref pointed at stays in its reflog: say where. */
-static void replaced_note(const struct config *c, const review *r)
+static void replaced_note(const json_t *o)
 {
-        char hex[GIT_OID_HEXSZ + 1];
-        const git_oid *old = review_ref_replaced(r);
+        const char *ref = json_string_value(json_object_get(o, "ref"));
+        const char *old = json_string_value(json_object_get(o, "replaced"));
 
-        if (old)
+        if (ref && old)
                 fprintf(stderr,
-                        "cloister export: refs/cloister/%s was at %s (an earlier export); it "
-                        "stays in the ref's reflog as refs/cloister/%s@{1}\n",
-                        c->workspace.name, git_oid_tostr(hex, sizeof(hex), old), c->workspace.name);
+                        "cloister export: %s was at %s (an earlier export); it stays in the "
+                        "ref's reflog as %s@{1}\n",
+                        ref, old, ref);
 }
 
-/* --json of --commit and --commits: one object on stdout (docs/cloister-export.md). */
-static void json_print(const struct config *c, const review *r, const git_oid *id, size_t n)
+/*
+ * --commit and --commits: ops_export_review()'s object, the one MCP's
+ * export returns too; with --json as it is, else its ref and commit.
+ */
+static int export_print(const json_t *o, bool json, bool series)
 {
-        char hex[GIT_OID_HEXSZ + 1], old[GIT_OID_HEXSZ + 1];
-        const git_oid *replaced = review_ref_replaced(r);
-        json_t *o = json_pack(
-                "{s:s+, s:s, s:I, s:o, s:I}", "ref", "refs/cloister/", c->workspace.name, "commit",
-                git_oid_tostr(hex, sizeof(hex), id), "commits", (json_int_t)n, "replaced",
-                replaced ? json_string(git_oid_tostr(old, sizeof(old), replaced)) : json_null(),
-                "ignored", (json_int_t)review_ignored(r));
+        json_int_t n = json_integer_value(json_object_get(o, "commits"));
 
-        if (o && review_warning(r))
-                json_object_set_new(o, "warning", json_string(review_warning(r)));
-        if (o)
-                ops_left_out_json(r, o);
-        if (o)
-                json_dumpf(o, stdout, JSON_COMPACT);
-        putchar('\n');
-        json_decref(o);
+        if (json)
+                return json_dumpf(o, stdout, JSON_COMPACT) < 0 || putchar('\n') == EOF ? -EIO : 0;
+        if (series)
+                printf("%s %s (%" JSON_INTEGER_FORMAT " commit%s)\n",
+                       json_string_value(json_object_get(o, "ref")),
+                       json_string_value(json_object_get(o, "commit")), n, n == 1 ? "" : "s");
+        else
+                printf("%s %s\n", json_string_value(json_object_get(o, "ref")),
+                       json_string_value(json_object_get(o, "commit")));
+        replaced_note(o);
+        return 0;
 }
 
 static int export_run(int argc, char **argv)
@@ -84,6 +86,7 @@ static int export_run(int argc, char **argv)
                 {"discard", no_argument, NULL, 'd'},
                 {"message", required_argument, NULL, 'M'},
                 {"author", required_argument, NULL, 'a'},
+                {"label", required_argument, NULL, 'l'},
                 {"output", required_argument, NULL, 'o'},
                 {"yes", no_argument, NULL, 'y'},
                 {"include-ignored", no_argument, NULL, 'I'},
@@ -95,10 +98,11 @@ static int export_run(int argc, char **argv)
         _cleanup_free_ char *err = NULL;
         _cleanup_free_ git_oid *ids = NULL;
         _cleanup_fclose_ FILE *outf = NULL;
+        _cleanup_(json_decrefp) json_t *result = NULL;
         struct review_commit_options co = {0};
-        review_workspace *w = NULL;
+        struct ops_export_options eo = {0};
+        struct ops_review x = {0};
         review *r = NULL;
-        struct review_options o;
         const char *output = NULL;
         enum mode mode = MODE_NONE;
         bool series = false, yes = false, include_ignored = false, json = false,
@@ -130,6 +134,9 @@ static int export_run(int argc, char **argv)
                         break;
                 case 'a':
                         co.author = optarg;
+                        break;
+                case 'l':
+                        eo.label = optarg;
                         break;
                 case 'o':
                         output = optarg;
@@ -170,10 +177,18 @@ static int export_run(int argc, char **argv)
                 return command_fail(&command_export, EXIT_USAGE,
                                     "--message and --author go with --commit or --mbox; "
                                     "--commits keeps the agent's own");
+        if (eo.label && mode != MODE_COMMIT && mode != MODE_COMMITS)
+                return command_fail(&command_export, EXIT_USAGE,
+                                    "--label goes with --commit or --commits (it names the ref)");
+        if (ops_export_label_check(eo.label, &err) < 0)
+                return command_fail(&command_export, EXIT_USAGE, "%s", err);
         k = config_load(argv[optind], &c, &err);
         if (k < 0)
                 return command_fail(&command_export, EXIT_USAGE, "%s", err ? err : strerror(-k));
         co.name = c->workspace.name;
+        eo.commits = series;
+        eo.message = co.message;
+        eo.author = co.author;
         if (mode == MODE_DISCARD) {
                 if (!yes && !confirm("Discard all of the agent's changes in this workspace?"))
                         return command_fail(&command_export, 1,
@@ -191,47 +206,27 @@ static int export_run(int argc, char **argv)
         sigaddset(&stop_signals, SIGHUP);
         signal(SIGPIPE, SIG_IGN);
         sigprocmask(SIG_BLOCK, &stop_signals, &old_mask);
-        k = review_workspace_open(c, argv[optind], true, &w, &err);
-        if (k < 0) {
-                sigprocmask(SIG_SETMASK, &old_mask, NULL);
-                return command_fail(&command_export, 1, "%s", err ? err : strerror(-k));
-        }
-        review_workspace_options(w, &o);
-        o.in_memory = mode == MODE_MBOX || mode == MODE_DISCARD;
-        o.include_ignored = include_ignored;
-        if (tty)
-                o.progress = cli_progress_tty;
-        k = review_open(&o, &r, &err);
+        k = ops_review_open(
+                c, argv[optind],
+                &(struct ops_review_options){.in_memory = mode == MODE_MBOX || mode == MODE_DISCARD,
+                                             .include_ignored = include_ignored,
+                                             .progress = tty ? cli_progress_tty : NULL},
+                &x, &err);
+        r = x.r;
         if (k < 0) {
                 command_fail(&command_export, 1, "%s", err ? err : strerror(-k));
                 goto out;
         }
         switch (mode) {
         case MODE_COMMIT:
-                k = review_commit(r, &co, &id);
-                if (k >= 0)
-                        k = review_ref_set(r, c->workspace.name, &id);
+        case MODE_COMMITS:
+                k = ops_export_review(r, c, &eo, &result, &err);
                 if (tty)
                         fputs("\r\033[K", stderr);
-                if (k >= 0 && json)
-                        json_print(c, r, &id, 1);
-                else if (k >= 0)
-                        printf("refs/cloister/%s %s\n", c->workspace.name,
-                               git_oid_tostr(hex, sizeof(hex), &id));
-                if (!json)
-                        replaced_note(c, r);
-                break;
-        case MODE_COMMITS:
-                k = review_agent_commits(r, &ids, &n);
-                if (k >= 0)
-                        k = review_ref_set(r, c->workspace.name, &ids[n - 1]);
-                if (k >= 0 && json)
-                        json_print(c, r, &ids[n - 1], n);
-                else if (k >= 0)
-                        printf("refs/cloister/%s %s (%zu commit%s)\n", c->workspace.name,
-                               git_oid_tostr(hex, sizeof(hex), &ids[n - 1]), n, n == 1 ? "" : "s");
-                if (!json)
-                        replaced_note(c, r);
+                if (k >= 0 && export_print(result, json, series) < 0) {
+                        command_fail(&command_export, 1, "writing the output: %m");
+                        goto out;
+                }
                 break;
         case MODE_MBOX:
                 if (series) {
@@ -279,7 +274,7 @@ static int export_run(int argc, char **argv)
                                                  mode == MODE_COMMIT ? "the commit" : "the mbox");
         }
         if (k < 0) {
-                command_fail(&command_export, 1, "%s", review_error(r));
+                command_fail(&command_export, 1, "%s", err ? err : review_error(r));
                 goto out;
         }
         if (fflush(outf ? outf : stdout) != 0 || (outf && ferror(outf))) {
@@ -288,8 +283,7 @@ static int export_run(int argc, char **argv)
         }
         ret = left_out ? EXIT_LEFT_OUT : 0;
 out:
-        review_free(r);
-        if (review_workspace_close(w) < 0) {
+        if (ops_review_close(&x) < 0) {
                 command_fail(&command_export, 1, "unmounting the workspace failed");
                 ret = 1;
         }

@@ -13,10 +13,8 @@
  */
 #include <getopt.h>
 #include <libgen.h>
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include <jansson.h>
 
@@ -24,7 +22,6 @@
 #include "config.h"
 #include "operations.h"
 #include "lib/util.h"
-#include "lib/values.h"
 
 /* NAME from NEW_CONFIG: its file name without a ".ini". */
 static char *name_from_path(const char *path)
@@ -41,18 +38,6 @@ static char *name_from_path(const char *path)
         return strdup(base);
 }
 
-/* An absolute, clean path for p (relative to the working directory). */
-static char *absolute(const char *p)
-{
-        char cwd[PATH_MAX], *out;
-
-        if (p[0] == '/')
-                return strdup(p);
-        if (!getcwd(cwd, sizeof(cwd)) || asprintf(&out, "%s/%s", cwd, p) < 0)
-                return NULL;
-        return out;
-}
-
 static int fork_run(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -65,7 +50,6 @@ static int fork_run(int argc, char **argv)
         _cleanup_(json_decrefp) json_t *o = NULL;
         const char *from = NULL;
         bool json = false;
-        struct stat st;
         int opt, r;
 
         while ((opt = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
@@ -97,33 +81,21 @@ static int fork_run(int argc, char **argv)
         r = config_load(argv[optind], &c, &err);
         if (r < 0)
                 return command_fail(&command_fork, EXIT_USAGE, "%s", err ? err : strerror(-r));
-        out = absolute(argv[optind + 1]);
-        if (!out || (!name && !(name = name_from_path(out))))
-                return command_fail(&command_fork, 1, "out of memory");
-        if (!value_name_is_valid(name, 64, false))
-                return command_fail(&command_fork, EXIT_USAGE,
-                                    "'%s' is not a workspace name (1 to 64 of A-Z a-z 0-9 . _ "
-                                    "-, not starting with . or -): give one with --name",
-                                    name);
-        if (streq(name, c->workspace.name))
-                return command_fail(&command_fork, EXIT_USAGE,
-                                    "the fork needs a name of its own, not '%s' (--name)", name);
-        if (lstat(out, &st) == 0)
-                return command_fail(&command_fork, EXIT_USAGE, "'%s' exists already", out);
-        if (state) {
-                char *abs = absolute(state);
+        /* Relative to the working directory; ops_fork() checks the rest, as for MCP. */
+        r = ops_path_absolute(argv[optind + 1], &out);
+        if (r == 0 && state) {
+                char *abs = NULL;
+                r = ops_path_absolute(state, &abs);
                 free(state);
                 state = abs;
-                if (!state)
-                        return command_fail(&command_fork, 1, "out of memory");
-                if (!value_path_is_clean_absolute(state))
-                        return command_fail(&command_fork, EXIT_USAGE,
-                                            "--state '%s': not a clean absolute path", state);
         }
+        if (r < 0 || (!name && !(name = name_from_path(out))))
+                return command_fail(&command_fork, 1, "%s", r < 0 ? strerror(-r) : "out of memory");
         r = ops_fork(c,
                      &(struct ops_fork_options){
                              .new_config = out, .name = name, .from = from, .state = state},
                      &o, &err);
+        /* -EINVAL: ops_fork() refused what was asked (a name, a path, a config that exists). */
         if (r < 0)
                 return command_fail(&command_fork, r == -EINVAL ? EXIT_USAGE : 1, "%s",
                                     err ? err : strerror(-r));

@@ -25,7 +25,7 @@ static const struct manual_page *manual_find(const char *name)
         return NULL;
 }
 
-const char *command_summary(const struct command *c)
+static const char *command_summary(const struct command *c)
 {
         const struct manual_page *p = manual_find(c->name);
 

@@ -39,8 +39,6 @@ extern const struct command *const commands[];
 
 const struct command *command_find(const char *name);
 
-/* The one-line summary: the Name line of the command's manual page. */
-const char *command_summary(const struct command *c);
 /* Print the command's help (what `cloister help NAME` prints) on stdout; returns 0. */
 int command_usage(const struct command *c);
 

@@ -96,8 +96,6 @@ char *mcp_vformat(const char *fmt, va_list ap) __attribute__((format(printf, 1, 
 /* Send one message (steals msg); false once the client is gone. */
 bool mcp_send(struct mcp_server *s, json_t *msg);
 void mcp_reply(struct mcp_server *s, json_t *id, json_t *result);
-void mcp_reply_error(struct mcp_server *s, json_t *id, int code, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
 
 /* --- tools (mcp-tools.c) ------------------------------------------------------- */
 

@@ -104,6 +104,20 @@
         "\"warning\":{\"type\":\"string\"}},"                                                      \
         "\"required\":[\"home\",\"ignored\",\"left_out\"]}"
 
+/*
+ * export's result (ops_export_review): the same object `cloister export
+ * --json` prints, so the same keys, one a line.
+ */
+#define OUT_EXPORT                                                                                 \
+        "{\"type\":\"object\",\"properties\":{"                                                    \
+        "\"ref\":{\"type\":\"string\"},"                                                           \
+        "\"commit\":{\"type\":\"string\"},"                                                        \
+        "\"commits\":{\"type\":\"integer\"},"                                                      \
+        "\"replaced\":{\"type\":[\"string\",\"null\"]},"                                           \
+        "\"ignored\":{\"type\":\"integer\"}," OUT_LEFT_OUT ","                                     \
+        "\"warning\":{\"type\":\"string\"}},"                                                      \
+        "\"required\":[\"ref\",\"commit\",\"commits\",\"replaced\",\"ignored\",\"left_out\"]}"
+
 struct tool {
         const char *name, *title, *description;
         const char *input;  /* properties and required, as a JSON schema */
@@ -357,10 +371,7 @@ static const struct tool tools[] = {
                         "refs/cloister/NAME (the default) or refs/cloister/NAME+LABEL, NAME "
                         "being the workspace's") "},"
                                                  "\"additionalProperties\":false}",
-                "{\"type\":\"object\",\"properties\":{\"ref\":{\"type\":\"string\"},"
-                "\"commit\":{\"type\":\"string\"},\"replaced\":{\"type\":[\"string\",\"null\"]}"
-                "," OUT_LEFT_OUT "},"
-                "\"required\":[\"ref\",\"commit\",\"replaced\",\"left_out\"]}",
+                OUT_EXPORT,
                 false,
                 false,
                 false,
@@ -857,21 +868,16 @@ static int fork_config_path(const char *config_path, const char *file, char **re
         _cleanup_free_ char *dir = NULL;
         size_t n = strlen(file);
         const char *slash;
+        int r;
 
         if (n < 5 || !streq(file + n - 4, ".ini") || !value_name_is_valid(file, 128, false))
                 return errorf(ret_error, -EINVAL,
                               "new_config: '%.128s' is not a config file name (NAME.ini, of "
                               "A-Z a-z 0-9 . _ -): it is written beside this workspace's config",
                               file);
-        if (config_path[0] == '/')
-                dir = strdup(config_path);
-        else {
-                char cwd[PATH_MAX];
-                if (getcwd(cwd, sizeof(cwd)) && asprintf(&dir, "%s/%s", cwd, config_path) < 0)
-                        dir = NULL;
-        }
-        if (!dir)
-                return errorf(ret_error, -ENOMEM, "out of memory");
+        r = ops_path_absolute(config_path, &dir);
+        if (r < 0)
+                return errorf(ret_error, r, "the served config's folder: %s", strerror(-r));
         slash = strrchr(dir, '/');
         if (asprintf(ret, "%.*s/%s", (int)(slash - dir), dir, file) < 0)
                 return errorf(ret_error, -ENOMEM, "out of memory");

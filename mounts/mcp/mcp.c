@@ -93,7 +93,7 @@ void mcp_reply(struct mcp_server *s, json_t *id, json_t *result)
                               result ? result : json_object()));
 }
 
-void mcp_reply_error(struct mcp_server *s, json_t *id, int code, const char *fmt, ...)
+static void mcp_reply_error(struct mcp_server *s, json_t *id, int code, const char *fmt, ...)
 {
         _cleanup_free_ char *m = NULL;
         va_list ap;

@@ -32,12 +32,7 @@ int ops_workspace_summary(const struct config *c, json_t **ret, char **ret_error
 /* The state of one workspace: the summary, the limits and what is used of
  * them, the broker and the proxy, the last export. */
 int ops_status(const struct config *c, json_t **ret, char **ret_error);
-/* Mount it if no daemon serves it (as `cloister mount` does), until
- * ops_unmount(), which unmounts only what this call mounted. */
 struct review_workspace;
-int ops_mount(const struct config *c, const char *config_path, struct review_workspace **ret,
-              char **ret_error);
-void ops_unmount(struct review_workspace *w);
 /*
  * The patch a reviewer gets (`cloister diff`), or with stat the per-file
  * counts: {"patch": TEXT, "bytes"} or {"files": [{"path", "status",
@@ -61,10 +56,49 @@ int ops_review_json(review *r, bool stat, json_t **ret);
  */
 void ops_left_out_json(const review *r, json_t *o);
 /*
- * `export --commit`: {"ref", "commit", "replaced", "left_out"}. The ref is
- * refs/cloister/NAME, or with a label refs/cloister/NAME+LABEL (one export
- * per attempt, say); never another workspace's.
+ * The review of a workspace, mounted for the caller if nobody serves it,
+ * until ops_review_close() (which unmounts only what the open mounted, and
+ * returns < 0 if that unmount failed). Every review the front ends make
+ * opens here: diff, export, mbox and discard. x is set even when the open
+ * fails (what it got so far): ops_review_close() it either way. Closing a
+ * zeroed x that was never opened does nothing.
  */
+struct ops_review {
+        struct review_workspace *w;
+        review *r;
+        bool opened; /* ops_review_open() ran (and took a libgit2 reference) */
+};
+struct ops_review_options {
+        bool in_memory;       /* never write the source (diff, mbox, discard) */
+        bool include_ignored; /* take what git's ignore rules leave out too */
+        void (*progress)(const char *stage, size_t done, size_t total, void *userdata);
+        void *userdata;
+};
+int ops_review_open(const struct config *c, const char *config_path,
+                    const struct ops_review_options *o, struct ops_review *x, char **ret_error);
+int ops_review_close(struct ops_review *x);
+
+/*
+ * `export --commit` (or with commits, `--commits`: the agent's own commits):
+ * {"ref", "commit", "commits", "replaced", "ignored", "left_out",
+ * "left_out_more"?, "warning"?}. The ref is refs/cloister/NAME, or with a
+ * label refs/cloister/NAME+LABEL (one export per attempt, say); never
+ * another workspace's. commit is the ref's new commit, commits how many the
+ * export made (1 for the workspace as one commit), replaced the commit the
+ * ref pointed at before or null, ignored and left_out as in ops_diff().
+ * ops_export_review() is the same of a review the caller opened (not
+ * in_memory); ops_export_label_check() refuses a label before anything
+ * is mounted.
+ */
+struct ops_export_options {
+        const char *label;   /* NULL: refs/cloister/NAME */
+        bool commits;        /* the agent's own commits, not one of the workspace */
+        const char *message; /* the commit's; NULL: review_commit()'s default */
+        const char *author;  /* "Name <email>"; NULL: review_commit()'s default */
+};
+int ops_export_label_check(const char *label, char **ret_error);
+int ops_export_review(review *r, const struct config *c, const struct ops_export_options *o,
+                      json_t **ret, char **ret_error);
 int ops_export(const struct config *c, const char *config_path, const char *label, json_t **ret,
                char **ret_error);
 
@@ -103,9 +137,18 @@ struct ops_fork_options {
         const char *from;       /* a checkpoint, or NULL: one is made (fork-NAME) */
         const char *state;      /* absolute, or NULL: beside the parent's state, named NAME */
 };
-/* `cloister fork`: {"name", "config", "state", "parent", "checkpoint", "depth", "base"?}. */
+/* `cloister fork`: {"name", "config", "state", "parent", "checkpoint", "depth", "base"?}.
+ * Both front ends call it with the same fields; its checks are the only ones, and
+ * -EINVAL is a refusal of what the caller named (a name, a path, a config that exists). */
 int ops_fork(const struct config *c, const struct ops_fork_options *o, json_t **ret,
              char **ret_error);
+/*
+ * p as an absolute path: as it is if it is one, else joined onto the
+ * working directory (not resolved: no symlink is followed, nothing need
+ * exist). How the CLI and MCP both make a user's relative path absolute
+ * (fork's NEW_CONFIG and --state, the served config's folder).
+ */
+int ops_path_absolute(const char *p, char **ret);
 
 /* --- runs ------------------------------------------------------------------------- */
 

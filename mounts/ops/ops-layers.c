@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "claims.h"
 #include "config.h"
@@ -168,6 +169,23 @@ static int auto_checkpoint(const struct config *c, const char *name, char **ret,
         return errorf(ret_error, -EEXIST, "no free checkpoint name for the fork '%s'", name);
 }
 
+int ops_path_absolute(const char *p, char **ret)
+{
+        _cleanup_free_ char *cwd = NULL;
+        char *out;
+
+        if (p[0] == '/')
+                out = strdup(p);
+        else if (!(cwd = getcwd(NULL, 0)))
+                return negative_errno();
+        else if (asprintf(&out, "%s/%s", cwd, p) < 0)
+                out = NULL;
+        if (!out)
+                return -ENOMEM;
+        *ret = out;
+        return 0;
+}
+
 int ops_fork(const struct config *c, const struct ops_fork_options *o, json_t **ret,
              char **ret_error)
 {
@@ -194,8 +212,10 @@ int ops_fork(const struct config *c, const struct ops_fork_options *o, json_t **
                               name);
         if (from && (r = checkpoint_name_check(from, ret_error)) < 0)
                 return r;
+        /* -EINVAL, as every refusal of what the caller named (the CLI's usage status);
+         * -EEXIST stays fs_fork_state()'s, for a state directory that exists. */
         if (lstat(o->new_config, &st) == 0)
-                return errorf(ret_error, -EEXIST, "'%s' exists already", o->new_config);
+                return errorf(ret_error, -EINVAL, "'%s' exists already", o->new_config);
         if (o->state) {
                 state = strdup(o->state);
         } else {

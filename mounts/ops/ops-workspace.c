@@ -151,34 +151,36 @@ int ops_status(const struct config *c, json_t **ret, char **ret_error)
         return 0;
 }
 
-/* The review of the workspace, mounted for the call if nobody serves it. */
-struct opened {
-        review_workspace *w;
-        review *r;
-};
-
-static int review_begin(const struct config *c, const char *config_path, bool in_memory,
-                        struct opened *x, char **ret_error)
+int ops_review_open(const struct config *c, const char *config_path,
+                    const struct ops_review_options *o, struct ops_review *x, char **ret_error)
 {
-        struct review_options o;
+        struct review_options ro;
         int k;
 
-        *x = (struct opened){0};
+        *x = (struct ops_review){.opened = true};
         git_libgit2_init();
         k = review_workspace_open(c, config_path, true, &x->w, ret_error);
         if (k < 0)
                 return k;
-        review_workspace_options(x->w, &o);
-        o.in_memory = in_memory;
-        k = review_open(&o, &x->r, ret_error);
-        return k;
+        review_workspace_options(x->w, &ro);
+        ro.in_memory = o->in_memory;
+        ro.include_ignored = o->include_ignored;
+        ro.progress = o->progress;
+        ro.userdata = o->userdata;
+        return review_open(&ro, &x->r, ret_error);
 }
 
-static void review_end(struct opened *x)
+int ops_review_close(struct ops_review *x)
 {
+        int k;
+
+        if (!x->opened)
+                return 0;
         review_free(x->r);
-        (void)review_workspace_close(x->w);
+        k = review_workspace_close(x->w);
         git_libgit2_shutdown();
+        *x = (struct ops_review){0};
+        return k;
 }
 
 static const char *status_name(git_delta_t s)
@@ -199,22 +201,23 @@ static const char *status_name(git_delta_t s)
         }
 }
 
-static int stat_json(git_diff *diff, json_t **ret)
+static int stat_json(review *r, git_diff *diff, json_t **ret)
 {
-        json_t *files = json_array();
+        _cleanup_(json_decrefp) json_t *files = json_array();
         size_t n = git_diff_num_deltas(diff);
         json_int_t ins = 0, del = 0;
 
+        if (!files)
+                return -ENOMEM;
         for (size_t i = 0; i < n; i++) {
                 const git_diff_delta *d = git_diff_get_delta(diff, i);
-                git_patch *patch = NULL;
                 size_t a = 0, b = 0;
                 const char *path = d->new_file.path ? d->new_file.path : d->old_file.path;
                 json_t *e;
+                int k = review_line_stats(r, diff, i, &a, &b);
 
-                if (git_patch_from_diff(&patch, diff, i) == 0)
-                        (void)git_patch_line_stats(NULL, &a, &b, patch);
-                git_patch_free(patch);
+                if (k < 0)
+                        return k;
                 e = json_pack("{s:o, s:s, s:I, s:I, s:b}", "path",
                               ops_json_text(path, strlen(path)), "status", status_name(d->status),
                               "added", (json_int_t)a, "removed", (json_int_t)b, "binary",
@@ -227,7 +230,7 @@ static int stat_json(git_diff *diff, json_t **ret)
                 ins += (json_int_t)a;
                 del += (json_int_t)b;
         }
-        *ret = json_pack("{s:o, s:I, s:I, s:I}", "files", files, "changed", (json_int_t)n,
+        *ret = json_pack("{s:O, s:I, s:I, s:I}", "files", files, "changed", (json_int_t)n,
                          "insertions", ins, "deletions", del);
         return *ret ? 0 : -ENOMEM;
 }
@@ -275,7 +278,7 @@ int ops_review_json(review *r, bool stat, json_t **ret)
         if (stat) {
                 k = review_diff(r, &diff);
                 if (k == 0)
-                        k = stat_json(diff, &o);
+                        k = stat_json(r, diff, &o);
                 git_diff_free(diff);
         } else {
                 char *text = NULL;
@@ -317,27 +320,20 @@ int ops_review_json(review *r, bool stat, json_t **ret)
 int ops_diff(const struct config *c, const char *config_path, bool stat, json_t **ret,
              char **ret_error)
 {
-        struct opened x;
-        int k = review_begin(c, config_path, true, &x, ret_error);
+        struct ops_review x;
+        int k = ops_review_open(c, config_path, &(struct ops_review_options){.in_memory = true}, &x,
+                                ret_error);
 
         if (k == 0)
                 k = ops_review_json(x.r, stat, ret);
         if (k < 0 && x.r && ret_error && !*ret_error)
                 *ret_error = strdup(review_error(x.r));
-        review_end(&x);
+        (void)ops_review_close(&x);
         return k;
 }
 
-int ops_export(const struct config *c, const char *config_path, const char *label, json_t **ret,
-               char **ret_error)
+int ops_export_label_check(const char *label, char **ret_error)
 {
-        struct review_commit_options co = {.name = c->workspace.name};
-        char hex[GIT_OID_HEXSZ + 1], old[GIT_OID_HEXSZ + 1];
-        _cleanup_free_ char *name = NULL;
-        struct opened x;
-        git_oid id;
-        int k;
-
         /* NAME+LABEL: '+' is in no workspace's name, so one workspace's
          * labels never reach another's refs/cloister/OTHER (git's own
          * rules, ".lock" and the rest, are review_ref_set()'s). */
@@ -346,37 +342,71 @@ int ops_export(const struct config *c, const char *config_path, const char *labe
                               "label: '%.64s' is not 1-64 of A-Z a-z 0-9 . _ - (not starting "
                               "with . or -)",
                               label);
-        if (asprintf(&name, "%s%s%s", c->workspace.name, label ? "+" : "", label ? label : "") < 0)
+        return 0;
+}
+
+int ops_export_review(review *r, const struct config *c, const struct ops_export_options *o,
+                      json_t **ret, char **ret_error)
+{
+        struct review_commit_options co = {
+                .name = c->workspace.name, .message = o->message, .author = o->author};
+        char hex[GIT_OID_HEXSZ + 1], old[GIT_OID_HEXSZ + 1];
+        _cleanup_free_ char *name = NULL;
+        _cleanup_free_ git_oid *ids = NULL;
+        const git_oid *replaced;
+        size_t n = 1;
+        git_oid id;
+        json_t *j;
+        int k = ops_export_label_check(o->label, ret_error);
+
+        if (k < 0)
+                return k;
+        if (asprintf(&name, "%s%s%s", c->workspace.name, o->label ? "+" : "",
+                     o->label ? o->label : "") < 0)
                 return -ENOMEM;
-        k = review_begin(c, config_path, false, &x, ret_error);
+        if (o->commits) {
+                k = review_agent_commits(r, &ids, &n);
+                if (k == 0)
+                        id = ids[n - 1];
+        } else {
+                k = review_commit(r, &co, &id);
+        }
         if (k == 0)
-                k = review_commit(x.r, &co, &id);
-        if (k == 0)
-                k = review_ref_set(x.r, name, &id);
+                k = review_ref_set(r, name, &id);
         if (k < 0) {
-                if (x.r && ret_error && !*ret_error)
-                        *ret_error = strdup(review_error(x.r));
-                review_end(&x);
+                if (ret_error && !*ret_error)
+                        *ret_error = strdup(review_error(r));
                 return k;
         }
-        const git_oid *replaced = review_ref_replaced(x.r);
-        *ret = json_pack("{s:s+, s:s, s:o}", "ref", "refs/cloister/", name, "commit",
-                         git_oid_tostr(hex, sizeof(hex), &id), "replaced",
-                         replaced ? json_string(git_oid_tostr(old, sizeof(old), replaced))
-                                  : json_null());
-        if (*ret)
-                ops_left_out_json(x.r, *ret);
-        review_end(&x);
-        return *ret ? 0 : -ENOMEM;
+        replaced = review_ref_replaced(r);
+        j = json_pack("{s:s+, s:s, s:I, s:o, s:I}", "ref", "refs/cloister/", name, "commit",
+                      git_oid_tostr(hex, sizeof(hex), &id), "commits", (json_int_t)n, "replaced",
+                      replaced ? json_string(git_oid_tostr(old, sizeof(old), replaced))
+                               : json_null(),
+                      "ignored", (json_int_t)review_ignored(r));
+        if (!j)
+                return -ENOMEM;
+        if (review_warning(r))
+                json_object_set_new(j, "warning", json_string(review_warning(r)));
+        ops_left_out_json(r, j);
+        *ret = j;
+        return 0;
 }
 
-int ops_mount(const struct config *c, const char *config_path, struct review_workspace **ret,
-              char **ret_error)
+int ops_export(const struct config *c, const char *config_path, const char *label, json_t **ret,
+               char **ret_error)
 {
-        return review_workspace_open(c, config_path, true, ret, ret_error);
-}
+        struct ops_review x;
+        int k = ops_export_label_check(label, ret_error);
 
-void ops_unmount(struct review_workspace *w)
-{
-        (void)review_workspace_close(w);
+        if (k < 0)
+                return k;
+        k = ops_review_open(c, config_path, &(struct ops_review_options){0}, &x, ret_error);
+        if (k == 0)
+                k = ops_export_review(x.r, c, &(struct ops_export_options){.label = label}, ret,
+                                      ret_error);
+        if (k < 0 && x.r && ret_error && !*ret_error)
+                *ret_error = strdup(review_error(x.r));
+        (void)ops_review_close(&x);
+        return k;
 }

@@ -185,6 +185,31 @@ static bool stat_names_plain(git_diff *diff)
         return true;
 }
 
+/* Delta i's line counts, or libgit2's error code. */
+static int line_stats(git_diff *diff, size_t i, size_t *ret_added, size_t *ret_removed)
+{
+        git_patch *patch = NULL;
+        size_t a = 0, b = 0;
+        int g = git_patch_from_diff(&patch, diff, i);
+
+        /* No patch and no error: a delta libgit2 has no lines for (binary, unchanged). */
+        if (g == 0 && patch)
+                g = git_patch_line_stats(NULL, &a, &b, patch);
+        git_patch_free(patch);
+        if (g < 0)
+                return g;
+        *ret_added = a;
+        *ret_removed = b;
+        return 0;
+}
+
+int review_line_stats(review *r, git_diff *diff, size_t i, size_t *ret_added, size_t *ret_removed)
+{
+        int g = line_stats(diff, i, ret_added, ret_removed);
+
+        return g < 0 ? review_git_fail(r, g, "counting the lines of change %zu", i) : 0;
+}
+
 /*
  * git diff --stat for names libgit2 would print raw (its stats formatter
  * does not quote, and a name is the agent's): the same columns, each name
@@ -201,11 +226,7 @@ static int stat_print(git_diff *diff, FILE *out, bool summary)
         if (!adds || !dels)
                 return GIT_ERROR;
         for (size_t i = 0; i < n; i++) {
-                git_patch *patch = NULL;
-                g = git_patch_from_diff(&patch, diff, i);
-                if (g == 0 && patch)
-                        g = git_patch_line_stats(NULL, &adds[i], &dels[i], patch);
-                git_patch_free(patch);
+                g = line_stats(diff, i, &adds[i], &dels[i]);
                 if (g < 0)
                         return g;
                 total_add += adds[i];

@@ -111,8 +111,6 @@ struct review_rules;
 void review_rules_free(struct review_rules *s);
 /* Would `git add -A` leave rel out? dir: rel is a directory. */
 int review_rules_ignored(review *r, const char *rel, bool dir, bool *ret);
-/* libgit2 could not take some path (it was kept): worth a note. */
-bool review_rules_broken(const review *r);
 /* An ignore file has negations, which libgit2 applies only within their own file. */
 bool review_rules_uncertain(const review *r);
 /* The base tree as an index (the rules' own; owned by them). */

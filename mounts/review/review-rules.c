@@ -39,7 +39,6 @@ struct review_rules {
         char *config;         /* path of our config */
         char **loaded;        /* directories whose rule files are in wt (hash set) */
         size_t n_loaded, cap_loaded;
-        bool broken;     /* libgit2 failed on a path: note it once */
         bool negations;  /* an ignore file has a '!' line (see review_rules_uncertain) */
         bool attributes; /* a .gitattributes is in wt or in the base tree (see no_attributes) */
 };
@@ -451,16 +450,10 @@ int review_rules_ignored(review *r, const char *rel, bool dir, bool *ret)
         if (g < 0) {
                 /* A path libgit2 cannot take (too long for it): keep it, hide nothing. */
                 git_error_clear();
-                r->rules->broken = true;
                 ignored = 0;
         }
         *ret = ignored == 1;
         return 0;
-}
-
-bool review_rules_broken(const review *r)
-{
-        return r->rules && r->rules->broken;
 }
 
 /*

@@ -210,8 +210,3 @@ void review_workspace_options(const review_workspace *w, struct review_options *
                 .exclude = (const char *const *)w->exclude,
         };
 }
-
-bool review_workspace_mounted_by_us(const review_workspace *w)
-{
-        return w->we_mounted;
-}

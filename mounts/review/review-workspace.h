@@ -24,4 +24,3 @@ int review_workspace_open(const struct config *c, const char *config_path, bool 
 int review_workspace_close(review_workspace *w);
 /* Fill o with the view, changes, home and exclusions (in_memory etc. left false). */
 void review_workspace_options(const review_workspace *w, struct review_options *o);
-bool review_workspace_mounted_by_us(const review_workspace *w);

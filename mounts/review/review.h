@@ -161,6 +161,13 @@ int review_since(review *r, const struct review_options *old);
 /* Diff base..workspace (or since..workspace) with rename detection. Builds first if needed. */
 int review_diff(review *r, git_diff **ret);
 int review_print(review *r, enum review_format fmt, FILE *out);
+/*
+ * Delta i of a review_diff() diff: its lines added and removed, as git diff
+ * --stat counts them (both 0 for a binary file). The one count both the
+ * --stat text and mounts/ops' JSON stat use. On failure a negative errno,
+ * review_error() says why, and *ret_added and *ret_removed are untouched.
+ */
+int review_line_stats(review *r, git_diff *diff, size_t i, size_t *ret_added, size_t *ret_removed);
 
 /* A change in the hidden home: never its contents. */
 struct review_home_change {

@@ -206,7 +206,7 @@ bool sandbox_commands_module(char path[static PATH_MAX])
         return find_beside(SANDBOX_COMMANDS_MODULE, CLOISTER_COMMANDS_MODULE, path);
 }
 
-bool sandbox_exec_helper(char path[static PATH_MAX])
+static bool sandbox_exec_helper(char path[static PATH_MAX])
 {
         return find_beside(SANDBOX_EXEC_HELPER, CLOISTER_EXEC_HELPER, path);
 }

@@ -45,7 +45,6 @@ bool sandbox_commands_module(char path[static PATH_MAX]);
  */
 #define SANDBOX_EXEC_HELPER "cloister-exec"
 #define SANDBOX_EXEC        "/run/cloister/exec"
-bool sandbox_exec_helper(char path[static PATH_MAX]);
 /* Seconds between SIGTERM and SIGKILL when the sandbox is stopped. */
 #define SANDBOX_GRACE_SECONDS 5
 /* The egress proxy, as the agent sees it ([network] mode = proxy). */
