@@ -32,3 +32,11 @@ int claims_check(const struct config *c, const char **ret_section, const char **
  */
 int claims_check_fork(const struct config *c, const char *new_config, const char *state,
                       char **ret_error);
+/*
+ * Record c's claims in this user's index of known workspaces
+ * ($XDG_STATE_HOME/cloister/claims, claims.c), so that later checks find
+ * them by where they lie, not by loading every config. For cloister mount,
+ * once its check passed, and again once the mount serves (its state exists
+ * then, and is found by its device and inode too).
+ */
+int claims_record(const struct config *c);

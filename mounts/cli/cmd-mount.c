@@ -247,8 +247,10 @@ static int mount_run(int argc, char **argv)
                         return command_fail(&command_mount, 1, "%s: %s", c->file,
                                             why ? why : strerror(-r));
         }
-        /* For `cloister list`: a workspace once mounted is one this user knows. */
+        /* For `cloister list`: a workspace once mounted is one this user knows; and the
+         * next check finds it by where it lies. */
         (void)ops_config_remember(file);
+        (void)claims_record(c);
         if (json && foreground)
                 return command_fail(&command_mount, EXIT_USAGE,
                                     "--json tells how a mount in the background went; with "
@@ -288,6 +290,8 @@ static int mount_run(int argc, char **argv)
         close(p[1]);
         r = (int)read(p[0], &byte, 1);
         close(p[0]);
+        if (r == 1)
+                (void)claims_record(c); /* by its state's device and inode too, now there */
         if (r == 1 && json) {
                 (void)fs_mount_probe(c->workspace.state, c->workspace.mountpoint, &pid);
                 json_print(c, pid, false);
