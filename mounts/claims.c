@@ -45,7 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sodium.h>
+#include <stdint.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -311,25 +311,37 @@ static int claims_own(const struct claims *cl, const char **ret_section, const c
 
 /* ---- the index of the remembered workspaces' claims (see the top) ---- */
 
-#define INDEX_HASH 16 /* bytes: 32 hex digits a name */
-#define INDEX_NAME (2 * INDEX_HASH + 1)
+#define INDEX_NAME 33 /* 32 hex digits */
 
 struct candidates {
         char **v; /* resolved config paths, each once */
         size_t n, allocated;
 };
 
+/*
+ * A name for (a, b, c): two 64-bit FNV-1a lanes of different bases. Not
+ * sodium's generichash: `cloister run`, in the small binary, checks claims,
+ * and that binary links none of the commands' libraries. A collision of two
+ * keys only proposes a config more (compared exactly); paths are the user's
+ * own, chosen by no agent.
+ */
 static void hash_name(const char *a, const char *b, const char *c, char out[static INDEX_NAME])
 {
-        crypto_generichash_state st;
-        unsigned char h[INDEX_HASH];
+        uint64_t h[2] = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL};
+        const char *parts[] = {a, b, c};
 
-        crypto_generichash_init(&st, NULL, 0, sizeof(h));
-        crypto_generichash_update(&st, (const unsigned char *)a, strlen(a) + 1);
-        crypto_generichash_update(&st, (const unsigned char *)b, strlen(b) + 1);
-        crypto_generichash_update(&st, (const unsigned char *)c, strlen(c) + 1);
-        crypto_generichash_final(&st, h, sizeof(h));
-        sodium_bin2hex(out, INDEX_NAME, h, sizeof(h));
+        for (size_t i = 0; i < ELEMENTSOF(parts); i++)
+                for (const unsigned char *p = (const unsigned char *)parts[i];; p++) {
+                        for (size_t l = 0; l < 2; l++) {
+                                h[l] ^= *p;
+                                h[l] *= 0x100000001b3ULL;
+                        }
+                        h[1] = (h[1] << 7) | (h[1] >> 57); /* the lanes apart */
+                        if (!*p)
+                                break;
+                }
+        snprintf(out, INDEX_NAME, "%016llx%016llx", (unsigned long long)h[0],
+                 (unsigned long long)h[1]);
 }
 
 static void key_name(enum claim_kind kind, const char *rel, const char *value,
