@@ -664,15 +664,15 @@ static int claims_against_known(const struct claims *ours, const char *self, con
         _cleanup_close_ int dfd = -1;
         struct candidates cs = {0};
         size_t n = 0;
-        int r = known_configs_in_folders(also_dir, &known, &n);
+        /* No index where the state home can't be written (read-only, another user's): every
+         * remembered config is loaded then, as before there was one. */
+        bool indexed = index_ready(&dfd) >= 0;
+        int r = indexed ? known_configs_in_folders(also_dir, &known, &n)
+                        : known_configs(also_dir, &known, &n);
 
         if (r < 0)
                 return errorf(ret_error, r, "cannot list the known configs: %s", strerror(-r));
-        r = index_ready(&dfd);
-        if (r < 0)
-                return errorf(ret_error, r, "cannot read the index of known workspaces: %s",
-                              strerror(-r));
-        for (size_t i = 0; r >= 0 && i < ours->n; i++)
+        for (size_t i = 0; indexed && r >= 0 && i < ours->n; i++)
                 r = index_lookup(dfd, &ours->v[i], &cs);
         if (r < 0) {
                 strv_free(cs.v);

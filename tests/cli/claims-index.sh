@@ -89,6 +89,16 @@ ok $? "a_remembered_workspace_that_moved_away_refuses_nothing_there" "$out"
 # (Moved by an edit, it is found at its new place once it mounts again, as it is recorded
 # then: of two workspaces that overlap, the second to mount is refused.)
 
+# Where the index can't be made (here a file stands in its place), every remembered
+# config is compared, as before there was an index.
+home "$T/noidx" 3
+touch "$T/noidx/state/cloister/claims"
+config "$T/q5.ini" q5 "$T/noidx/states/w2/q5"
+out=$(XDG_CONFIG_HOME=$T/noidx/config XDG_STATE_HOME=$T/noidx/state "$CLOISTER" check "$T/q5.ini" 2>&1)
+rc=$?
+[ "$rc" = 1 ] && grep -q "inside the state '$T/noidx/states/w2' of another workspace, 'w2'" <<<"$out"
+ok $? "without_an_index_a_remembered_workspace_is_still_compared" "rc=$rc: $out"
+
 # A workspace mounted now is found by the next check (recorded as it mounts).
 if [ "$(id -u)" = 0 ] && [ -e /dev/fuse ]; then
         printf '[workspace]\nname = r\nstate = %s\nmountpoint = %s\n[repo]\nsource = %s\n' \
