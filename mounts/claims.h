@@ -19,7 +19,9 @@ struct config;
  * device and inode). A config naming the very same state is the same
  * workspace, and is left to the state's lock. *ret_section, *ret_key: the
  * key of c at fault (e.g. "workspace", "state"). For cloister mount, run
- * and check, before they write.
+ * and check, before they write. The remembered workspaces are found through
+ * the index claims_record fills (O(depth of each path), not a load of every
+ * config), each compared as its config is now.
  */
 int claims_check(const struct config *c, const char **ret_section, const char **ret_key,
                  char **ret_error);
