@@ -24,8 +24,8 @@
 #include "lib/mkdir.h"
 #include "lib/util.h"
 
-#define REMEMBERED_MAX 4096 /* configs the state file holds; older ones fall out first */
-#define LISTED_MAX     4096
+#define REMEMBERED_MAX 16384 /* configs the state file holds: a host of thousands of workspaces */
+#define LISTED_MAX     16384
 
 static const char *home_dir(void)
 {

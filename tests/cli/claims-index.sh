@@ -99,6 +99,11 @@ rc=$?
 [ "$rc" = 1 ] && grep -q "inside the state '$T/noidx/states/w2' of another workspace, 'w2'" <<<"$out"
 ok $? "without_an_index_a_remembered_workspace_is_still_compared" "rc=$rc: $out"
 
+# A host of thousands: all 4200 remembered are known (`cloister list`, `unmount --all`).
+home "$T/big" 4200
+out=$(XDG_CONFIG_HOME=$T/big/config XDG_STATE_HOME=$T/big/state "$CLOISTER" list 2>&1 | grep -c "$T/big/ws/")
+ok $([ "$out" = 4200 ] && echo 0 || echo 1) "all_of_4200_remembered_workspaces_are_known" "$out listed"
+
 # A workspace mounted now is found by the next check (recorded as it mounts).
 if [ "$(id -u)" = 0 ] && [ -e /dev/fuse ]; then
         printf '[workspace]\nname = r\nstate = %s\nmountpoint = %s\n[repo]\nsource = %s\n' \
