@@ -410,6 +410,14 @@ static void daemon_tune_process(void)
 static void libgit2_init_tuned(void)
 {
         (void)git_libgit2_init();
+        /*
+         * Debian's libgit2 parses the system's CA bundle into mbedTLS at init:
+         * about 500 KiB, kept for the daemon's life, of the 1.6 MiB an idle
+         * daemon owns. The daemon reads local repositories only and never
+         * talks TLS: a chain loaded from a directory with no regular file
+         * (none is a certificate) takes its place, and the bundle is freed.
+         */
+        (void)git_libgit2_opts(GIT_OPT_SET_SSL_CERT_LOCATIONS, NULL, "/proc/self/task");
         (void)git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, (int)GIT_OBJECT_TREE, (size_t)0);
         (void)git_libgit2_opts(GIT_OPT_SET_CACHE_OBJECT_LIMIT, (int)GIT_OBJECT_BLOB, (size_t)0);
         (void)git_libgit2_opts(GIT_OPT_SET_CACHE_MAX_SIZE, (ssize_t)(4 << 20));

@@ -163,3 +163,11 @@ void fs_daemon_log_error_show(const char *state, off_t since);
 
 /* Unmount and wait up to timeout_ms for the daemon to exit; 0 if not mounted. */
 int fs_unmount(const char *state, const char *mountpoint, int timeout_ms);
+/*
+ * The same for n workspaces at once: every daemon is signalled first, then
+ * all are waited for (up to timeout_ms in all), and what they left mounted
+ * is found in one pass over the mount table: O(n), not n times O(mounts).
+ * ret_results[i]: 0 (stopped, or not mounted) or a negative errno.
+ */
+int fs_unmount_many(const char *const *states, const char *const *mountpoints, size_t n,
+                    int timeout_ms, int *ret_results);

@@ -436,3 +436,84 @@ void fs_daemon_log_error_show(const char *state, off_t since)
         }
         fprintf(stderr, "%s\n", line);
 }
+
+static int str_cmp(const void *a, const void *b)
+{
+        return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+struct left_query {
+        char **sorted; /* the mountpoints of the daemons that exited */
+        size_t n;
+        bool *left; /* by index in sorted: still a cloister mount */
+};
+
+static int left_of(const char *mp, const char *fstype, const char *source, void *arg)
+{
+        struct left_query *q = arg;
+        const char *key = mp;
+        char **hit = bsearch(&key, q->sorted, q->n, sizeof(*q->sorted), str_cmp);
+
+        if (hit)
+                q->left[hit - q->sorted] = streq(fstype, "fuse.cloister");
+        return 0;
+}
+
+int fs_unmount_many(const char *const *states, const char *const *mountpoints, size_t n,
+                    int timeout_ms, int *ret_results)
+{
+        struct timespec delay = {.tv_nsec = 20 * 1000 * 1000};
+        struct left_query q = {0};
+        _cleanup_free_ int *pids = calloc(n ? n : 1, sizeof(int));
+        size_t waiting = 0;
+
+        if (!pids)
+                return -ENOMEM;
+        /* All told at once: each daemon flushes its journal and unmounts itself, in parallel. */
+        for (size_t i = 0; i < n; i++) {
+                int pid = read_pid(states[i]);
+
+                ret_results[i] = 0;
+                if (pid > 0 && pid_is_cloister(pid) && pid_started_as_recorded(states[i], pid)) {
+                        if (kill(pid, SIGTERM) < 0 && errno != ESRCH)
+                                ret_results[i] = negative_errno();
+                        else
+                                pids[i] = pid, waiting++;
+                } else if (pid != 0) {
+                        /* A dead daemon's leftovers (or an unreadable pid file): one at a time. */
+                        ret_results[i] = fs_mount_probe(states[i], mountpoints[i], NULL);
+                        ret_results[i] = MIN(ret_results[i], 0);
+                }
+        }
+        for (int waited = 0; waiting > 0; waited += 20) {
+                if (waited >= timeout_ms) {
+                        for (size_t i = 0; i < n; i++)
+                                if (pids[i])
+                                        ret_results[i] = -ETIMEDOUT;
+                        break;
+                }
+                nanosleep(&delay, NULL);
+                for (size_t i = 0; i < n; i++)
+                        if (pids[i] && !pid_is_cloister(pids[i]))
+                                pids[i] = 0, waiting--;
+        }
+        /* A mount its exited daemon left (it could not detach it): one pass over the table. */
+        q.sorted = calloc(n ? n : 1, sizeof(char *));
+        q.left = calloc(n ? n : 1, sizeof(bool));
+        if (!q.sorted || !q.left) {
+                free(q.sorted);
+                free(q.left);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < n; i++)
+                if (ret_results[i] == 0)
+                        q.sorted[q.n++] = (char *)mountpoints[i];
+        qsort(q.sorted, q.n, sizeof(*q.sorted), str_cmp);
+        (void)mounts_each(left_of, &q);
+        for (size_t i = 0; i < q.n; i++)
+                if (q.left[i])
+                        detach(q.sorted[i]);
+        free(q.sorted);
+        free(q.left);
+        return 0;
+}

@@ -16,24 +16,45 @@
  * the rest put back (config values are clean: no "..", no trailing "/"),
  * and, for what exists, by device and inode, so that a bind mount of a
  * directory is that directory. Each path's existing ancestors' ids are
- * taken once (O(depth)); a check is then one pass over the known configs
- * (known_configs), each loaded once. An index of the claims by path
- * would make it O(depth): the comparisons below are the ones it would
- * answer (is this path, or one of its ancestors, claimed; is anything
- * below it claimed).
+ * taken once (O(depth)).
+ *
+ * The configs of the two folders (known_configs_in_folders: cloister
+ * init's, and beside a fork's new config) are few and hand-made, and are
+ * each loaded on every check. The remembered ones, one for every workspace
+ * ever mounted (thousands on a host that runs many agents), are found
+ * through an index instead, so that a check costs O(depth), not O(number
+ * of workspaces): $XDG_STATE_HOME/cloister/claims/KEY/CONFIG, a symlink to
+ * the config's resolved path, where CONFIG is a hash of that path and KEY
+ * a hash of (kind of claim, "at" or "under", a resolved path or a
+ * "#DEV:INO"). A claim y is recorded "at" its path and its own id, and
+ * "under" each of its path's ancestors (itself and "/" included) and each
+ * existing ancestor's id. Is x within some y: look up "at" x's ancestors
+ * and their ids; does x contain some y: look up "under" x's path and id;
+ * each only for the kinds that matter to x (claims_matter). What the index
+ * finds is only a candidate: its config is loaded and compared as it is
+ * now (claims_against), so an entry left by an older version of a config
+ * refuses nothing. A workspace is recorded when it mounts (claims_record,
+ * under claims/lock); the index is built from the remembered configs the
+ * first time it is used (claims/built).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "claims.h"
 #include "config.h"
 #include "known.h"
 #include "lib/errorf.h"
+#include "lib/mkdir.h"
 #include "lib/util.h"
 
 struct file_id {
@@ -288,41 +309,384 @@ static int claims_own(const struct claims *cl, const char **ret_section, const c
         return 0;
 }
 
+/* ---- the index of the remembered workspaces' claims (see the top) ---- */
+
+#define INDEX_NAME 33 /* 32 hex digits */
+
+struct candidates {
+        char **v; /* resolved config paths, each once */
+        size_t n, allocated;
+};
+
 /*
- * ours against every known config but its own (self, resolved, or NULL),
- * loaded one at a time. fork: a config naming the same state counts too.
+ * A name for (a, b, c): two 64-bit FNV-1a lanes of different bases. Not
+ * sodium's generichash: `cloister run`, in the small binary, checks claims,
+ * and that binary links none of the commands' libraries. A collision of two
+ * keys only proposes a config more (compared exactly); paths are the user's
+ * own, chosen by no agent.
+ */
+static void hash_name(const char *a, const char *b, const char *c, char out[static INDEX_NAME])
+{
+        uint64_t h[2] = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL};
+        const char *parts[] = {a, b, c};
+
+        for (size_t i = 0; i < ELEMENTSOF(parts); i++)
+                for (const unsigned char *p = (const unsigned char *)parts[i];; p++) {
+                        for (size_t l = 0; l < 2; l++) {
+                                h[l] ^= *p;
+                                h[l] *= 0x100000001b3ULL;
+                        }
+                        h[1] = (h[1] << 7) | (h[1] >> 57); /* the lanes apart */
+                        if (!*p)
+                                break;
+                }
+        snprintf(out, INDEX_NAME, "%016llx%016llx", (unsigned long long)h[0],
+                 (unsigned long long)h[1]);
+}
+
+static void key_name(enum claim_kind kind, const char *rel, const char *value,
+                     char out[static INDEX_NAME])
+{
+        char k[2] = {(char)('0' + kind), '\0'};
+
+        hash_name(k, rel, value, out);
+}
+
+static void id_value(const struct file_id *id, char out[static 48])
+{
+        snprintf(out, 48, "#%llx:%llx", (unsigned long long)id->dev, (unsigned long long)id->ino);
+}
+
+/* $XDG_STATE_HOME/cloister/claims, made if missing. */
+static int index_open(int *ret_fd)
+{
+        _cleanup_free_ char *dir = NULL, *path = NULL;
+        int fd, r = known_xdg_dir("state", &dir);
+
+        if (r < 0)
+                return r;
+        if (asprintf(&path, "%s/claims", dir) < 0)
+                return -ENOMEM;
+        r = mkdir_p(path, 0755, 0700);
+        if (r < 0)
+                return r;
+        fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        *ret_fd = fd;
+        return 0;
+}
+
+/* One entry: KEY/CONFIG -> config. */
+static int index_put(int dfd, const char *key, const char *config_name, const char *config)
+{
+        _cleanup_close_ int kfd = -1;
+        char old[PATH_MAX];
+        ssize_t n;
+
+        if (mkdirat(dfd, key, 0700) < 0 && errno != EEXIST)
+                return negative_errno();
+        kfd = openat(dfd, key, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (kfd < 0)
+                return negative_errno();
+        if (symlinkat(config, kfd, config_name) == 0)
+                return 0;
+        if (errno != EEXIST)
+                return negative_errno();
+        n = readlinkat(kfd, config_name, old, sizeof(old) - 1);
+        if (n >= 0 && (old[n] = '\0', streq(old, config)))
+                return 0; /* recorded already */
+        if (unlinkat(kfd, config_name, 0) < 0 || symlinkat(config, kfd, config_name) < 0)
+                return negative_errno();
+        return 0;
+}
+
+static int claim_record(int dfd, const struct claim *y, const char *config_name, const char *config)
+{
+        _cleanup_free_ char *p = strdup(y->path);
+        char key[INDEX_NAME], id[48];
+        int r;
+
+        if (!p)
+                return -ENOMEM;
+        key_name(y->kind, "at", y->path, key);
+        r = index_put(dfd, key, config_name, config);
+        if (r >= 0 && y->exists && y->n_ids) {
+                id_value(&y->ids[0], id);
+                key_name(y->kind, "at", id, key);
+                r = index_put(dfd, key, config_name, config);
+        }
+        for (size_t i = 0; r >= 0 && i < y->n_ids; i++) {
+                id_value(&y->ids[i], id);
+                key_name(y->kind, "under", id, key);
+                r = index_put(dfd, key, config_name, config);
+        }
+        /* Under the path itself, each ancestor, and "/". */
+        while (r >= 0) {
+                char *slash = strrchr(p, '/');
+
+                key_name(y->kind, "under", *p ? p : "/", key);
+                r = index_put(dfd, key, config_name, config);
+                if (!*p || !slash)
+                        break;
+                *slash = '\0';
+        }
+        return r;
+}
+
+/* Record c's claims (from file, resolved) in the index open at dfd; the caller holds the lock. */
+static int config_record(int dfd, const struct config *c, const char *file)
+{
+        char name[INDEX_NAME];
+        struct claims cl;
+        int r = claims_of(c, NULL, &cl);
+
+        if (r < 0)
+                return r;
+        hash_name("config", "", file, name);
+        for (size_t i = 0; r >= 0 && i < cl.n; i++)
+                r = claim_record(dfd, &cl.v[i], name, file);
+        claims_clear(&cl);
+        return r;
+}
+
+/*
+ * The first time: every remembered config in the index (once; claims/built
+ * says it was). Under the lock, so two first mounts do it once.
+ */
+static int index_build(int dfd)
+{
+        _cleanup_strv_free_ char **known = NULL;
+        _cleanup_close_ int fd = -1;
+        size_t n = 0;
+        int r;
+
+        if (faccessat(dfd, "built", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+                return 0;
+        r = known_configs(NULL, &known, &n);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_config_ struct config *o = NULL;
+                _cleanup_free_ char *err = NULL;
+
+                if (config_load(known[i], &o, &err) < 0)
+                        continue; /* names nothing anyone can mount */
+                r = config_record(dfd, o, known[i]);
+                if (r < 0)
+                        return r;
+        }
+        fd = openat(dfd, "built", O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+        return fd < 0 ? negative_errno() : 0;
+}
+
+static int index_lock(int dfd, int *ret_fd)
+{
+        int fd = openat(dfd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+        if (fd < 0)
+                return negative_errno();
+        if (flock(fd, LOCK_EX) < 0) {
+                int r = negative_errno();
+                close(fd);
+                return r;
+        }
+        *ret_fd = fd;
+        return 0;
+}
+
+/* The index open and built, for a check: dfd, or < 0. */
+static int index_ready(int *ret_fd)
+{
+        _cleanup_close_ int dfd = -1, lock = -1;
+        int r = index_open(&dfd);
+
+        if (r < 0)
+                return r;
+        if (faccessat(dfd, "built", F_OK, AT_SYMLINK_NOFOLLOW) != 0) {
+                r = index_lock(dfd, &lock);
+                if (r >= 0)
+                        r = index_build(dfd);
+                if (r < 0)
+                        return r;
+        }
+        *ret_fd = TAKE_FD(dfd);
+        return 0;
+}
+
+int claims_record(const struct config *c)
+{
+        _cleanup_free_ char *file = realpath(c->file, NULL);
+        _cleanup_close_ int dfd = -1, lock = -1;
+        int r;
+
+        if (!file)
+                return negative_errno();
+        r = index_open(&dfd);
+        if (r >= 0)
+                r = index_lock(dfd, &lock);
+        if (r >= 0)
+                r = index_build(dfd);
+        if (r >= 0)
+                r = config_record(dfd, c, file);
+        return r;
+}
+
+static int candidates_add(struct candidates *cs, const char *config)
+{
+        char *p;
+
+        for (size_t i = 0; i < cs->n; i++)
+                if (streq(cs->v[i], config))
+                        return 0;
+        if (cs->n + 1 >= cs->allocated) {
+                size_t a = MAX(cs->allocated * 2, (size_t)8);
+                char **v = realloc(cs->v, a * sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                cs->v = v;
+                cs->allocated = a;
+        }
+        p = strdup(config);
+        if (!p)
+                return -ENOMEM;
+        cs->v[cs->n++] = p;
+        cs->v[cs->n] = NULL;
+        return 0;
+}
+
+/* Every config recorded under KEY (kind, rel, value). */
+static int index_get(int dfd, enum claim_kind kind, const char *rel, const char *value,
+                     struct candidates *cs)
+{
+        _cleanup_closedir_ DIR *d = NULL;
+        char key[INDEX_NAME], target[PATH_MAX];
+        struct dirent *de;
+        int fd, r = 0;
+
+        key_name(kind, rel, value, key);
+        fd = openat(dfd, key, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : negative_errno();
+        d = fdopendir(fd);
+        if (!d) {
+                r = negative_errno();
+                close(fd);
+                return r;
+        }
+        while (r >= 0 && (de = readdir(d))) {
+                ssize_t n;
+
+                if (de->d_name[0] == '.')
+                        continue;
+                n = readlinkat(dirfd(d), de->d_name, target, sizeof(target) - 1);
+                if (n <= 0 || target[0] != '/')
+                        continue;
+                target[n] = '\0';
+                r = candidates_add(cs, target);
+        }
+        return r;
+}
+
+/* The recorded configs that may hold a claim x is within, or that is within x. */
+static int index_lookup(int dfd, const struct claim *x, struct candidates *cs)
+{
+        static const enum claim_kind kinds[] = {CLAIM_PLACE, CLAIM_SECRET, CLAIM_SOURCE};
+        int r = 0;
+
+        for (size_t k = 0; r >= 0 && k < ELEMENTSOF(kinds); k++) {
+                struct claim probe = {.kind = kinds[k]};
+                _cleanup_free_ char *p = NULL;
+                char id[48];
+
+                if (!claims_matter(x, &probe))
+                        continue;
+                p = strdup(x->path);
+                if (!p)
+                        return -ENOMEM;
+                /* x within y: y is at x's path or an ancestor's, or at one of their ids. */
+                while (r >= 0) {
+                        char *slash = strrchr(p, '/');
+
+                        r = index_get(dfd, kinds[k], "at", *p ? p : "/", cs);
+                        if (!*p || !slash)
+                                break;
+                        *slash = '\0';
+                }
+                for (size_t i = 0; r >= 0 && i < x->n_ids; i++) {
+                        id_value(&x->ids[i], id);
+                        r = index_get(dfd, kinds[k], "at", id, cs);
+                }
+                /* y within x: y is under x's path, or under its id. */
+                if (r >= 0)
+                        r = index_get(dfd, kinds[k], "under", x->path, cs);
+                if (r >= 0 && x->exists && x->n_ids) {
+                        id_value(&x->ids[0], id);
+                        r = index_get(dfd, kinds[k], "under", id, cs);
+                }
+        }
+        return r;
+}
+
+/* ours against the config at path (resolved), loaded now; a config that no longer loads
+ * names nothing anyone can mount. */
+static int against_config(const struct claims *ours, const char *path, bool fork,
+                          const char **ret_section, const char **ret_key, char **ret_error)
+{
+        _cleanup_config_ struct config *o = NULL;
+        _cleanup_free_ char *err = NULL;
+        struct claims theirs;
+        int r;
+
+        if (config_load(path, &o, &err) < 0)
+                return 0;
+        r = claims_of(o, NULL, &theirs);
+        if (r < 0)
+                return errorf(ret_error, r, "%s: %s", path, strerror(-r));
+        if (!fork && streq(theirs.v[0].path, ours->v[0].path))
+                r = 0; /* the same state: the same workspace, kept apart by its lock */
+        else
+                r = claims_against(ours, &theirs, ret_section, ret_key, ret_error);
+        claims_clear(&theirs);
+        return r;
+}
+
+/*
+ * ours against every known config but its own (self, resolved, or NULL):
+ * those of the folders (and of also_dir) each, the remembered ones through
+ * the index. fork: a config naming the same state counts too.
  */
 static int claims_against_known(const struct claims *ours, const char *self, const char *also_dir,
                                 bool fork, const char **ret_section, const char **ret_key,
                                 char **ret_error)
 {
         _cleanup_strv_free_ char **known = NULL;
+        _cleanup_close_ int dfd = -1;
+        struct candidates cs = {0};
         size_t n = 0;
-        int r = known_configs(also_dir, &known, &n);
+        /* No index where the state home can't be written (read-only, another user's): every
+         * remembered config is loaded then, as before there was one. */
+        bool indexed = index_ready(&dfd) >= 0;
+        int r = indexed ? known_configs_in_folders(also_dir, &known, &n)
+                        : known_configs(also_dir, &known, &n);
 
         if (r < 0)
                 return errorf(ret_error, r, "cannot list the known configs: %s", strerror(-r));
-        for (size_t i = 0; i < n; i++) {
-                _cleanup_config_ struct config *o = NULL;
-                _cleanup_free_ char *err = NULL;
-                struct claims theirs;
-
-                if (self && streq(known[i], self))
-                        continue;
-                if (config_load(known[i], &o, &err) < 0)
-                        continue; /* names nothing anyone can mount */
-                r = claims_of(o, NULL, &theirs);
-                if (r < 0)
-                        return errorf(ret_error, r, "%s: %s", known[i], strerror(-r));
-                if (!fork && streq(theirs.v[0].path, ours->v[0].path))
-                        r = 0; /* the same state: the same workspace, kept apart by its lock */
-                else
-                        r = claims_against(ours, &theirs, ret_section, ret_key, ret_error);
-                claims_clear(&theirs);
-                if (r < 0)
-                        return r;
+        for (size_t i = 0; indexed && r >= 0 && i < ours->n; i++)
+                r = index_lookup(dfd, &ours->v[i], &cs);
+        if (r < 0) {
+                strv_free(cs.v);
+                return errorf(ret_error, r, "cannot read the index of known workspaces: %s",
+                              strerror(-r));
         }
-        return 0;
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                if (!self || !streq(known[i], self))
+                        r = against_config(ours, known[i], fork, ret_section, ret_key, ret_error);
+        for (size_t i = 0; r >= 0 && i < cs.n; i++)
+                if (!self || !streq(cs.v[i], self))
+                        r = against_config(ours, cs.v[i], fork, ret_section, ret_key, ret_error);
+        strv_free(cs.v);
+        return r;
 }
 
 int claims_check(const struct config *c, const char **ret_section, const char **ret_key,

@@ -19,7 +19,9 @@ struct config;
  * device and inode). A config naming the very same state is the same
  * workspace, and is left to the state's lock. *ret_section, *ret_key: the
  * key of c at fault (e.g. "workspace", "state"). For cloister mount, run
- * and check, before they write.
+ * and check, before they write. The remembered workspaces are found through
+ * the index claims_record fills (O(depth of each path), not a load of every
+ * config), each compared as its config is now.
  */
 int claims_check(const struct config *c, const char **ret_section, const char **ret_key,
                  char **ret_error);
@@ -32,3 +34,11 @@ int claims_check(const struct config *c, const char **ret_section, const char **
  */
 int claims_check_fork(const struct config *c, const char *new_config, const char *state,
                       char **ret_error);
+/*
+ * Record c's claims in this user's index of known workspaces
+ * ($XDG_STATE_HOME/cloister/claims, claims.c), so that later checks find
+ * them by where they lie, not by loading every config. For cloister mount,
+ * once its check passed, and again once the mount serves (its state exists
+ * then, and is found by its device and inode too).
+ */
+int claims_record(const struct config *c);

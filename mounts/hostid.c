@@ -10,6 +10,14 @@
  * name gone (or a new file) and moves on. Two holders can therefore never
  * hold the same uid, and a killed holder's uid is free the moment it dies.
  *
+ * Where to start looking is a hint, HOSTID_DIR/.next-FIRST-LAST, read and
+ * written under its own flock: the lowest uid of the range that may be
+ * free. A take moves it past the uid taken, a release back down to the
+ * uid let go; a holder killed without releasing, or an id skipped as in
+ * use, is looked at again when the search wraps round. Held uids are contiguous from the bottom on
+ * a busy host, so without it every take tried each of them in turn
+ * (an open and a failing flock each: O(number of sandboxes) per mount).
+ *
  * "Owns nothing on the host" can't be proven (files may carry any uid), so
  * the range is chosen away from every id the host hands out (config.h) and
  * each candidate is also checked against what can be seen: the user and
@@ -37,6 +45,7 @@
 
 struct hostid {
         uid_t uid;
+        uint32_t first, last; /* the range it was taken from: its hint's */
         int dir_fd;
         int fd; /* holds the flock */
 };
@@ -258,13 +267,49 @@ static int try_take(int dir_fd, uid_t uid, const char *owner, int *ret_fd)
         return 1;
 }
 
+/* The hint's file for [first, last], locked; *ret_hint: where to start (first if none). */
+static int hint_open(int dir_fd, uint32_t first, uint32_t last, uint64_t *ret_hint)
+{
+        char name[48], buf[32];
+        unsigned long long v;
+        ssize_t n;
+        int fd;
+
+        snprintf(name, sizeof(name), ".next-%u-%u", first, last);
+        fd = openat(dir_fd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY, 0600);
+        if (fd < 0)
+                return negative_errno();
+        if (flock(fd, LOCK_EX) < 0) {
+                int r = negative_errno();
+                close(fd);
+                return r;
+        }
+        *ret_hint = first;
+        n = pread(fd, buf, sizeof(buf) - 1, 0);
+        if (n > 0) {
+                buf[n] = '\0';
+                if (sscanf(buf, "%llu", &v) == 1 && v >= first && v <= last)
+                        *ret_hint = v;
+        }
+        return fd;
+}
+
+static void hint_write(int fd, uint64_t next)
+{
+        char buf[32];
+        int l = snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)next);
+
+        if (ftruncate(fd, 0) == 0)
+                (void)!pwrite(fd, buf, (size_t)l, 0);
+}
+
 int hostid_acquire(uint32_t first, uint32_t last, const char *owner, hostid **ret, char **ret_error)
 {
         struct used used = {0};
         _cleanup_close_ int dir_fd = -1;
-        uint64_t tried = 0, id;
+        uint64_t tried = 0, id = first, hint = first;
         hostid *h;
-        int r, fd = -1;
+        int r, fd = -1, hint_fd = -1;
 
         if (first == 0 || first > last) {
                 r = -EINVAL;
@@ -288,13 +333,23 @@ int hostid_acquire(uint32_t first, uint32_t last, const char *owner, hostid **re
                         *ret_error = NULL;
                 return r;
         }
-        r = 0;
-        for (id = first; id <= last && tried < HOSTID_MAX_TRIES; id++, tried++) {
-                if (used_has(&used, id) || held(dir_fd, (uid_t)id) || nss_has((uid_t)id))
-                        continue;
-                r = try_take(dir_fd, (uid_t)id, owner, &fd);
-                if (r != 0)
-                        break;
+        r = hint_fd = hint_open(dir_fd, first, last, &hint);
+        if (r >= 0) {
+                uint64_t span = (uint64_t)last - first + 1;
+
+                /* From the hint up, then round from first: each id once. */
+                r = 0;
+                for (; tried < span && tried < HOSTID_MAX_TRIES; tried++) {
+                        id = first + (hint - first + tried) % span;
+                        if (held(dir_fd, (uid_t)id) || used_has(&used, id) || nss_has((uid_t)id))
+                                continue;
+                        r = try_take(dir_fd, (uid_t)id, owner, &fd);
+                        if (r != 0)
+                                break;
+                }
+                if (r > 0)
+                        hint_write(hint_fd, id < last ? id + 1 : first);
+                safe_close(hint_fd);
         }
         free(used.r);
         if (r < 0) {
@@ -324,6 +379,8 @@ int hostid_acquire(uint32_t first, uint32_t last, const char *owner, hostid **re
                 return -ENOMEM;
         }
         h->uid = (uid_t)id;
+        h->first = first;
+        h->last = last;
         h->fd = fd;
         h->dir_fd = TAKE_FD(dir_fd);
         *ret = h;
@@ -335,6 +392,19 @@ uid_t hostid_uid(const hostid *h)
         return h->uid;
 }
 
+/* The next take may start at h's uid again: the hint moves down to it. */
+static void hint_lower(const hostid *h)
+{
+        uint64_t hint;
+        int fd = hint_open(h->dir_fd, h->first, h->last, &hint);
+
+        if (fd < 0)
+                return;
+        if (h->uid < hint)
+                hint_write(fd, h->uid);
+        close(fd);
+}
+
 void hostid_free(hostid *h)
 {
         char name[16];
@@ -344,6 +414,7 @@ void hostid_free(hostid *h)
         /* Unlink while the lock is ours (see the top of the file), then let go. */
         snprintf(name, sizeof(name), "%u", (unsigned)h->uid);
         (void)unlinkat(h->dir_fd, name, 0);
+        hint_lower(h);
         safe_close(h->fd);
         safe_close(h->dir_fd);
         free(h);

@@ -24,8 +24,8 @@
 #include "lib/mkdir.h"
 #include "lib/util.h"
 
-#define REMEMBERED_MAX 4096 /* configs the state file holds; older ones fall out first */
-#define LISTED_MAX     4096
+#define REMEMBERED_MAX 16384 /* configs the state file holds: a host of thousands of workspaces */
+#define LISTED_MAX     16384
 
 static const char *home_dir(void)
 {
@@ -147,7 +147,7 @@ static void dir_configs(const char *dir, char **paths, size_t *n)
         qsort(paths + first, *n - first, sizeof(*paths), path_cmp);
 }
 
-int known_configs(const char *also_dir, char ***ret, size_t *ret_n)
+static int configs_list(const char *also_dir, bool with_remembered, char ***ret, size_t *ret_n)
 {
         _cleanup_free_ char *dir = NULL;
         char **paths = NULL, **known, **out;
@@ -162,7 +162,7 @@ int known_configs(const char *also_dir, char ***ret, size_t *ret_n)
         }
         if (known_xdg_dir("config", &dir) == 0)
                 dir_configs(dir, paths, &n);
-        known = remembered(&n_known);
+        known = with_remembered ? remembered(&n_known) : NULL;
         for (size_t i = 0; i < n_known; i++) {
                 if (n < LISTED_MAX)
                         paths[n++] = TAKE_PTR(known[i]);
@@ -186,4 +186,14 @@ int known_configs(const char *also_dir, char ***ret, size_t *ret_n)
         *ret = out;
         *ret_n = n_out;
         return 0;
+}
+
+int known_configs(const char *also_dir, char ***ret, size_t *ret_n)
+{
+        return configs_list(also_dir, true, ret, ret_n);
+}
+
+int known_configs_in_folders(const char *also_dir, char ***ret, size_t *ret_n)
+{
+        return configs_list(also_dir, false, ret, ret_n);
 }

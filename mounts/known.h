@@ -18,3 +18,8 @@ int known_config_remember(const char *config_path);
  * that no longer exist left out; *ret is NULL-terminated (strv_free).
  */
 int known_configs(const char *also_dir, char ***ret, size_t *ret_n);
+/*
+ * The same without the remembered ones: the configs of the two folders only.
+ * The remembered ones are found by where they lie (claims.c's index).
+ */
+int known_configs_in_folders(const char *also_dir, char ***ret, size_t *ret_n);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cmd-mount.c: `cloister mount CONFIG [--foreground]` and
- * `cloister unmount CONFIG`.
+ * `cloister unmount CONFIG | --all`.
  *
  * mount forks the daemon and returns 0 only once the mount serves requests
  * (the daemon writes one byte to a pipe); if setup fails the daemon prints
@@ -26,6 +26,7 @@
 #include "config.h"
 #include "fs.h"
 #include "hostid.h"
+#include "known.h"
 #include "cli-logsink.h"
 #include "lib/logsink.h"
 #include "operations.h"
@@ -247,8 +248,10 @@ static int mount_run(int argc, char **argv)
                         return command_fail(&command_mount, 1, "%s: %s", c->file,
                                             why ? why : strerror(-r));
         }
-        /* For `cloister list`: a workspace once mounted is one this user knows. */
+        /* For `cloister list`: a workspace once mounted is one this user knows; and the
+         * next check finds it by where it lies. */
         (void)ops_config_remember(file);
+        (void)claims_record(c);
         if (json && foreground)
                 return command_fail(&command_mount, EXIT_USAGE,
                                     "--json tells how a mount in the background went; with "
@@ -288,6 +291,8 @@ static int mount_run(int argc, char **argv)
         close(p[1]);
         r = (int)read(p[0], &byte, 1);
         close(p[0]);
+        if (r == 1)
+                (void)claims_record(c); /* by its state's device and inode too, now there */
         if (r == 1 && json) {
                 (void)fs_mount_probe(c->workspace.state, c->workspace.mountpoint, &pid);
                 json_print(c, pid, false);
@@ -311,13 +316,62 @@ const struct command command_mount = {
         .run = mount_run,
 };
 
+/*
+ * --all: every workspace this user knows (known.h) that is mounted, all at
+ * once (fs_unmount_many): a host stopping thousands of workspaces waits for
+ * the slowest daemon, not for the sum of them.
+ */
+static int unmount_all(void)
+{
+        _cleanup_strv_free_ char **known = NULL;
+        _cleanup_free_ const char **states = NULL, **mnts = NULL;
+        _cleanup_free_ struct config **cs = NULL;
+        _cleanup_free_ int *results = NULL;
+        size_t n = 0, m = 0, failed = 0;
+        int r = known_configs(NULL, &known, &n);
+
+        if (r < 0)
+                return command_fail(&command_unmount, 1, "cannot list the known configs: %s",
+                                    strerror(-r));
+        states = calloc(n + 1, sizeof(*states));
+        mnts = calloc(n + 1, sizeof(*mnts));
+        cs = calloc(n + 1, sizeof(*cs));
+        results = calloc(n + 1, sizeof(*results));
+        if (!states || !mnts || !cs || !results)
+                return command_fail(&command_unmount, 1, "out of memory");
+        for (size_t i = 0; i < n; i++) {
+                _cleanup_free_ char *err = NULL;
+
+                if (config_load(known[i], &cs[m], &err) < 0)
+                        continue; /* names nothing anyone can have mounted */
+                states[m] = cs[m]->workspace.state;
+                mnts[m] = cs[m]->workspace.mountpoint;
+                m++;
+        }
+        r = fs_unmount_many(states, mnts, m, 30000, results);
+        for (size_t i = 0; i < m; i++) {
+                if (r >= 0 && results[i] < 0) {
+                        fprintf(stderr, "cloister unmount: cannot unmount '%s' (%s): %s\n", mnts[i],
+                                cs[i]->file, strerror(-results[i]));
+                        failed++;
+                }
+                config_free(cs[i]);
+        }
+        if (r < 0)
+                return command_fail(&command_unmount, 1, "%s", strerror(-r));
+        return failed ? 1 : 0;
+}
+
 static int unmount_run(int argc, char **argv)
 {
         _cleanup_config_ struct config *c = NULL;
         int r;
 
+        if (argc == 2 && streq(argv[1], "--all"))
+                return unmount_all();
         if (argc != 2 || argv[1][0] == '-')
-                return command_fail(&command_unmount, EXIT_USAGE, "usage: cloister unmount CONFIG");
+                return command_fail(&command_unmount, EXIT_USAGE,
+                                    "usage: cloister unmount CONFIG | --all");
         r = load(&command_unmount, argv[1], &c);
         if (r)
                 return r;
