@@ -274,6 +274,13 @@ static int walk(int dfd, uint64_t *files, uint64_t *bytes, unsigned depth, struc
                 return negative_errno();
         }
         *bytes += quota_dir_cost(fd); /* its own blocks and its sidecar's */
+        if (depth == 0) {
+                /* A layer's root comes with the layer, not from the agent: its first block is free.
+                 */
+                struct stat st;
+                if (fstat(fd, &st) == 0)
+                        *bytes -= MIN((uint64_t)st.st_blocks * 512, (uint64_t)QUOTA_DIR_BLOCK);
+        }
         while ((de = readdir(d))) {
                 struct stat st;
                 if (depth == 0 && streq(de->d_name, LINKS_DIR)) {
