@@ -102,7 +102,8 @@ static json_t *rec_new(uint64_t ino)
         return json_pack("{s:I}", "ino", (json_int_t)ino);
 }
 
-int copyup_dir(struct fs_workspace *ws, struct node *dir)
+/* Make dir's upper directory in its parent's (copied up already). */
+static int dir_make(struct fs_workspace *ws, struct node *dir)
 {
         struct node *parent = dir->parent;
         struct saved_times saved;
@@ -112,15 +113,6 @@ int copyup_dir(struct fs_workspace *ws, struct node *dir)
         uint64_t charged = 0;
         int r;
 
-        if (dir->upper)
-                return 0;
-        if (dir->unlinked)
-                return copyup_orphan(ws, dir, COPYUP_DATA);
-        if (!parent || parent->kind != NODE_COW)
-                return -EIO;
-        r = copyup_dir(ws, parent);
-        if (r < 0)
-                return r;
         r = upper_name_escape(dir->name, en);
         if (r < 0)
                 return r;
@@ -162,6 +154,33 @@ fail:
         quota_refund_bytes(ws, charged);
         quota_refund_files(ws, 1);
         times_restore(parent->ufd, &saved);
+        return r;
+}
+
+int copyup_dir(struct fs_workspace *ws, struct node *dir)
+{
+        struct node *parent = dir->parent;
+        int r;
+
+        if (dir->upper)
+                return 0;
+        if (dir->unlinked)
+                return copyup_orphan(ws, dir, COPYUP_DATA);
+        if (!parent || parent->kind != NODE_COW)
+                return -EIO;
+        r = copyup_dir(ws, parent);
+        if (r < 0)
+                return r;
+        /* The name's room in the parent, and the new directory's own block. */
+        r = quota_dir_begin(ws, parent, QUOTA_DIR_BLOCK);
+        if (r < 0)
+                return r;
+        r = quota_dir_begin(ws, dir, QUOTA_DIR_BLOCK);
+        if (r == 0) {
+                r = dir_make(ws, dir);
+                quota_dir_end(ws, dir);
+        }
+        quota_dir_end(ws, parent);
         return r;
 }
 
@@ -560,6 +579,11 @@ int copyup(struct fs_workspace *ws, struct node *n, enum copyup_how how)
         r = quota_charge_files(ws, 1);
         if (r < 0)
                 return r;
+        r = quota_dir_begin(ws, parent, QUOTA_DIR_BLOCK); /* the name's room in parent */
+        if (r < 0) {
+                quota_refund_files(ws, 1);
+                return r;
+        }
         times_save(parent->ufd, &saved);
         if (S_ISREG(n->type)) {
                 r = make_file(ws, n, how, en, &charged);
@@ -567,6 +591,7 @@ int copyup(struct fs_workspace *ws, struct node *n, enum copyup_how how)
                 r = make_special(ws, n, en, &charged);
         }
         times_restore(parent->ufd, &saved);
+        quota_dir_end(ws, parent);
         if (r < 0) {
                 quota_refund_files(ws, 1);
                 quota_refund_bytes(ws, charged);

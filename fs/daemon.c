@@ -361,6 +361,7 @@ static int setup_home(struct fs_workspace *ws, const struct fs_options *o, int f
                 return r;
         ws->home.part = 2;
         ws->home.mpath = o->home.path;
+        ws->home.ws = ws;
         ws->has_home = true;
         return 0;
 }
@@ -589,6 +590,7 @@ int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_
         }
         ws->repo.part = 1;
         ws->repo.mpath = o->repo.path;
+        ws->repo.ws = ws;
         ws->repo.base = ws->repo.lower;
         /* The writable layer, and the frozen ones under it (layers-mount.c). */
         r = layers_mount(ws, fsdir, ret_error);

@@ -38,6 +38,7 @@
 #define UPPER_META     UPPER_PREFIX "meta"
 #define UPPER_ESCAPE   UPPER_PREFIX "="
 #define LINKS_DIR      UPPER_PREFIX "links" /* a layer's link index (links.c) */
+#define LINKS_ALIASES  "aliases.json"       /* ... its names that lie below */
 #define UPPER_INO_TAG  (2ULL << 62)
 #define MIRROR_INO_TAG (3ULL << 62)
 
@@ -79,11 +80,12 @@ enum ctl_file {
 };
 
 struct layer {
-        unsigned part;       /* distinguishes lower inode numbers */
-        const char *mpath;   /* where it appears in the mount, e.g. "/workspace" */
-        int upper_fd;        /* the upper tree's root directory (the writable layer) */
-        struct lower *lower; /* what the upper tree merges with: base, or a stack over it */
-        struct lower *base;  /* the git tree or plain dir at the bottom (owned) */
+        struct fs_workspace *ws; /* set when attached (daemon.c) */
+        unsigned part;           /* distinguishes lower inode numbers */
+        const char *mpath;       /* where it appears in the mount, e.g. "/workspace" */
+        int upper_fd;            /* the upper tree's root directory (the writable layer) */
+        struct lower *lower;     /* what the upper tree merges with: base, or a stack over it */
+        struct lower *base;      /* the git tree or plain dir at the bottom (owned) */
         /* stacks replaced by a checkpoint while mounted: their entries may still be
          * held by nodes and handles, so they are freed only at unmount */
         struct lower **retired;
@@ -135,10 +137,15 @@ struct node {
         bool opaque;   /* upper dir hides the lower one */
         bool has_lower;
         struct lent lower;
-        bool indexed;              /* its upper inode is in the link index (links.c) */
-        bool reclaimed;            /* unlinked file: its size was given back to the quota */
-        uint64_t reclaimed_at;     /* ... at this size (quota_reclaim) */
-        int ufd;                   /* dirs with an upper: the upper directory */
+        bool indexed;          /* its upper inode is in the link index (links.c) */
+        bool reclaimed;        /* unlinked file: its size was given back to the quota */
+        uint64_t reclaimed_at; /* ... at this size (quota_reclaim) */
+        int ufd;               /* dirs with an upper: the upper directory */
+        /* dirs: an operation adding to its upper dir or sidecar is under way
+         * (quota_dir_begin; ns_lock held exclusively): nested begins, what it
+         * cost at the outermost, and the bytes reserved for it since */
+        unsigned dir_depth;
+        uint64_t dir_before, dir_reserved;
         json_t *meta;              /* dirs with an upper: the sidecar (NULL until loaded) */
         mode_t xbits;              /* dirs: S_ISUID/S_ISGID, kept off the host (attr.c) */
         uint8_t owner;             /* OWNER_* of the upper inode, once loaded (owner.c) */
@@ -522,6 +529,23 @@ uint64_t quota_write_fit(int fd, const struct stat *st, uint64_t off, uint64_t l
 void quota_settle(struct fs_workspace *ws, uint64_t reserved, uint64_t before, uint64_t after);
 /* The same, after read from fd (any fd on the inode, O_PATH too). */
 void quota_settle_fd(struct fs_workspace *ws, int fd, uint64_t reserved, uint64_t before);
+/*
+ * A directory costs its own host blocks and its sidecar's
+ * (quota_dir_cost), which grow with the names added to it and which ext4
+ * never gives back while the directory exists. Whatever adds a name to
+ * d's upper directory or a record to its sidecar holds ns_lock
+ * exclusively and first reserves what that can grow by (ENOSPC if the
+ * bound has no room: one block, QUOTA_DIR_BLOCK, a name; two a sidecar
+ * record), then settles to the cost the host reports after (quota_dir_end,
+ * on every path). Begins nest: only the outermost measures and settles,
+ * so a sidecar save inside a create does not spend the create's
+ * reservation. d may have no upper yet (copied up inside: its new blocks
+ * are then settled).
+ */
+#define QUOTA_DIR_BLOCK 4096
+uint64_t quota_dir_cost(int dfd);
+int quota_dir_begin(struct fs_workspace *ws, struct node *d, uint64_t reserve);
+void quota_dir_end(struct fs_workspace *ws, struct node *d);
 /* A removed file nobody has open: give its bytes back (again after a reopen). */
 void quota_reclaim(struct fs_workspace *ws, struct node *n);
 /*

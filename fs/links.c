@@ -32,7 +32,7 @@
 #include "lib/readall.h"
 #include "lib/util.h"
 
-#define ALIASES     "aliases.json"
+#define ALIASES     LINKS_ALIASES
 #define ALIASES_MAX (64u * 1024 * 1024)
 
 static void key_of(uint64_t ino, char buf[static 17])
@@ -168,9 +168,49 @@ static bool is_alias(struct node *p, const char *en)
         return p->ufd < 0 || (fstatat(p->ufd, en, &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT);
 }
 
+/*
+ * What the index costs beside its entries: its directory's blocks and
+ * aliases.json's, charged as a sidecar's are (quota.c), and counted the
+ * same at mount (quota_init).
+ */
+static uint64_t index_cost(struct fs_workspace *ws)
+{
+        _cleanup_close_ int dfd = index_dir(ws, false);
+        struct stat st;
+        uint64_t cost;
+
+        if (dfd < 0)
+                return 0;
+        cost = quota_dir_cost(dfd);
+        if (fstatat(dfd, ALIASES, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+                cost += quota_cost(&st);
+        return cost;
+}
+
+static int copyup_indexed(struct fs_workspace *ws, struct node *n, nlink_t names,
+                          int (*fill)(struct fs_workspace *ws, struct node *n, int out,
+                                      uint64_t *ret_charged));
+
 int links_copyup(struct fs_workspace *ws, struct node *n, nlink_t names,
                  int (*fill)(struct fs_workspace *ws, struct node *n, int out,
                              uint64_t *ret_charged))
+{
+        /* Its entry's room in the index, aliases.json's growth, and the
+         * index's own directory the first time (ns_lock held exclusively). */
+        uint64_t reserve = 3 * QUOTA_DIR_BLOCK, before;
+        int r = quota_charge_bytes(ws, reserve);
+
+        if (r < 0)
+                return r;
+        before = index_cost(ws);
+        r = copyup_indexed(ws, n, names, fill);
+        quota_settle(ws, reserve, before, index_cost(ws));
+        return r;
+}
+
+static int copyup_indexed(struct fs_workspace *ws, struct node *n, nlink_t names,
+                          int (*fill)(struct fs_workspace *ws, struct node *n, int out,
+                                      uint64_t *ret_charged))
 {
         char key[17], tmp[32];
         _cleanup_close_ int dfd = -1, out = -1;
@@ -261,9 +301,14 @@ int links_materialize(struct fs_workspace *ws, struct node *p, const char *name,
         r = copyup_dir(ws, p);
         if (r < 0)
                 return r;
-        r = quota_charge_files(ws, 1);
+        r = quota_dir_begin(ws, p, QUOTA_DIR_BLOCK); /* the name's room in p */
         if (r < 0)
                 return r;
+        r = quota_charge_files(ws, 1);
+        if (r < 0) {
+                quota_dir_end(ws, p);
+                return r;
+        }
         rec = json_pack("{s:I}", "ino", (json_int_t)n->ino);
         r = rec ? upper_rec_add_type(rec, n->type) : -ENOMEM;
         if (r == 0)
@@ -272,6 +317,7 @@ int links_materialize(struct fs_workspace *ws, struct node *p, const char *name,
         fs_fd_path(n->hfd, path);
         if (r == 0 && linkat(AT_FDCWD, path, p->ufd, en, AT_SYMLINK_FOLLOW) < 0)
                 r = negative_errno();
+        quota_dir_end(ws, p);
         if (r < 0) {
                 quota_refund_files(ws, 1);
                 return r;

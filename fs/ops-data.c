@@ -292,7 +292,7 @@ void ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode
         struct stat st;
         char en[256];
         int fd = -1, r, acc = fi->flags & O_ACCMODE;
-        bool charged = false;
+        bool charged = false, dir_begun = false;
 
         if (p->kind != NODE_COW) {
                 fuse_reply_err(req,
@@ -319,6 +319,10 @@ void ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode
         }
         if (r != -ENOENT)
                 goto unlock;
+        r = quota_dir_begin(ws, p, QUOTA_DIR_BLOCK); /* the name's room in p */
+        if (r < 0)
+                goto unlock;
+        dir_begun = true;
         r = upper_name_escape(name, en);
         if (r < 0)
                 goto unlock;
@@ -366,6 +370,8 @@ void ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode
         r = ops_journal(ws, req, JOURNAL_CREATE, p, name,
                         &(struct journal_entry){.mode = mode, .uid = -1, .gid = -1});
 unlock:
+        if (dir_begun)
+                quota_dir_end(ws, p);
         pthread_rwlock_unlock(&ws->ns_lock);
         if (charged)
                 quota_refund_files(ws, 1);

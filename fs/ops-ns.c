@@ -218,7 +218,13 @@ static int make_entry(struct fs_workspace *ws, fuse_req_t req, struct node *p, c
                 r = fd < 0 ? negative_errno() : 0;
                 fd = safe_close(fd);
         } else if (S_ISDIR(type)) {
-                r = mkdirat(p->ufd, en, mode & 01777) < 0 ? negative_errno() : 0;
+                /* The new directory's own block (quota.c), settled below. */
+                reserved = QUOTA_DIR_BLOCK;
+                r = quota_charge_bytes(ws, reserved);
+                if (r == 0 && mkdirat(p->ufd, en, mode & 01777) < 0) {
+                        r = negative_errno();
+                        quota_refund_bytes(ws, reserved);
+                }
         } else if (S_ISLNK(type)) {
                 /* The target is stored verbatim and never resolved by the daemon;
                  * it costs its length or its block (quota.c), settled below. */
@@ -243,7 +249,9 @@ static int make_entry(struct fs_workspace *ws, fuse_req_t req, struct node *p, c
                 quota_refund_bytes(ws, reserved);
                 return r;
         }
-        if (reserved)
+        if (S_ISDIR(type))
+                quota_settle(ws, reserved, 0, quota_dir_cost(fd));
+        else if (reserved)
                 quota_settle_fd(ws, fd, reserved, 0);
         *ret_fd = TAKE_FD(fd);
         return 0;
@@ -261,9 +269,15 @@ static void do_make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
 
         pthread_rwlock_wrlock(&ws->ns_lock);
         fs_dir_changed(p);
-        r = prepare_new(ws, p, name, en, type);
+        r = quota_dir_begin(ws, p, QUOTA_DIR_BLOCK); /* the name's room in p */
+        if (r == 0) {
+                r = prepare_new(ws, p, name, en, type);
+                if (r < 0)
+                        quota_dir_end(ws, p);
+        }
         if (r == 0) {
                 r = make_entry(ws, req, p, en, mode, rdev, link, &fd, &xbits);
+                quota_dir_end(ws, p);
                 if (r < 0) {
                         (void)upper_meta_set_rec(p, name, NULL);
                         quota_refund_files(ws, 1);
@@ -324,6 +338,7 @@ void ops_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *
         struct node *n = ino_node(ws, ino), *p = ino_node(ws, newparent);
         struct shed_stale stale = {0};
         char en[256], srcen[256];
+        bool begun = false;
         json_t *rec;
         int r;
 
@@ -337,6 +352,10 @@ void ops_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *
         }
         pthread_rwlock_wrlock(&ws->ns_lock);
         fs_dir_changed(p);
+        r = quota_dir_begin(ws, p, QUOTA_DIR_BLOCK); /* the name's room in p */
+        if (r < 0)
+                goto out;
+        begun = true;
         r = copyup(ws, n, COPYUP_DATA);
         if (r == 0)
                 r = prepare_new(ws, p, newname, en, n->type);
@@ -387,6 +406,8 @@ void ops_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *
 refund:
         quota_refund_files(ws, 1);
 out:
+        if (begun)
+                quota_dir_end(ws, p);
         pthread_rwlock_unlock(&ws->ns_lock);
         reply_entry(req, ws, r == 0 ? n : NULL, r);
         shed_stale_drop(ws, &stale);
@@ -438,9 +459,9 @@ static int remove_entry(struct fs_workspace *ws, struct node *p, const char *nam
                 /* Open files keep reaching the inode through the node's pinned fd. */
                 if (!dir)
                         (void)upper_node_pin(c);
-                /* A directory's attributes go with it now (a file's when it
-                 * is reclaimed, once nobody has it open). */
-                uint64_t xattrs = dir ? quota_xattrs_of(c->ufd) : 0;
+                /* A directory's attributes, blocks and sidecar go with it
+                 * now (a file's when it is reclaimed, once nobody has it open). */
+                uint64_t xattrs = dir ? quota_xattrs_of(c->ufd) + quota_dir_cost(c->ufd) : 0;
                 if (dir)
                         (void)upper_dir_clear_markers(c->ufd);
                 if (unlinkat(p->ufd, en, dir ? AT_REMOVEDIR : 0) < 0)
@@ -671,7 +692,7 @@ static int do_rename(struct fs_workspace *ws, fuse_req_t req, struct node *p, co
                                                          : st.st_nlink <= 1);
                         }
                         if (S_ISDIR(dst->type)) {
-                                dst_xattrs = quota_xattrs_of(dst->ufd);
+                                dst_xattrs = quota_xattrs_of(dst->ufd) + quota_dir_cost(dst->ufd);
                                 (void)upper_dir_clear_markers(dst->ufd);
                         }
                 }
@@ -722,8 +743,15 @@ void ops_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
         pthread_rwlock_wrlock(&ws->ns_lock);
         fs_dir_changed(ino_node(ws, parent));
         fs_dir_changed(ino_node(ws, newparent));
-        r = do_rename(ws, req, ino_node(ws, parent), name, ino_node(ws, newparent), newname, flags,
-                      stale);
+        /* The name's room in the new parent; the old one's sidecar changes too. */
+        r = quota_dir_begin(ws, ino_node(ws, newparent), QUOTA_DIR_BLOCK);
+        if (r == 0) {
+                (void)quota_dir_begin(ws, ino_node(ws, parent), 0);
+                r = do_rename(ws, req, ino_node(ws, parent), name, ino_node(ws, newparent), newname,
+                              flags, stale);
+                quota_dir_end(ws, ino_node(ws, parent));
+                quota_dir_end(ws, ino_node(ws, newparent));
+        }
         if (r < 0 && r != -ENOENT) {
                 struct node *np = ino_node(ws, newparent);
                 _cleanup_free_ char *dir = np->kind == NODE_COW ? node_path(np) : NULL, *to = NULL;

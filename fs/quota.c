@@ -26,6 +26,14 @@
  * go back with its data when it is removed (quota_reclaim; a directory's
  * at rmdir). A file with several hard links in the upper trees is counted
  * once at mount, as a disk counts it.
+ *
+ * A directory costs its own host blocks and its sidecar's, and the link
+ * index its directory's and aliases.json's: an ext4 directory keeps its
+ * largest size after its entries go, so a directory filled with long names
+ * and emptied would keep host blocks that nothing counted. What adds a
+ * name or a sidecar record reserves first and settles after
+ * (quota_dir_begin, quota_dir_end), under ns_lock held exclusively, so
+ * the directory's blocks change under no one else meanwhile.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -225,6 +233,13 @@ static int walk_index(int rootfd, uint64_t *files, uint64_t *bytes, struct linke
                 safe_close(fd);
                 return 0;
         }
+        *bytes += quota_dir_cost(fd); /* the index's own blocks, and aliases.json's */
+        {
+                struct stat st;
+                if (fstatat(fd, LINKS_ALIASES, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                    S_ISREG(st.st_mode))
+                        *bytes += quota_cost(&st);
+        }
         while ((de = readdir(d))) {
                 struct stat st;
                 if (strlen(de->d_name) != 16 || strchr(de->d_name, '.') ||
@@ -257,6 +272,14 @@ static int walk(int dfd, uint64_t *files, uint64_t *bytes, unsigned depth, struc
         if (!d) {
                 safe_close(fd);
                 return negative_errno();
+        }
+        *bytes += quota_dir_cost(fd); /* its own blocks and its sidecar's */
+        if (depth == 0) {
+                /* A layer's root comes with the layer, not from the agent: its first block is free.
+                 */
+                struct stat st;
+                if (fstat(fd, &st) == 0)
+                        *bytes -= MIN((uint64_t)st.st_blocks * 512, (uint64_t)QUOTA_DIR_BLOCK);
         }
         while ((de = readdir(d))) {
                 struct stat st;
@@ -408,4 +431,43 @@ void quota_reclaim(struct fs_workspace *ws, struct node *n)
                 quota_add(ws, 0, n->reclaimed_at - size);
         n->reclaimed = true;
         n->reclaimed_at = size;
+}
+
+uint64_t quota_dir_cost(int dfd)
+{
+        struct stat st;
+        uint64_t cost = 0;
+
+        if (dfd < 0)
+                return 0;
+        if (fstat(dfd, &st) == 0)
+                cost += (uint64_t)st.st_blocks * 512;
+        if (fstatat(dfd, UPPER_META, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+                cost += quota_cost(&st);
+        return cost;
+}
+
+int quota_dir_begin(struct fs_workspace *ws, struct node *d, uint64_t reserve)
+{
+        int r;
+
+        if (!d || d->kind != NODE_COW)
+                return 0;
+        r = quota_charge_bytes(ws, reserve);
+        if (r < 0)
+                return r;
+        if (d->dir_depth++ == 0) {
+                d->dir_before = quota_dir_cost(d->upper ? d->ufd : -1);
+                d->dir_reserved = 0;
+        }
+        d->dir_reserved += reserve;
+        return 0;
+}
+
+void quota_dir_end(struct fs_workspace *ws, struct node *d)
+{
+        if (!d || d->kind != NODE_COW || d->dir_depth == 0 || --d->dir_depth > 0)
+                return;
+        quota_settle(ws, d->dir_reserved, d->dir_before, quota_dir_cost(d->upper ? d->ufd : -1));
+        d->dir_reserved = 0;
 }

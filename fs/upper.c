@@ -37,6 +37,12 @@
 #include "lib/readall.h"
 #include "lib/util.h"
 
+/* What one record can grow a sidecar by: a name of up to NAME_MAX bytes
+ * (escaped by JSON, or twice more in hex when it is not UTF-8) and its
+ * fields, a renamed lower entry's origin path included, fit two blocks; a
+ * block more for its temporary name in the directory. */
+#define META_GROW (3 * QUOTA_DIR_BLOCK)
+
 /* jansson rejects invalid UTF-8 in json_string(); use that as the check. */
 static bool utf8_ok(const char *s)
 {
@@ -390,18 +396,56 @@ bool upper_meta_whiteout(struct node *dir, const char *name)
         return wh && json_object_get(wh, name);
 }
 
+/*
+ * Save dir's sidecar after a change; grew: reserved (quota_dir_begin) by
+ * the caller, which ends it. A shrinking save is never refused: the agent
+ * must be able to remove what fills its quota.
+ */
+static int meta_save_settled(struct node *dir, bool grew)
+{
+        struct fs_workspace *ws = dir->layer ? dir->layer->ws : NULL;
+        int r;
+
+        if (!grew && ws)
+                (void)quota_dir_begin(ws, dir, 0);
+        r = upper_meta_save(dir);
+        if (ws)
+                quota_dir_end(ws, dir);
+        return r;
+}
+
+/* A record is about to be added to dir's sidecar: reserve what it can grow by. */
+static int meta_reserve(struct node *dir)
+{
+        struct fs_workspace *ws = dir->layer ? dir->layer->ws : NULL;
+
+        return ws ? quota_dir_begin(ws, dir, META_GROW) : 0;
+}
+
 int upper_meta_set_whiteout(struct node *dir, const char *name, bool on)
 {
         json_t *wh = section(dir, "wh", on);
+
         if (!on) {
                 if (!wh || !json_object_get(wh, name))
                         return 0;
                 json_object_del(wh, name);
-                return upper_meta_save(dir);
+                return meta_save_settled(dir, false);
         }
-        if (!wh || json_object_set_new_nocheck(wh, name, json_integer(1)) < 0)
+        if (!wh)
                 return -ENOMEM;
-        return upper_meta_save(dir);
+        /*
+         * Never refused: a whiteout completes a removal or a rename already
+         * made (and removing must free a full quota). One per name of the
+         * layers below, so what passes the bound is bounded by those.
+         */
+        if (meta_reserve(dir) < 0 && dir->layer && dir->layer->ws)
+                (void)quota_dir_begin(dir->layer->ws, dir, 0);
+        if (json_object_set_new_nocheck(wh, name, json_integer(1)) < 0) {
+                (void)meta_save_settled(dir, true);
+                return -ENOMEM;
+        }
+        return meta_save_settled(dir, true);
 }
 
 json_t *upper_meta_rec(struct node *dir, const char *name)
@@ -416,15 +460,24 @@ json_t *upper_meta_rec(struct node *dir, const char *name)
 int upper_meta_set_rec(struct node *dir, const char *name, json_t *rec)
 {
         json_t *c = section(dir, "c", rec != NULL);
+        int r;
+
         if (!rec) {
                 if (!c || !json_object_get(c, name))
                         return 0;
                 json_object_del(c, name);
-                return upper_meta_save(dir);
+                return meta_save_settled(dir, false);
         }
-        if (!c || json_object_set_nocheck(c, name, rec) < 0)
+        if (!c)
                 return -ENOMEM;
-        return upper_meta_save(dir);
+        r = meta_reserve(dir);
+        if (r < 0)
+                return r;
+        if (json_object_set_nocheck(c, name, rec) < 0) {
+                (void)meta_save_settled(dir, true);
+                return -ENOMEM;
+        }
+        return meta_save_settled(dir, true);
 }
 
 int upper_node_pin(struct node *n)
