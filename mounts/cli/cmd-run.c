@@ -24,6 +24,7 @@
 #include "claims.h"
 #include "command.h"
 #include "config.h"
+#include "operations.h"
 #include "run-common.h"
 #include "run-output.h"
 #include "sandbox.h"
@@ -196,8 +197,39 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
                 if (r < 0 && asprintf(&error, "%s: %s", c->file, why ? why : strerror(-r)) < 0)
                         error = NULL;
         }
+        /* Recorded before it runs: a command the record cannot hold does not run. */
+        char run_id[OPS_RUNLOG_ID_LEN + 1] = "";
+        if (r >= 0) {
+                struct ops_runlog_start rs = {
+                        .source = interactive ? "shell" : "run",
+                        .argv = so.argv,
+                        .cwd = c->repo.path,
+                        .env = c->run.env,
+                        .start_ms = ops_runlog_now_ms(),
+                };
+                r = ops_runlog_begin(c, &rs, run_id, &error);
+        }
         if (r >= 0)
                 r = sandbox_session_run(&so, &res, &error);
+        if (run_id[0]) {
+                _cleanup_free_ char *why = NULL;
+                struct ops_runlog_finish rf = {
+                        .end_ms = ops_runlog_now_ms(),
+                        .exit_code = r < 0 ? RUN_EXIT_SETUP : res.status,
+                        .signal = r < 0 ? 0 : res.signal,
+                        .timed_out = r >= 0 && res.timed_out,
+                        .stdout_bytes = -1,
+                        .stderr_bytes = -1,
+                        .pid = res.pid,
+                        .bwrap_pid = res.bwrap_pid,
+                        .pgid = res.pgid,
+                        .runner_pid = getpid(),
+                        .error = r < 0 ? (error ? error : strerror(-r)) : NULL,
+                };
+                if (ops_runlog_end(c, run_id, &rf, &why) < 0)
+                        fprintf(stderr, "cloister %s: warning: %s\n", cmd->name,
+                                why ? why : "cannot write the run record");
+        }
         if (relay) {
                 /* Ours closed, the sandbox's gone: the relay sees the pipes' end. */
                 safe_close(so.stdout_fd);

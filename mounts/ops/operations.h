@@ -122,6 +122,7 @@ struct ops_run_options {
         size_t stdin_len;
         uint64_t timeout_s; /* 0: the config's [limits] timeout; never more than it */
         size_t output_max;  /* 0: OPS_OUTPUT_MAX_DEFAULT */
+        const char *source; /* for the run record: NULL "mcp", or "mcp_background" */
 };
 
 typedef struct ops_run ops_run;
@@ -173,6 +174,56 @@ json_t *ops_run_result(const ops_run *r);
 json_t *ops_run_take_output(ops_run *r);
 /* Stop it if it still runs, wait for its end and free it. NULL: no-op. */
 void ops_run_free(ops_run *r);
+
+/* --- the run record (ops-runlog.c) ------------------------------------------------- */
+
+/*
+ * <state>/runs.jsonl, chained and headed like the audit log (runs.head;
+ * `cloister audit verify` checks it): for each command run in the
+ * workspace a "run_start" line before its sandbox is built and a
+ * "run_end" line after it is gone, joined by "run", a random id. Bounded
+ * by [limits] runlog (OPS_RUNLOG_MAX_DEFAULT): past it one audit_full line,
+ * then every append fails with -EDQUOT. docs/cloister-log.md has the fields.
+ */
+#define OPS_RUNLOG_FILE        "runs.jsonl"
+#define OPS_RUNLOG_HEAD        "runs.head"
+#define OPS_RUNLOG_MAX_DEFAULT (16ull * 1024 * 1024)
+#define OPS_RUNLOG_ARGV_MAX    (16 * 1024) /* bytes of argv kept; "argv_cut" past it */
+#define OPS_RUNLOG_NAMES_MAX   256         /* argv words and environment names kept */
+#define OPS_RUNLOG_ID_LEN      16
+
+struct ops_runlog_start {
+        const char *source; /* "run", "shell", "mcp", "mcp_background" */
+        char *const *argv;  /* as given; MCP: /bin/sh -c COMMAND */
+        const char *cwd;    /* in the sandbox */
+        char *const *env;   /* NAME=VALUE or NAME: only the names are kept */
+        int64_t start_ms;   /* ops_runlog_now_ms() */
+};
+struct ops_runlog_finish {
+        int64_t end_ms;
+        int exit_code, signal;
+        bool timed_out;
+        const char *stopped;                /* "timeout", "cancelled", ... or NULL */
+        int64_t stdout_bytes, stderr_bytes; /* -1: not seen (run and shell pass the terminal) */
+        pid_t pid, bwrap_pid, pgid;         /* sandbox_result's, 0 if unknown */
+        pid_t runner_pid;  /* the process that ran the sandbox: the net log's "run" */
+        const char *error; /* nothing ran: why */
+};
+/* Wall-clock ms since the epoch. */
+int64_t ops_runlog_now_ms(void);
+/* Append the start line; ret_id gets the run's id. A run that cannot be recorded must not run. */
+int ops_runlog_begin(const struct config *c, const struct ops_runlog_start *s,
+                     char ret_id[OPS_RUNLOG_ID_LEN + 1], char **ret_error);
+int ops_runlog_end(const struct config *c, const char *id, const struct ops_runlog_finish *f,
+                   char **ret_error);
+/*
+ * The runs, verified: {"runs": [{"run", "source", "argv", "argv_cut"?,
+ * "cwd", "env", "start_ms", "ended", and once ended "end_ms", "exit_code",
+ * "signal", "timed_out", "stopped"?, "stdout_bytes", "stderr_bytes",
+ * "pid", "bwrap_pid", "pgid", "runner_pid", "error"?}], "verified", "lines", "error"?
+ * (why the chain does not verify)}. No log yet: no runs, verified.
+ */
+int ops_runlog_read(const struct config *c, json_t **ret, char **ret_error);
 
 /* n bytes as a JSON string: invalid UTF-8 as U+FFFD, NUL as a space. */
 json_t *ops_json_text(const char *p, size_t n);
