@@ -225,6 +225,25 @@ int ops_runlog_end(const struct config *c, const char *id, const struct ops_runl
  */
 int ops_runlog_read(const struct config *c, json_t **ret, char **ret_error);
 
+/* --- the report (ops-report.c) --------------------------------------------------- */
+
+#define OPS_REPORT_WRITES_MAX 20000 /* journal entries listed (the rest counted) */
+#define OPS_REPORT_LINES_MAX  10000 /* network and audit lines listed (the rest counted) */
+/*
+ * `cloister report`: {"workspace", "config", "repo", "rev", "generated_unix",
+ * "since": {"checkpoint", "time"} or null, "status" (ops_status), "verdicts":
+ * {"audit_chain", "net_chain", "runs_chain": {"file", "present", "verified",
+ * "lines", "error"?}, "requests_refused"}, "runs" (ops_runlog_read),
+ * "changes": {"stat", "patch"} (ops_diff), "journal": {"present",
+ * "complete", "detail", "writes": [{"time", "op", "path", "pid", "comm"}],
+ * "entries", "more"}, "net" and "tokens": {"lines", "more", "refused"} (the
+ * net.jsonl and audit.jsonl lines), "checkpoints" (ops_checkpoint_list)}.
+ * since: a checkpoint; runs, writes and lines before it are left out (the
+ * changes stay those against the base).
+ */
+int ops_report(const struct config *c, const char *config_path, const char *since, json_t **ret,
+               char **ret_error);
+
 /* n bytes as a JSON string: invalid UTF-8 as U+FFFD, NUL as a space. */
 json_t *ops_json_text(const char *p, size_t n);
 
