@@ -259,11 +259,15 @@ static void summary(struct page *p, json_t *r)
                 text_json(p, x);
                 put(p, "</td></tr>");
         }
-        json_object_foreach (json_object_get(st, "usage"), k, x) {
-                put(p, "<tr><th>Used ");
-                text(p, k);
+        /* What is used of bytes and files (known while mounted: the daemon counts). */
+        static const char *const used[] = {"bytes_used", "files_used", "runs_live"};
+        for (size_t u = 0; u < ELEMENTSOF(used); u++) {
+                if (!json_object_get(st, used[u]))
+                        continue;
+                put(p, "<tr><th>");
+                text(p, used[u]);
                 put(p, "</th><td>");
-                text_json(p, x);
+                text_json(p, json_object_get(st, used[u]));
                 put(p, "</td></tr>");
         }
         put(p,
@@ -411,21 +415,24 @@ static json_t *writers_by_path(json_t *r)
         json_t *map = json_object();
 
         json_array_foreach (writes, i, w) {
-                const char *path = str(w, "path");
                 size_t n = run_at(runs, json_number_value(json_object_get(w, "time")));
                 char tag[32];
 
-                if (!n || !path || strncmp(path, root, rl) != 0 || path[rl] != '/')
-                        continue;
-                path += rl + 1;
                 snprintf(tag, sizeof(tag), "#%zu", n);
-                const char *had = str(map, path);
-                if (!had) {
-                        json_object_set_new(map, path, json_string(tag));
-                } else if (!strstr(had, tag) && strlen(had) < 200) {
-                        _cleanup_free_ char *both = NULL;
-                        if (asprintf(&both, "%s %s", had, tag) >= 0)
-                                json_object_set_new(map, path, json_string(both));
+                /* Both names of a rename: its new one is the file the diff shows. */
+                for (int k = 0; n && k < 2; k++) {
+                        const char *path = str(w, k ? "path2" : "path");
+                        if (!path || strncmp(path, root, rl) != 0 || path[rl] != '/')
+                                continue;
+                        path += rl + 1;
+                        const char *had = str(map, path);
+                        if (!had) {
+                                json_object_set_new(map, path, json_string(tag));
+                        } else if (!strstr(had, tag) && strlen(had) < 200) {
+                                _cleanup_free_ char *both = NULL;
+                                if (asprintf(&both, "%s %s", had, tag) >= 0)
+                                        json_object_set_new(map, path, json_string(both));
+                        }
                 }
         }
         return map;

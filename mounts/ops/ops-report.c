@@ -116,13 +116,16 @@ static json_t *journal_summary(const struct config *c, double since)
                         more++;
                         continue;
                 }
-                json_array_append_new(writes,
-                                      json_pack("{s:f, s:s, s:o, s:I, s:o}", "time", rec.time, "op",
-                                                rec.op ? rec.op : "?", "path",
-                                                ops_json_text(rec.path, strlen(rec.path)), "pid",
-                                                (json_int_t)rec.pid, "comm",
-                                                rec.comm ? ops_json_text(rec.comm, strlen(rec.comm))
-                                                         : json_null()));
+                json_t *w = json_pack(
+                        "{s:f, s:s, s:o, s:I, s:o}", "time", rec.time, "op", rec.op ? rec.op : "?",
+                        "path", ops_json_text(rec.path, strlen(rec.path)), "pid",
+                        (json_int_t)rec.pid, "comm",
+                        rec.comm ? ops_json_text(rec.comm, strlen(rec.comm)) : json_null());
+                /* A rename's new name: the file a reviewer sees changed. */
+                if (w && rec.path2)
+                        json_object_set_new(w, "path2",
+                                            ops_json_text(rec.path2, strlen(rec.path2)));
+                json_array_append_new(writes, w);
         }
         bool complete = r >= 0 && !journal_reader_corrupt(rd) &&
                         !journal_reader_unclean_stops(rd) && !journal_reader_cuts(rd);
