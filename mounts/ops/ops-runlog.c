@@ -17,7 +17,7 @@
  * sees; everything in it that the agent chose (argv, cwd, names) is data,
  * stored as JSON text (invalid UTF-8 replaced, NUL as a space) and cut at
  * RUNLOG_ARGV_MAX bytes. Several processes append (runs of one workspace
- * in parallel, cloister mcp): each append holds runs.lock, opens the log
+ * in parallel, cloister mcp): each append holds runlog.lock, opens the log
  * (which verifies it), writes one line and closes it.
  */
 #include <errno.h>
@@ -36,7 +36,8 @@
 #include "lib/mkdir.h"
 #include "lib/util.h"
 
-#define RUNLOG_LOCK "runs.lock"
+/* Not runs.lock: that is lib/lifetime.h's, held shared by every live run. */
+#define RUNLOG_LOCK "runlog.lock"
 
 int64_t ops_runlog_now_ms(void)
 {
@@ -54,7 +55,7 @@ static int full_replay(void *userdata, json_t *entry)
         return 0;
 }
 
-/* Hold runs.lock, open the chain (verifying it) and append entry. */
+/* Hold runlog.lock, open the chain (verifying it) and append entry. */
 static int runlog_append(const struct config *c, json_t *entry, char **ret_error)
 {
         _cleanup_close_ int dfd = -1, lock = -1;
