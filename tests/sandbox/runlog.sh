@@ -50,6 +50,17 @@ out=$("$CLOISTER" log --runs "$CFG")
 contains human_form_has_exit "$out" "exit 3"
 contains human_form_quotes_the_command "$out" '"echo out; echo $$ >/dev/null; exit 3"'
 
+# A run while another runs is recorded and ends without waiting for it
+# (the record's lock is its own, not the runs' lifetime lock).
+crun "$CFG" -- sh -c 'while [ ! -e /workspace/stop-bg ]; do sleep 0.1; done' >/dev/null 2>&1 &
+bg=$!
+for _ in $(seq 600); do runs_json | grep -q stop-bg && break; sleep 0.1; done
+timeout 120 "$CLOISTER" run "${RUN_OPTS[@]}" "$CFG" -- touch /workspace/stop-bg
+is a_run_during_another_does_not_wait_for_it "$?" 0
+wait "$bg"
+is the_other_run_ends_well "$?" 0
+n=$(runs_json | wc -l)
+
 # --- MCP run_command, foreground and background --------------------------
 if [ "$fs_mode" = fuse ] && [ "$(id -u)" = 0 ]; then
         python3 - "$CLOISTER" "$CFG" >"$T/mcp.out" 2>&1 <<'EOF'
@@ -87,19 +98,18 @@ EOF
         mcp=$(cat "$T/mcp.out")
         contains mcp_runs_ran "$mcp" "fg 4"
         contains mcp_background_run_ran "$mcp" "bg 0"
-        n=$(runs_json | wc -l)
-        is mcp_runs_are_recorded "$n" 5
-        is mcp_record_source "$(field 4 source)" '"mcp"'
-        is mcp_record_argv_is_the_shell_command "$(field 4 argv)" '["/bin/sh", "-c", "printf 12345; printf ab >&2; exit 4"]'
-        is mcp_record_exit_code "$(field 4 exit_code)" 4
-        is mcp_record_stdout_bytes "$(field 4 stdout_bytes)" 5
-        is mcp_record_stderr_bytes "$(field 4 stderr_bytes)" 2
-        is mcp_record_env_names "$(field 4 env)" '["MCP_NAME"]'
-        is mcp_record_cwd "$(field 4 cwd)" '"/workspace/."'
-        [[ $(field 4 pid) =~ ^[0-9]+$ ]] && ok mcp_record_has_the_sandbox_pid ||
-                not_ok mcp_record_has_the_sandbox_pid "$(field 4 pid)"
-        is mcp_background_record_source "$(field 5 source)" '"mcp_background"'
-        is mcp_background_record_stdout_bytes "$(field 5 stdout_bytes)" 3
+        is mcp_runs_are_recorded "$(runs_json | wc -l)" $((n + 2))
+        m=$((n + 1)) b=$((n + 2))
+        is mcp_record_argv_is_the_shell_command "$(field $m argv)" '["/bin/sh", "-c", "printf 12345; printf ab >&2; exit 4"]'
+        is mcp_record_exit_code "$(field $m exit_code)" 4
+        is mcp_record_stdout_bytes "$(field $m stdout_bytes)" 5
+        is mcp_record_stderr_bytes "$(field $m stderr_bytes)" 2
+        is mcp_record_env_names "$(field $m env)" '["MCP_NAME"]'
+        is mcp_record_cwd "$(field $m cwd)" '"/workspace/."'
+        [[ $(field $m pid) =~ ^[0-9]+$ ]] && ok mcp_record_has_the_sandbox_pid ||
+                not_ok mcp_record_has_the_sandbox_pid "$(field $m pid)"
+        is mcp_background_record_source "$(field $b source)" '"mcp_background"'
+        is mcp_background_record_stdout_bytes "$(field $b stdout_bytes)" 3
 else
         skip_test mcp_runs_are_recorded "cloister mcp needs root and the FUSE mount"
 fi
