@@ -94,6 +94,7 @@ static const struct key keys[] = {
         {SECTION_LIMITS, "journal", KEY_SIZE, CFG(limits.journal), 1 * MiB, 64 * GiB, 0},
         {SECTION_LIMITS, "audit", KEY_SIZE, CFG(limits.audit), 1 * MiB, 64 * GiB, 0},
         {SECTION_LIMITS, "netlog", KEY_SIZE, CFG(limits.netlog), 1 * MiB, 64 * GiB, 0},
+        {SECTION_LIMITS, "runlog", KEY_SIZE, CFG(limits.runlog), 1 * MiB, 64 * GiB, 0},
         {SECTION_LIMITS, "cgroup", KEY_CGROUP, CFG(limits.cgroup), 0, 0, 0},
         {SECTION_LOGS, "stdout", KEY_LOG_STDOUT, CFG(logs.stdout_json), 0, 0, 0},
         {SECTION_LIMITS, "tree_cache", KEY_SIZE, CFG(limits.tree_cache), 4 * KiB, 64 * GiB, 0},

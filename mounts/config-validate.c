@@ -157,6 +157,8 @@ void config_finish(struct parse_state *st)
                 c->limits.audit = 64ULL << 20; /* BROKER_AUDIT_MAX_DEFAULT */
         if (!c->limits.netlog)
                 c->limits.netlog = 256ULL << 20; /* PROXY_NETLOG_MAX_DEFAULT */
+        if (!c->limits.runlog)
+                c->limits.runlog = 16ULL << 20; /* OPS_RUNLOG_MAX_DEFAULT */
         if (c->run.host_uids.first && c->run.host_uids.first < CONFIG_HOST_UID_FLOOR &&
             c->limits.cgroup != CONFIG_CGROUP_CONTAINER) {
                 config_error(st, config_key_line(st, SECTION_RUN, "host_uids"),

@@ -134,6 +134,7 @@ struct config {
                 uint64_t journal;   /* bytes of the write journal; default 256 MiB */
                 uint64_t audit;     /* bytes of the broker's audit log; default 64 MiB */
                 uint64_t netlog;    /* bytes of the proxy's net.jsonl; default 256 MiB */
+                uint64_t runlog;    /* bytes of the run record, runs.jsonl; default 16 MiB */
                 enum config_cgroup cgroup; /* default CONFIG_CGROUP_SANDBOX */
                 uint64_t
                         tree_cache; /* bytes of parsed git trees the daemon keeps; default 32 MiB */

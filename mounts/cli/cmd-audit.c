@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cmd-audit.c: `cloister audit verify CONFIG|--file PATH` checks the broker's
- * hash-chained audit log and the egress proxy's, and names the first edited,
- * deleted or reordered line.
+ * hash-chained audit log, the egress proxy's and the run record
+ * (<state>/runs.jsonl), and names the first edited, deleted or reordered line.
  *
  * With CONFIG the broker's log may be absent only when the workspace has no
  * broker ([broker] policy unset: a proxy-only workspace), and the proxy's
@@ -19,13 +19,14 @@
 #include "audit.h"
 #include "command.h"
 #include "config.h"
+#include "operations.h"
 #include "lib/util.h"
 #include "proxy/proxy.h"
 
 static int audit_run(int argc, char **argv)
 {
         _cleanup_config_ struct config *c = NULL;
-        _cleanup_free_ char *error = NULL, *path = NULL, *reason = NULL, *net = NULL;
+        _cleanup_free_ char *error = NULL, *path = NULL, *reason = NULL, *net = NULL, *runs = NULL;
         unsigned lines = 0, line = 0;
         int r;
 
@@ -43,7 +44,10 @@ static int audit_run(int argc, char **argv)
                 /* The egress proxy's log is the same kind of chain. */
                 if (asprintf(&net, "%s/%s", c->broker.dir, PROXY_AUDIT_FILE) < 0)
                         net = NULL;
-                if (!net)
+                /* And so is the run record, in the state directory. */
+                if (asprintf(&runs, "%s/%s", c->workspace.state, OPS_RUNLOG_FILE) < 0)
+                        runs = NULL;
+                if (!net || !runs)
                         return command_fail(&command_audit, 1, "out of memory");
         } else {
                 return command_fail(&command_audit, EXIT_USAGE,
@@ -54,17 +58,19 @@ static int audit_run(int argc, char **argv)
         if (sodium_init() < 0)
                 return command_fail(&command_audit, 1, "libsodium failed to initialize");
         int ret = 0, checked = 0;
-        for (int i = 0; i < 2; i++) {
-                const char *p = i == 0 ? path : net;
+        for (int i = 0; i < 3; i++) {
+                const char *p = i == 0 ? path : i == 1 ? net : runs;
                 _cleanup_free_ char *head = NULL;
 
                 if (!p)
                         continue;
                 /* A workspace with a broker has its log: absent, it fails below. */
-                if (c && (i == 1 || !c->broker.policy) && access(p, F_OK) < 0 && errno == ENOENT) {
+                if (c && (i >= 1 || !c->broker.policy) && access(p, F_OK) < 0 && errno == ENOENT) {
                         /* No log: fine if it was never made, which its head says. */
-                        if (asprintf(&head, "%s/%s", c->broker.dir,
-                                     i == 0 ? BROKER_AUDIT_HEAD : PROXY_AUDIT_HEAD) < 0)
+                        if (asprintf(&head, "%s/%s", i == 2 ? c->workspace.state : c->broker.dir,
+                                     i == 0   ? BROKER_AUDIT_HEAD
+                                     : i == 1 ? PROXY_AUDIT_HEAD
+                                              : OPS_RUNLOG_HEAD) < 0)
                                 return command_fail(&command_audit, 1, "out of memory");
                         if (access(head, F_OK) == 0) {
                                 ret = command_fail(&command_audit, 1,
@@ -74,7 +80,9 @@ static int audit_run(int argc, char **argv)
                                 continue;
                         }
                         printf("%s: none (%s), nothing to check\n", p,
-                               i == 0 ? "the workspace has no broker" : "no proxy has run");
+                               i == 0   ? "the workspace has no broker"
+                               : i == 1 ? "no proxy has run"
+                                        : "nothing has run");
                         continue;
                 }
                 free(reason);
@@ -90,7 +98,8 @@ static int audit_run(int argc, char **argv)
                 else
                         printf("%s: %u entries, chain intact\n", p, lines);
         }
-        if (checked == 0 && ret == 0)
+        /* The run record alone is no audit log: the broker's or the proxy's must be there. */
+        if (checked == (runs && access(runs, F_OK) == 0) && ret == 0)
                 ret = command_fail(&command_audit, 1,
                                    "no audit log in %s: neither the broker nor the proxy has run "
                                    "for this workspace",

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cmd-log.c: `cloister log CONFIG [--json] [--since T] [--path GLOB]`:
- * print the workspace's journal (fs/journal), oldest first.
+ * print the workspace's journal (fs/journal), oldest first; --net and
+ * --runs print the network log and the run record instead.
  *
  * A damaged journal (a crash cut the last line short, a full disk) is still
  * printed; the damage is reported on stderr and does not change the exit code.
@@ -260,13 +261,10 @@ static bool record_matches(const struct journal_record *rec, const char *glob)
 static int log_run(int argc, char **argv)
 {
         static const struct option opts[] = {
-                {"json", no_argument, NULL, 'j'},
-                {"since", required_argument, NULL, 's'},
-                {"path", required_argument, NULL, 'p'},
-                {"net", no_argument, NULL, 'n'},
-                {"all", no_argument, NULL, 'a'},
-                {"help", no_argument, NULL, 'h'},
-                {},
+                {"json", no_argument, NULL, 'j'},       {"since", required_argument, NULL, 's'},
+                {"path", required_argument, NULL, 'p'}, {"net", no_argument, NULL, 'n'},
+                {"runs", no_argument, NULL, 'r'},       {"all", no_argument, NULL, 'a'},
+                {"help", no_argument, NULL, 'h'},       {},
         };
         _cleanup_config_ struct config *c = NULL;
         _cleanup_free_ char *err = NULL, *gitdir = NULL;
@@ -275,7 +273,8 @@ static int log_run(int argc, char **argv)
         struct journal_record rec;
         const char *glob = NULL;
         double since = 0;
-        bool json = false, have_since = false, last_closed = true, net = false, all = false;
+        bool json = false, have_since = false, last_closed = true, net = false, all = false,
+             runs = false;
         int opt, r;
 
         while ((opt = getopt_long(argc, argv, "h", opts, NULL)) >= 0) {
@@ -297,6 +296,9 @@ static int log_run(int argc, char **argv)
                         break;
                 case 'n':
                         net = true;
+                        break;
+                case 'r':
+                        runs = true;
                         break;
                 case 'a':
                         all = true;
@@ -320,6 +322,11 @@ static int log_run(int argc, char **argv)
         if (net && all)
                 return command_fail(&command_log, EXIT_USAGE,
                                     "--all is for the journal, not --net");
+        if (runs && (net || glob || all))
+                return command_fail(&command_log, EXIT_USAGE,
+                                    "--runs goes with --json and --since only");
+        if (runs)
+                return log_runs_print(c, json, have_since, since);
         if (net)
                 return log_net_print(c, json, have_since, since);
         if (asprintf(&gitdir, "%s/.git", streq(c->repo.path, "/") ? "" : c->repo.path) < 0)

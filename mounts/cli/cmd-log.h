@@ -11,3 +11,5 @@ struct config;
 
 /* Print <[broker] dir>/net.jsonl; returns the exit code. */
 int log_net_print(const struct config *c, bool json, bool have_since, double since);
+/* Print <state>/runs.jsonl, a line per run (cmd-log-runs.c); returns the exit code. */
+int log_runs_print(const struct config *c, bool json, bool have_since, double since);

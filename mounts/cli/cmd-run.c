@@ -13,8 +13,10 @@
  * each line wrapped as JSON, so that it can't pass for the daemons' log
  * copies on the same stream.
  */
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <string.h>
@@ -25,6 +27,7 @@
 #include "command.h"
 #include "config.h"
 #include "run-common.h"
+#include "run-record.h"
 #include "run-output.h"
 #include "sandbox.h"
 #include "lib/util.h"
@@ -58,6 +61,34 @@ static int64_t now_ms(void)
 
         clock_gettime(CLOCK_MONOTONIC, &t);
         return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static int64_t wall_ms(void)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_REALTIME, &t);
+        return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* The run record's calls, from the commands module (run-record.h); 0 or -ENOENT. */
+static int run_record_load(run_record_begin_fn *begin, run_record_end_fn *end, char **ret_error)
+{
+        char path[PATH_MAX];
+        void *h;
+
+        (void)sandbox_commands_module(path);
+        h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
+        if (h) {
+                *(void **)begin = dlsym(h, RUN_RECORD_BEGIN);
+                *(void **)end = dlsym(h, RUN_RECORD_END);
+        }
+        if (h && *begin && *end)
+                return 0;
+        if (asprintf(ret_error, "cannot load the run record's code from %s: %s", path,
+                     h ? "not cloister's commands module" : dlerror()) < 0)
+                *ret_error = NULL;
+        return -ENOENT;
 }
 
 /* The --json summary, one line on stderr; returns status. */
@@ -196,8 +227,43 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
                 if (r < 0 && asprintf(&error, "%s: %s", c->file, why ? why : strerror(-r)) < 0)
                         error = NULL;
         }
+        /* Recorded before it runs: a command the record cannot hold does not run. */
+        char run_id[OPS_RUNLOG_ID_LEN + 1] = "";
+        run_record_begin_fn record_begin = NULL;
+        run_record_end_fn record_end = NULL;
+        if (r >= 0)
+                r = run_record_load(&record_begin, &record_end, &error);
+        if (r >= 0) {
+                struct ops_runlog_start rs = {
+                        .source = interactive ? "shell" : "run",
+                        .argv = so.argv,
+                        .cwd = c->repo.path,
+                        .env = c->run.env,
+                        .start_ms = wall_ms(),
+                };
+                r = record_begin(c, &rs, run_id, &error);
+        }
         if (r >= 0)
                 r = sandbox_session_run(&so, &res, &error);
+        if (run_id[0]) {
+                _cleanup_free_ char *why = NULL;
+                struct ops_runlog_finish rf = {
+                        .end_ms = wall_ms(),
+                        .exit_code = r < 0 ? RUN_EXIT_SETUP : res.status,
+                        .signal = r < 0 ? 0 : res.signal,
+                        .timed_out = r >= 0 && res.timed_out,
+                        .stdout_bytes = -1,
+                        .stderr_bytes = -1,
+                        .pid = res.pid,
+                        .bwrap_pid = res.bwrap_pid,
+                        .pgid = res.pgid,
+                        .runner_pid = getpid(),
+                        .error = r < 0 ? (error ? error : strerror(-r)) : NULL,
+                };
+                if (record_end(c, run_id, &rf, &why) < 0)
+                        fprintf(stderr, "cloister %s: warning: %s\n", cmd->name,
+                                why ? why : "cannot write the run record");
+        }
         if (relay) {
                 /* Ours closed, the sandbox's gone: the relay sees the pipes' end. */
                 safe_close(so.stdout_fd);

@@ -199,6 +199,7 @@ static json_t *run_command(struct mcp_server *s, size_t ws, json_t *args, json_t
                                            ? json_integer_value(json_object_get(args, "timeout_s"))
                                            : 0),
                 .output_max = s->o->output_max,
+                .source = background ? "mcp_background" : "mcp",
         };
         /* Without the hold, each run would mount and, as the last one
          * to end, unmount: a fresh home every command (issue 46). */

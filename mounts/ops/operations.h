@@ -165,6 +165,7 @@ struct ops_run_options {
         size_t stdin_len;
         uint64_t timeout_s; /* 0: the config's [limits] timeout; never more than it */
         size_t output_max;  /* 0: OPS_OUTPUT_MAX_DEFAULT */
+        const char *source; /* for the run record: NULL "mcp", or "mcp_background" */
 };
 
 typedef struct ops_run ops_run;
@@ -216,6 +217,75 @@ json_t *ops_run_result(const ops_run *r);
 json_t *ops_run_take_output(ops_run *r);
 /* Stop it if it still runs, wait for its end and free it. NULL: no-op. */
 void ops_run_free(ops_run *r);
+
+/* --- the run record (ops-runlog.c) ------------------------------------------------- */
+
+/*
+ * <state>/runs.jsonl, chained and headed like the audit log (runs.head;
+ * `cloister audit verify` checks it): for each command run in the
+ * workspace a "run_start" line before its sandbox is built and a
+ * "run_end" line after it is gone, joined by "run", a random id. Bounded
+ * by [limits] runlog (OPS_RUNLOG_MAX_DEFAULT): past it one audit_full line,
+ * then every append fails with -EDQUOT. docs/cloister-log.md has the fields.
+ */
+#define OPS_RUNLOG_FILE        "runs.jsonl"
+#define OPS_RUNLOG_HEAD        "runs.head"
+#define OPS_RUNLOG_MAX_DEFAULT (16ull * 1024 * 1024)
+#define OPS_RUNLOG_ARGV_MAX    (16 * 1024) /* bytes of argv kept; "argv_cut" past it */
+#define OPS_RUNLOG_NAMES_MAX   256         /* argv words and environment names kept */
+#define OPS_RUNLOG_ID_LEN      16
+
+struct ops_runlog_start {
+        const char *source; /* "run", "shell", "mcp", "mcp_background" */
+        char *const *argv;  /* as given; MCP: /bin/sh -c COMMAND */
+        const char *cwd;    /* in the sandbox */
+        char *const *env;   /* NAME=VALUE or NAME: only the names are kept */
+        int64_t start_ms;   /* ops_runlog_now_ms() */
+};
+struct ops_runlog_finish {
+        int64_t end_ms;
+        int exit_code, signal;
+        bool timed_out;
+        const char *stopped;                /* "timeout", "cancelled", ... or NULL */
+        int64_t stdout_bytes, stderr_bytes; /* -1: not seen (run and shell pass the terminal) */
+        pid_t pid, bwrap_pid, pgid;         /* sandbox_result's, 0 if unknown */
+        pid_t runner_pid;  /* the process that ran the sandbox: the net log's "run" */
+        const char *error; /* nothing ran: why */
+};
+/* Wall-clock ms since the epoch. */
+int64_t ops_runlog_now_ms(void);
+/* Append the start line; ret_id gets the run's id. A run that cannot be recorded must not run. */
+int ops_runlog_begin(const struct config *c, const struct ops_runlog_start *s,
+                     char ret_id[OPS_RUNLOG_ID_LEN + 1], char **ret_error);
+int ops_runlog_end(const struct config *c, const char *id, const struct ops_runlog_finish *f,
+                   char **ret_error);
+/*
+ * The runs, verified: {"runs": [{"run", "source", "argv", "argv_cut"?,
+ * "cwd", "env", "start_ms", "ended", and once ended "end_ms", "exit_code",
+ * "signal", "timed_out", "stopped"?, "stdout_bytes", "stderr_bytes",
+ * "pid", "bwrap_pid", "pgid", "runner_pid", "error"?}], "verified", "lines", "error"?
+ * (why the chain does not verify)}. No log yet: no runs, verified.
+ */
+int ops_runlog_read(const struct config *c, json_t **ret, char **ret_error);
+
+/* --- the report (ops-report.c) --------------------------------------------------- */
+
+#define OPS_REPORT_WRITES_MAX 20000 /* journal entries listed (the rest counted) */
+#define OPS_REPORT_LINES_MAX  10000 /* network and audit lines listed (the rest counted) */
+/*
+ * `cloister report`: {"workspace", "config", "repo", "rev", "generated_unix",
+ * "since": {"checkpoint", "time"} or null, "status" (ops_status), "verdicts":
+ * {"audit_chain", "net_chain", "runs_chain": {"file", "present", "verified",
+ * "lines", "error"?}, "requests_refused"}, "runs" (ops_runlog_read),
+ * "changes": {"stat", "patch"} (ops_diff), "journal": {"present",
+ * "complete", "detail", "writes": [{"time", "op", "path", "pid", "comm"}],
+ * "entries", "more"}, "net" and "tokens": {"lines", "more", "refused"} (the
+ * net.jsonl and audit.jsonl lines), "checkpoints" (ops_checkpoint_list)}.
+ * since: a checkpoint; runs, writes and lines before it are left out (the
+ * changes stay those against the base).
+ */
+int ops_report(const struct config *c, const char *config_path, const char *since, json_t **ret,
+               char **ret_error);
 
 /* n bytes as a JSON string: invalid UTF-8 as U+FFFD, NUL as a space. */
 json_t *ops_json_text(const char *p, size_t n);

@@ -79,6 +79,9 @@ struct ops_run {
         const char *stopped; /* why we stopped it, or NULL */
         bool done;
         int wstatus;
+        const struct config *config;           /* the caller's, alive while the run is */
+        char runlog_id[OPS_RUNLOG_ID_LEN + 1]; /* its run record; "" if none */
+        pid_t child;                           /* pid, kept once it is reaped */
 };
 
 static int64_t now_ms(void)
@@ -326,10 +329,10 @@ static _noreturn_ void child_main(const struct ops_run_options *o, pid_t parent,
                 res.status = 125;
         if (asprintf(&line,
                      "{\"r\":%d,\"status\":%d,\"signal\":%d,\"timed_out\":%s,\"memory\":%s,"
-                     "\"processes\":%s}\n%s\n",
+                     "\"processes\":%s,\"pid\":%d,\"bwrap_pid\":%d,\"pgid\":%d}\n%s\n",
                      r, res.status, res.signal, res.timed_out ? "true" : "false",
                      res.memory_hit ? "true" : "false", res.processes_hit ? "true" : "false",
-                     error ? error : "") >= 0)
+                     (int)res.pid, (int)res.bwrap_pid, (int)res.pgid, error ? error : "") >= 0)
                 (void)!write(3, line, strlen(line));
         _exit(0);
 }
@@ -382,9 +385,24 @@ int ops_run_start(const struct ops_run_options *o, ops_run **ret, char **ret_err
         out[0] = err[0] = -1;
         r->result_fd = res[0];
         res[0] = -1;
+        r->config = o->config;
+        {
+                /* Recorded before it runs: a command the record cannot hold does not run. */
+                char *argv[] = {(char *)"/bin/sh", (char *)"-c", (char *)o->command, NULL};
+                struct ops_runlog_start rs = {
+                        .source = o->source ? o->source : "mcp",
+                        .argv = argv,
+                        .cwd = o->cwd ? o->cwd : o->config->repo.path,
+                        .env = o->env,
+                        .start_ms = ops_runlog_now_ms(),
+                };
+                k = ops_runlog_begin(o->config, &rs, r->runlog_id, ret_error);
+                if (k < 0)
+                        goto fail;
+        }
         r->start_ms = now_ms();
         parent = getpid();
-        r->pid = fork();
+        r->child = r->pid = fork();
         if (r->pid < 0) {
                 k = errorf(ret_error, negative_errno(), "fork: %m");
                 goto fail;
@@ -455,6 +473,38 @@ int ops_run_timeout_ms(const ops_run *r)
         return -1;
 }
 
+/* The run's end in its record, from the child's result line. A failure is
+ * not the command's: its result stands, and the record shows a start
+ * without an end. */
+static void runlog_finish(ops_run *r)
+{
+        _cleanup_(json_decrefp) json_t *line = NULL;
+        _cleanup_free_ char *ignored = NULL;
+        const char *nl = strchr(r->result, '\n');
+        json_t *res;
+
+        if (!r->runlog_id[0] || !r->config)
+                return;
+        line = nl ? json_loadb(r->result, (size_t)(nl - r->result), 0, NULL) : NULL;
+        res = ops_run_result(r);
+        struct ops_runlog_finish f = {
+                .end_ms = ops_runlog_now_ms(),
+                .exit_code = (int)json_integer_value(json_object_get(res, "exit_code")),
+                .signal = (int)json_integer_value(json_object_get(line, "signal")),
+                .timed_out = json_is_true(json_object_get(res, "timed_out")),
+                .stopped = r->stopped,
+                .stdout_bytes = (int64_t)r->out.total,
+                .stderr_bytes = (int64_t)r->err.total,
+                .pid = (pid_t)json_integer_value(json_object_get(line, "pid")),
+                .bwrap_pid = (pid_t)json_integer_value(json_object_get(line, "bwrap_pid")),
+                .pgid = (pid_t)json_integer_value(json_object_get(line, "pgid")),
+                .runner_pid = r->child,
+                .error = json_string_value(json_object_get(res, "error")),
+        };
+        (void)ops_runlog_end(r->config, r->runlog_id, &f, &ignored);
+        json_decref(res);
+}
+
 int ops_run_pump(ops_run *r)
 {
         size_t max = r->out.unread.cap;
@@ -509,6 +559,7 @@ int ops_run_pump(ops_run *r)
         r->result[r->result_len] = '\0';
         r->end_ms = now_ms();
         r->done = true;
+        runlog_finish(r);
         return 1;
 }
 

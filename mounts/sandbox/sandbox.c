@@ -443,6 +443,8 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
         }
         fds_close(&fds);
         pgid = o->interactive ? 0 : bwrap;
+        res.bwrap_pid = bwrap;
+        res.pgid = pgid;
         crashpoint("run");
         pidfd = (int)syscall(SYS_pidfd_open, bwrap, 0);
         if (pidfd < 0) {
@@ -458,6 +460,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
 
         r = wait_child_pid(status_r, sfd, st, -1);
         sandbox_trace("bwrap reported its child");
+        res.pid = st->child_pid;
         crashpoint("run");
         if (r < 0) {
                 if (r == -EINTR)

@@ -114,6 +114,13 @@ struct sandbox_result {
          * stopped (or no stop was due).
          */
         int stop_error;
+        /*
+         * As the host sees them, for the run record (ops_runlog): bwrap, the
+         * sandbox's monitor; its child, the first process of the sandbox's
+         * PID namespace (every process of the command descends from it);
+         * the process group (bwrap's; 0 for a shell, which keeps ours).
+         */
+        pid_t bwrap_pid, pid, pgid;
 };
 int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, char **ret_error);
 

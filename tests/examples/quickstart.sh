@@ -67,7 +67,8 @@ run_qs() {
                 "agent: the mirror /opt/licenses is read-only" "$token_line" \
                 " 3 files changed, 2 insertions(+), 2 deletions(-)" \
                 "+printf 'Hello, %s!\\n' \"\${1:-world}\"" \
-                "the patch applies with git apply, and ./test.sh passes with it"; do
+                "the patch applies with git apply, and ./test.sh passes with it" \
+                "the report: $root/root/quickstart-report.html"; do
                 grep -qF -- "$want" "$root/out" || {
                         echo "# the output lacks: $want"
                         good=1
@@ -87,6 +88,13 @@ rm -rf "$root/root/quickstart"
 run_qs "the_quickstart_passes_after_rm_rf_of_its_state" "$root"
 rm -rf "$root/root"
 run_qs "the_quickstart_passes_after_rm_rf_of_everything_it_made" "$root"
+
+# The report's numbers are those of diff --stat, log --runs and audit verify.
+r=$root/root/quickstart-report.html
+grep -qF "Changes (3 files, +2 -2)" "$r" && grep -qF "<h2>Commands (1)</h2>" "$r" &&
+        grep -qF "audit log chain verified" "$r" && grep -qF "run record chain verified" "$r" &&
+        grep -qF "journal complete" "$r"
+ok $? "the_quickstart_report_matches_diff_log_and_audit"
 
 # Its broker printed nothing of its own: the start and stop notes are -v's.
 grep -q "cloister broker:" "$root/out" "$root/err"

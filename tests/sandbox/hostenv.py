@@ -186,7 +186,8 @@ try:
     out, err = p.communicate(timeout=300)
     ok(p.returncode == 0, "cloister_run: the command ends well", err)
 
-    # 2. The same without cloister-exec: a copy of the binary with nothing beside it.
+    # 2. The same without cloister-exec: a copy of the binary with only its
+    # commands module beside it (the run record's code, mounts/cli/run-record.h).
     helper = ""
     try:
         for line in open(f"{os.environ.get('CLOISTER_BUILD', '')}/cloister-config.h"):
@@ -199,6 +200,8 @@ try:
     else:
         os.mkdir(f"{T}/bin")
         shutil.copy(CLOISTER, f"{T}/bin/cloister")
+        shutil.copy(os.path.join(os.path.dirname(CLOISTER), "cloister-commands.so"),
+                    f"{T}/bin/cloister-commands.so")
         p = subprocess.Popen([f"{T}/bin/cloister", "run", cfg, "--", "sh", "-c", command("args")],
                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         found = wait_for_run("args", p)

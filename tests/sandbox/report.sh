@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# report.sh: `cloister report` of a real session whose agent is hostile:
+# file names, contents and command lines made of <script>, "><img
+# onerror>, javascript: links, a bidirectional override, ANSI escapes,
+# invalid UTF-8, NUL bytes and a 1 MB line, and 2,000 changed files. The
+# page must hold all of it as text only (no element, attribute or URL of
+# the agent's), carry its Content-Security-Policy and load nothing, show
+# the numbers the other commands show, and stay within its size bound.
+
+. "$CLOISTER_SRC/tests/sandbox/lib.sh"
+
+[ "$fs_mode" = fuse ] || skip_all "the report's diff needs the FUSE mount"
+T=$(mktemp -d /tmp/cloister-report.XXXXXX)
+chmod 755 "$T"
+at_exit "rm -rf '$T'"
+ws_new "$T/a"
+preflight
+
+# The agent's session: hostile names, contents and commands.
+crun "$CFG" -- bash -c '
+printf "x\n" > "\"><img src=x onerror=alert(1)>"
+printf "x\n" > "<script>alert(1)<\\script>"
+printf "x\n" > $'"'"'\u202etxt.exe'"'"'
+printf "x\n" > $'"'"'\e[31mred\e[0m'"'"'
+printf "x\n" > $'"'"'bad\xff\xfe'"'"'
+printf "<script>alert(2)</script>\n<a href=\"javascript:alert(3)\">x</a>\n\e[2J\xe2\x80\xae\xff\n" > hostile.txt
+printf "a\0b\0c" > nul.bin
+head -c 1048576 /dev/zero | tr "\0" "A" > longline.txt
+mkdir many && for i in $(seq 2000); do echo $i > many/f$i; done
+echo ok' >/dev/null
+is agent_session_ran "$?" 0
+crun "$CFG" -- sh -c 'echo "<script>alert(4)</script>"; exit 3' >/dev/null
+crun "$CFG" -- true "\"><img src=x onerror=alert(5)>" 'javascript:alert(6)' >/dev/null
+
+"$CLOISTER" report "$CFG" -o "$T/r.html" 2>"$T/err"
+is report_is_written "$?" 0
+contains report_says_where "$(cat "$T/err")" "$T/r.html"
+html=$(tr -d '\0' <"$T/r.html")
+
+# Only the page's own elements: none of the agent's.
+own=" <b <body <circle <code <details <div <h1 <h2 <h3 <head <html <li <line <meta <p <pre <rect <section <span <style <summary <svg <table <td <text <th <title <tr <ul "
+other=$(grep -o '<[a-zA-Z][a-zA-Z0-9-]*' "$T/r.html" | sort -u | while read -r t; do
+        [[ $own == *" $t "* ]] || printf '%s ' "$t"
+done)
+is only_the_pages_own_elements "$other" ""
+grep -qi '<script\|<img\|<a \|<iframe\|<object\|<embed\|<link\|<base' "$T/r.html" &&
+        not_ok no_script_img_or_link "$(grep -oi '<script[^>]*\|<img[^>]*\|<a [^>]*' "$T/r.html" | head -3)" ||
+        ok no_script_img_or_link
+grep -qiE '\s(on[a-z]+|href|src|xlink:href)="' "$T/r.html" &&
+        not_ok no_event_handler_or_url_attribute "$(grep -oiE '\s(on[a-z]+|href|src)="[^"]*' "$T/r.html" | head -3)" ||
+        ok no_event_handler_or_url_attribute
+contains csp_is_strict "$html" "content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:;"
+contains script_shows_as_text "$html" "&lt;script&gt;alert(2)&lt;/script&gt;"
+contains img_shows_as_text "$html" "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;"
+contains javascript_link_shows_as_text "$html" "&lt;a href=&quot;javascript:alert(3)&quot;&gt;"
+contains bidi_override_is_shown "$html" "&lt;U+202E&gt;txt.exe"
+contains ansi_escape_is_shown "$html" '\x1b[31mred'
+grep -q $'\e\|\xe2\x80\xae' "$T/r.html" && not_ok no_raw_escape_or_override "found" ||
+        ok no_raw_escape_or_override
+python3 -c 'import sys; open(sys.argv[1], "rb").read().decode("utf-8")' "$T/r.html" &&
+        ok page_is_valid_utf8 || not_ok page_is_valid_utf8 "invalid UTF-8 in the page"
+grep -qP '\x00' "$T/r.html" && not_ok page_has_no_nul "NUL" || ok page_has_no_nul
+contains long_line_is_cut "$html" "bytes more)"
+longest=$(awk '{ if (length($0) > m) m = length($0) } END { print m }' "$T/r.html")
+[ "$longest" -lt 100000 ] && ok no_line_of_a_megabyte || not_ok no_line_of_a_megabyte "$longest"
+contains nul_file_is_binary "$html" "nul.bin</code></td><td>added (binary)"
+
+# The numbers are the other commands'.
+files=$("$CLOISTER" diff --json --stat "$CFG" | python3 -c 'import json,sys; print(json.load(sys.stdin)["changed"])')
+contains changed_files_match_diff "$html" "Changes ($files files"
+runs=$("$CLOISTER" log --runs --json "$CFG" | wc -l)
+contains commands_match_log_runs "$html" "<h2>Commands ($runs)</h2>"
+contains run_record_verified "$html" "run record chain verified"
+contains journal_complete "$html" "journal complete"
+contains exit_code_shown "$html" '<td class="bad">3'
+contains command_is_shown_as_text "$html" "&quot;&gt;&lt;img src=x onerror=alert(5)&gt;</span>"
+contains hunk_traced_to_command "$html" "<code>hostile.txt</code></td><td>added</td><td class=\"add\">3</td><td class=\"del\">0</td><td>#2</td>"
+
+# --json: the same data.
+"$CLOISTER" report --json "$CFG" >"$T/r.json"
+python3 - "$T/r.json" "$files" "$runs" <<'EOF' && ok json_has_the_same_counts || not_ok json_has_the_same_counts "$(head -c 300 "$T/r.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["changes"]["stat"]["changed"] == int(sys.argv[2]), d["changes"]["stat"]["changed"]
+assert len(d["runs"]["runs"]) == int(sys.argv[3])
+assert d["verdicts"]["runs_chain"]["verified"] is True
+EOF
+
+# Bounded: a small bound cuts the page, visibly, and holds.
+"$CLOISTER" report "$CFG" --max-size 100K -o "$T/small.html" 2>/dev/null
+is bounded_report_is_written "$?" 0
+size=$(stat -c %s "$T/small.html")
+[ "$size" -le 102400 ] && ok report_stays_within_its_bound || not_ok report_stays_within_its_bound "$size bytes"
+contains cut_report_says_so "$(cat "$T/small.html")" "was cut at its size bound"
+tail -c 20 "$T/small.html" | grep -q '</html>' && ok cut_report_is_whole_html ||
+        not_ok cut_report_is_whole_html "$(tail -c 40 "$T/small.html")"
+
+"$CLOISTER" report "$CFG" --since nope >/dev/null 2>"$T/err"
+is unknown_checkpoint_is_a_usage_error "$?" 2
+contains unknown_checkpoint_says_why "$(cat "$T/err")" "no such checkpoint"
+
+done_testing
