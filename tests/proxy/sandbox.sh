@@ -208,9 +208,12 @@ else
 fi
 
 # --- the secret never appears where it must not ----------------------------------------
-out=$(crun sh -c 'env; cat /etc/gitconfig /workspace/.git/config; grep -rl -- "'"$GITSECRET"'" /tmp /workspace /home /etc /run /opt 2>/dev/null; echo searched')
+# The command line names the secret only base64-encoded: every command's
+# argv goes into the run record (runs.jsonl), which the check below reads.
+out=$(crun sh -c 'env; cat /etc/gitconfig /workspace/.git/config; s=$(echo '"$(printf %s "$GITSECRET" | base64 -w0)"' | base64 -d); echo "pattern of ${#s} bytes"; grep -rl -- "$s" /tmp /workspace /home /etc /run /opt 2>/dev/null; echo searched')
 lacks real_secret_is_not_inside_the_sandbox "${out%searched}" "$GITSECRET"
 contains the_search_inside_ran "$out" "searched"
+contains the_search_inside_looked_for_the_whole_secret "$out" "pattern of ${#GITSECRET} bytes"
 "$CLOISTER" log "$CFG" >"$T/journal.txt" 2>&1
 leaks=$(grep -rl -- "$GITSECRET" "$T/state" "$T/journal.txt" "$T"/*.log "$T/run.err" "$T/kill.out" 2>/dev/null | tr '\n' ' ')
 is real_secret_is_not_in_journal_logs_or_state "$leaks" ""
