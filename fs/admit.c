@@ -6,7 +6,14 @@
  * the journal has reached its bound ([limits] journal) and was cut, an
  * operation could no longer be recorded, so it must not happen at all: these
  * wrappers, installed in the ops table (session.c), refuse it with EDQUOT
- * before the handler runs. Reads, lookups and listings are never gated.
+ * before the handler runs. Reads, lookups and listings are never gated by
+ * the journal.
+ *
+ * The second gate is the daemon's descriptors (shed.c, shed_admit): every
+ * request that may leave the daemon holding one more (a lookup makes a
+ * node, an open a handle, a change a copied-up node) is refused with
+ * EMFILE to a caller in the sandbox once the count reaches the part kept
+ * for the host, so that the agent can never stop the host's review.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,12 +21,27 @@
 #include "admit.h"
 #include "ops.h"
 
+static bool fds_refused(fuse_req_t req, bool handle)
+{
+        if (shed_admit(req_ws(req), fuse_req_ctx(req)->pid, handle) == 0)
+                return false;
+        fuse_reply_err(req, EMFILE);
+        return true;
+}
+
 static bool refused(fuse_req_t req)
 {
-        if (journal_admit(req_ws(req)->journal) == 0)
-                return false;
-        fuse_reply_err(req, EDQUOT);
-        return true;
+        if (journal_admit(req_ws(req)->journal) != 0) {
+                fuse_reply_err(req, EDQUOT);
+                return true;
+        }
+        return fds_refused(req, false);
+}
+
+void admit_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+        if (!fds_refused(req, false))
+                ops_lookup(req, parent, name);
 }
 
 void admit_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
@@ -75,14 +97,22 @@ void admit_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
 /* Opening for writing only prepares a copy-up; O_TRUNC changes the file. */
 void admit_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-        if (!(fi->flags & O_TRUNC) || !refused(req))
+        if ((fi->flags & O_TRUNC) && journal_admit(req_ws(req)->journal) != 0) {
+                fuse_reply_err(req, EDQUOT);
+                return;
+        }
+        if (!fds_refused(req, true))
                 ops_open(req, ino, fi);
 }
 
 void admit_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                   struct fuse_file_info *fi)
 {
-        if (!refused(req))
+        if (journal_admit(req_ws(req)->journal) != 0) {
+                fuse_reply_err(req, EDQUOT);
+                return;
+        }
+        if (!fds_refused(req, true))
                 ops_create(req, parent, name, mode, fi);
 }
 

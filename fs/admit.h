@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * admit.h: the mutating FUSE handlers behind the journal's gate (admit.c):
- * each refuses with EDQUOT once the journal was cut at its bound, else calls
- * the ops_* handler of the same name.
+ * admit.h: the FUSE handlers behind the journal's gate and the descriptors'
+ * (admit.c): each refuses with EDQUOT once the journal was cut at its bound,
+ * or with EMFILE to the sandbox once the daemon's descriptors reach the part
+ * kept for the host, else calls the ops_* handler of the same name.
  */
 #pragma once
 
 #include "fs-private.h"
 
+void admit_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void admit_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                    struct fuse_file_info *fi);
 void admit_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);

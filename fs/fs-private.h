@@ -221,6 +221,15 @@ struct fs_workspace {
                  * thread (shed_stale_drop; lock) */
                 struct shed_stale *stale;
                 size_t n_stale;
+                /* What a caller in the sandbox may bring the count to: the
+                 * rest is the host's (shed_admit). handles: opens and creates
+                 * ever admitted (atomic), handles_at: at the last count
+                 * (itable_lock); counted_ns: when (itable_lock). */
+                size_t cap;
+                atomic_size_t handles;
+                size_t handles_at;
+                uint64_t counted_ns;
+                char pidns[48]; /* the daemon's pid namespace (its ns/pid link) */
         } shed;
 
         pthread_mutex_t itable_lock;
@@ -387,6 +396,9 @@ void shed_stale_keep(struct fs_workspace *ws, struct node *n, struct shed_stale 
 void shed_stale_drop(struct fs_workspace *ws, struct shed_stale *s);
 /* An operation ran out of descriptors: a round now. Holding no lock. */
 void shed_wake(struct fs_workspace *ws);
+/* May a request of the caller pid make the daemon hold one more
+ * descriptor? 0, or -EMFILE for a caller in the sandbox past shed.cap. */
+int shed_admit(struct fs_workspace *ws, pid_t pid, bool handle);
 void shed_stop(struct fs_workspace *ws);
 bool upper_meta_whiteout(struct node *dir, const char *name);
 int upper_meta_set_whiteout(struct node *dir, const char *name, bool on);

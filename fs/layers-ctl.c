@@ -27,6 +27,9 @@
 
 /* A checkpoint's pause copies the files open for writing: allow it time. */
 #define CTL_REPLY_TIMEOUT_S 600
+/* A flush takes milliseconds; a daemon that does not even accept (out of
+ * descriptors, stopped) must not hang `cloister log`, which reads on. */
+#define CTL_FLUSH_TIMEOUT_S 10
 
 int fs_control_path(const char *state, struct sockaddr_un *sa)
 {
@@ -37,10 +40,11 @@ int fs_control_path(const char *state, struct sockaddr_un *sa)
         return 0;
 }
 
-static int request(const char *state, const char *req, json_t **ret, char **ret_error)
+static int request(const char *state, const char *req, time_t timeout_s, json_t **ret,
+                   char **ret_error)
 {
         struct sockaddr_un sa;
-        struct timeval tv = {.tv_sec = CTL_REPLY_TIMEOUT_S};
+        struct timeval tv = {.tv_sec = timeout_s};
         _cleanup_close_ int fd = -1;
         char buf[FS_CONTROL_MAX + 1];
         size_t len = 0, n = strlen(req);
@@ -95,7 +99,7 @@ int fs_checkpoint_online(const char *state, const char *name, struct fs_layers_r
         json_decref(q);
         if (!req)
                 return -ENOMEM;
-        r = request(state, req, &a, ret_error);
+        r = request(state, req, CTL_REPLY_TIMEOUT_S, &a, ret_error);
         if (r < 0)
                 return r;
         if (!json_is_true(json_object_get(a, "ok"))) {
@@ -127,7 +131,7 @@ int fs_checkpoint_online(const char *state, const char *name, struct fs_layers_r
 int fs_journal_flush_online(const char *state, char **ret_error)
 {
         json_t *a = NULL;
-        int r = request(state, "{\"op\":\"journal_flush\"}", &a, ret_error);
+        int r = request(state, "{\"op\":\"journal_flush\"}", CTL_FLUSH_TIMEOUT_S, &a, ret_error);
 
         if (r < 0)
                 return r;

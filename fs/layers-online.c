@@ -435,8 +435,16 @@ static void *ctl_thread(void *arg)
                 if (pfd[1].revents)
                         break;
                 fd = accept4(ws->ctl.listen_fd, NULL, NULL, SOCK_CLOEXEC);
-                if (fd < 0)
+                if (fd < 0) {
+                        /* Out of descriptors, the connection stays queued and
+                         * poll says so again at once: wait for the shed
+                         * rather than spin. */
+                        if (errno == EMFILE || errno == ENFILE) {
+                                shed_wake(ws);
+                                (void)poll(&pfd[1], 1, 50);
+                        }
                         continue;
+                }
                 serve_one(ws, fd);
                 close(fd);
         }

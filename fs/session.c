@@ -70,10 +70,11 @@ static void ops_init(void *userdata, struct fuse_conn_info *conn)
         conn->time_gran = 1;
 }
 
-/* Every mutating handler goes through the journal's gate (admit.c). */
+/* Every mutating handler goes through the journal's gate, and every one that
+ * may leave the daemon holding a descriptor through the descriptors' (admit.c). */
 const struct fuse_lowlevel_ops fs_ops = {
         .init = ops_init,
-        .lookup = ops_lookup,
+        .lookup = admit_lookup,
         .forget = ops_forget,
         .forget_multi = ops_forget_multi,
         .getattr = ops_getattr_req,

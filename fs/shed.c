@@ -49,13 +49,29 @@
  * while in use), readdirplus gives such files plain entries, and a link or
  * rename that moves the node's name drops the old name's entry. Before,
  * 400 linked pairs held 511 descriptors of 512 (tests/fs/nofile-links.sh).
+ *
+ * What the shed cannot drop, the agent can still pin: open files, a
+ * working directory in each of thousands of directories, directories
+ * (never dropped, above). The host's review reads the workspace through
+ * this same daemon (cloister diff, export, MCP), so an agent that pinned
+ * every descriptor would stop its own review. So the agent's requests that
+ * may leave the daemon holding one more descriptor (admit.c: lookups,
+ * opens, every change) are refused with EMFILE once the count reaches
+ * shed.cap, SHED_RESERVE_PCT below the limit; a caller in the daemon's own
+ * pid namespace, the host (cloister run puts the agent in a pid namespace
+ * of its own), is never refused here and has the rest
+ * (tests/fs/nofile-review.sh). The count is the last one made plus what
+ * was admitted since, so a request below the cap costs no system call.
  */
 #include <dirent.h>
-#include <sys/syscall.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fs-private.h"
@@ -68,6 +84,9 @@
 #define SHED_BATCH       4096
 #define SHED_REPAY       2  /* entries a worker drops after making a node while short */
 #define SHED_REPAY_BATCH 16 /* ... taken from the debt at a time */
+#define SHED_RESERVE_PCT 25 /* of the limit, kept for the host's callers (shed_admit) */
+#define SHED_RESERVE_MIN 32
+#define SHED_RECOUNT_NS  1000000 /* a refused caller counts again at most this often */
 
 struct victim {
         struct node *parent; /* a reference held */
@@ -148,9 +167,79 @@ static void victims_drop(struct fs_workspace *ws, struct victim *v, size_t k)
         }
 }
 
+/* The link of /proc/PID/ns/pid ("pid:[N]") into buf; no descriptor needed. */
+static bool pidns_of(const char *pid, char *buf, size_t size)
+{
+        char path[64];
+        ssize_t k;
+
+        (void)snprintf(path, sizeof(path), "/proc/%s/ns/pid", pid);
+        k = readlink(path, buf, size - 1);
+        if (k <= 0 || (size_t)k >= size - 1)
+                return false;
+        buf[k] = '\0';
+        return true;
+}
+
+/* Does pid run in the daemon's own pid namespace, the host's side? A
+ * process the daemon may not inspect, or one it cannot see (pid 0), is
+ * taken for the sandbox's. */
+static bool caller_is_host(const struct fs_workspace *ws, pid_t pid)
+{
+        char id[24], ns[sizeof(ws->shed.pidns)];
+
+        if (pid <= 0 || !ws->shed.pidns[0])
+                return false;
+        (void)snprintf(id, sizeof(id), "%d", (int)pid);
+        return pidns_of(id, ns, sizeof(ns)) && streq(ns, ws->shed.pidns);
+}
+
+static uint64_t now_ns(void)
+{
+        struct timespec t;
+
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+int shed_admit(struct fs_workspace *ws, pid_t pid, bool handle)
+{
+        size_t handles =
+                handle ? atomic_fetch_add_explicit(&ws->shed.handles, 1, memory_order_relaxed) + 1
+                       : atomic_load_explicit(&ws->shed.handles, memory_order_relaxed);
+        size_t estimate, open;
+        uint64_t counted;
+
+        pthread_mutex_lock(&ws->itable_lock);
+        /* A round may have counted after this read of handles. */
+        estimate = ws->shed.open + (ws->shed.inserts - ws->shed.open_at) +
+                   (handles > ws->shed.handles_at ? handles - ws->shed.handles_at : 0);
+        counted = ws->shed.counted_ns;
+        pthread_mutex_unlock(&ws->itable_lock);
+        if (estimate < ws->shed.cap || caller_is_host(ws, pid))
+                return 0;
+        /* The estimate only grows between counts (closes and FORGETs are
+         * not subtracted): count, unless a count just said "full". */
+        if (counted == 0 || now_ns() - counted >= SHED_RECOUNT_NS) {
+                open = fds_open(ws);
+                pthread_mutex_lock(&ws->itable_lock);
+                ws->shed.open = open;
+                ws->shed.open_at = ws->shed.inserts;
+                ws->shed.handles_at = handles;
+                ws->shed.counted_ns = open < ws->shed.cap ? 0 : now_ns();
+                pthread_mutex_unlock(&ws->itable_lock);
+                if (open < ws->shed.cap)
+                        return 0;
+        }
+        shed_wake(ws);
+        return -EMFILE;
+}
+
 /* One round; true if descriptors were asked back. */
 static bool shed_round(struct fs_workspace *ws)
 {
+        /* Read before counting: an open admitted meanwhile stays in the estimate. */
+        size_t handles = atomic_load_explicit(&ws->shed.handles, memory_order_relaxed);
         size_t open = fds_open(ws), high = ws->shed.limit * SHED_HIGH_PCT / 100,
                low = ws->shed.limit * SHED_LOW_PCT / 100, want, k;
         _cleanup_free_ struct victim *v = NULL;
@@ -158,6 +247,7 @@ static bool shed_round(struct fs_workspace *ws)
         pthread_mutex_lock(&ws->itable_lock);
         ws->shed.open = open;
         ws->shed.open_at = ws->shed.inserts;
+        ws->shed.handles_at = handles;
         pthread_mutex_unlock(&ws->itable_lock);
         if (open < high || !ws->se)
                 return false;
@@ -227,6 +317,12 @@ void shed_init(struct fs_workspace *ws)
                                  : 1024;
         ws->shed.next = ws->shed.limit * SHED_HIGH_PCT / 100;
         ws->shed.proc_fd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        ws->shed.cap = ws->shed.limit -
+                       MIN(MAX(ws->shed.limit * SHED_RESERVE_PCT / 100, (size_t)SHED_RESERVE_MIN),
+                           ws->shed.limit / 2);
+        /* Unknown: every caller counts as the sandbox's (fails closed). */
+        if (!pidns_of("self", ws->shed.pidns, sizeof(ws->shed.pidns)))
+                ws->shed.pidns[0] = '\0';
 }
 
 int shed_start(struct fs_workspace *ws)
