@@ -111,7 +111,10 @@ struct node {
         enum node_kind kind;
         mode_t type; /* S_IFMT bits; never changes for a node */
 
-        /* protected by ws->ns_lock */
+        /* parent, name, unlinked, name_stale: written holding ws->ns_lock
+         * exclusively and ws->itable_lock (node_set_parent,
+         * node_mark_unlinked), so either lock is enough to read them: the
+         * handlers hold ns_lock, the shed (shed.c) only itable_lock. */
         struct node *parent;
         char *name;
         /* No name any more (unlinked, rmdir'ed, renamed over): the node lives on
@@ -336,6 +339,8 @@ void node_ref(struct fs_workspace *ws, struct node *n);
 void node_unref(struct fs_workspace *ws, struct node *n);
 /* Move n under a new parent/name (rename); caller holds ns_lock exclusively. */
 int node_set_parent(struct fs_workspace *ws, struct node *n, struct node *parent, const char *name);
+/* n lost its last name (unlink, rmdir, renamed over); caller holds ns_lock exclusively. */
+void node_mark_unlinked(struct fs_workspace *ws, struct node *n);
 /* The mount-absolute path, e.g. "/workspace/a/b"; caller holds ns_lock. */
 char *node_path(const struct node *n);
 void node_table_free(struct fs_workspace *ws);

@@ -201,6 +201,14 @@ int node_set_parent(struct fs_workspace *ws, struct node *n, struct node *parent
         return 0;
 }
 
+void node_mark_unlinked(struct fs_workspace *ws, struct node *n)
+{
+        /* itable_lock too: the shed reads it holding only that (holds_fd). */
+        pthread_mutex_lock(&ws->itable_lock);
+        n->unlinked = true;
+        pthread_mutex_unlock(&ws->itable_lock);
+}
+
 char *node_path(const struct node *n)
 {
         size_t len = 0, pos;

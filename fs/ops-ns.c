@@ -479,7 +479,7 @@ static int remove_entry(struct fs_workspace *ws, struct node *p, const char *nam
         }
         if (last) {
                 links_drop_if_gone(ws, c);
-                c->unlinked = true;
+                node_mark_unlinked(ws, c);
                 reclaim_if_closed(ws, c);
         } else if (c->parent == p && c->name && streq(c->name, name)) {
                 pthread_mutex_lock(&ws->itable_lock);
@@ -715,7 +715,7 @@ static int do_rename(struct fs_workspace *ws, fuse_req_t req, struct node *p, co
                 r = node_set_parent(ws, src, np, newname);
                 if (dst && dst_last) {
                         links_drop_if_gone(ws, dst);
-                        dst->unlinked = true;
+                        node_mark_unlinked(ws, dst);
                         reclaim_if_closed(ws, dst);
                 }
         }
