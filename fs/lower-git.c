@@ -148,6 +148,41 @@ static void fill_from_entry(const struct tree_index *tree, const char *dir, size
         }
 }
 
+/*
+ * The errno that says what a failed libgit2 call g met, rather than -EIO
+ * for all. missing is what GIT_ENOTFOUND means where it was called: -ENOENT
+ * for a name or revision the caller gave, -EIO for an object that a tree
+ * of the repository promised (the repository lacks it: a damaged or
+ * partial clone, never "no such file" for a file the listing showed).
+ */
+static int git_errno(int g, int missing)
+{
+        const git_error *e = git_error_last();
+
+        switch (g) {
+        case GIT_ENOTFOUND:
+                return missing;
+        case GIT_EINVALIDSPEC:
+        case GIT_EAMBIGUOUS:
+        case GIT_EPEEL:
+        case GIT_EBAREREPO:
+                return -EINVAL;
+        case GIT_EOWNER:
+                return -EPERM;
+        case GIT_ELOCKED:
+                return -EBUSY;
+        case GIT_EBUFS:
+                return -ENOBUFS;
+        case GIT_EEXISTS:
+                return -EEXIST;
+        default:
+                break;
+        }
+        if (e && e->klass == GIT_ERROR_NOMEMORY)
+                return -ENOMEM;
+        return -EIO; /* a corrupt object, zlib, the ODB: the data can't be read */
+}
+
 /* The index of tree oid (tree_put() it back); -ENOENT for a submodule. */
 static int tree_get(struct lower *l, const git_oid *oid, struct tree_index **ret)
 {
@@ -325,8 +360,9 @@ static int attr_index_fill(struct lower *l, struct thread_git *t, const char *pa
                         if (!have) {
                                 git_index_entry ie = {.mode = GIT_FILEMODE_BLOB, .id = attr->oid};
                                 ie.path = buf;
-                                if (git_index_add(t->index, &ie) < 0)
-                                        r = -EIO;
+                                int g = git_index_add(t->index, &ie);
+                                if (g < 0)
+                                        r = git_errno(g, -EIO);
                         }
                 }
                 te = NULL;
@@ -355,6 +391,7 @@ static int attr_index_fill(struct lower *l, struct thread_git *t, const char *pa
  */
 static int conv_decide(struct lower *l, struct thread_git *t, struct lent *e)
 {
+        int g;
         git_attr_options o = GIT_ATTR_OPTIONS_INIT;
         const char *v[ELEMENTSOF(conv_attrs)] = {0};
         uint32_t h = 2166136261u;
@@ -371,9 +408,9 @@ static int conv_decide(struct lower *l, struct thread_git *t, struct lent *e)
         if (r < 0)
                 return r;
         o.flags = GIT_ATTR_CHECK_INDEX_ONLY | GIT_ATTR_CHECK_NO_SYSTEM;
-        if (git_attr_get_many_ext(v, t->repo, &o, e->path, ELEMENTSOF(conv_attrs),
-                                  (const char **)conv_attrs) < 0)
-                return -EIO;
+        if ((g = git_attr_get_many_ext(v, t->repo, &o, e->path, ELEMENTSOF(conv_attrs),
+                                       (const char **)conv_attrs)) < 0)
+                return git_errno(g, -EIO);
         crlf = v[1] && streq(v[1], "crlf") && !GIT_ATTR_IS_FALSE(v[0]) && !GIT_ATTR_IS_FALSE(v[2]);
         ident = GIT_ATTR_IS_TRUE(v[3]);
         e->conv = crlf || ident ? 2 : 1;
@@ -398,8 +435,8 @@ static int conv_apply(struct lower *l, struct thread_git *t, const struct lent *
         git_blob *blob = NULL;
         int g;
 
-        if (git_blob_lookup(&blob, t->repo, &e->oid) < 0)
-                return -EIO;
+        if ((g = git_blob_lookup(&blob, t->repo, &e->oid)) < 0)
+                return git_errno(g, -EIO);
         fo.flags = GIT_FILTER_NO_SYSTEM_ATTRIBUTES | GIT_FILTER_ATTRIBUTES_FROM_COMMIT;
         fo.attr_commit_id = l->commit_oid;
         g = git_filter_list_load_ext(&fl, t->repo, blob, e->path, GIT_FILTER_TO_WORKTREE, &fo);
@@ -409,7 +446,7 @@ static int conv_apply(struct lower *l, struct thread_git *t, const struct lent *
                 g = git_buf_set(out, git_blob_rawcontent(blob), (size_t)git_blob_rawsize(blob));
         git_filter_list_free(fl);
         git_blob_free(blob);
-        return g < 0 ? -EIO : 0;
+        return g < 0 ? git_errno(g, -EIO) : 0;
 }
 
 /* The cache file of a converted checkout: <oid>.<key>, made once (tmp + rename). */
@@ -457,6 +494,7 @@ out:
 
 static int git_size(struct lower *l, struct lent *e)
 {
+        int g;
         struct thread_git *t = thread_git(l);
         uint64_t size;
         size_t len;
@@ -485,8 +523,8 @@ static int git_size(struct lower *l, struct lent *e)
                 e->size_known = true;
                 return 0;
         }
-        if (git_odb_read_header(&len, &type, t->odb, &e->oid) < 0)
-                return -EIO;
+        if ((g = git_odb_read_header(&len, &type, t->odb, &e->oid)) < 0)
+                return git_errno(g, -EIO);
         e->size = len;
         e->size_known = true;
         return 0;
@@ -636,6 +674,7 @@ static int git_list(struct lower *l, const struct lent *dir, lower_list_fn fn, v
 /* Inflate a blob into the cache (tmp file + rename, so a crash leaves no half file). */
 static int inflate_blob(struct lower *l, const git_oid *oid, const char *hex)
 {
+        int g;
         struct thread_git *t = thread_git(l);
         git_blob *blob = NULL;
         char tmp[GIT_OID_HEXSZ + 32];
@@ -644,8 +683,8 @@ static int inflate_blob(struct lower *l, const git_oid *oid, const char *hex)
 
         if (!t)
                 return -EIO;
-        if (git_blob_lookup(&blob, t->repo, oid) < 0)
-                return -EIO;
+        if ((g = git_blob_lookup(&blob, t->repo, oid)) < 0)
+                return git_errno(g, -EIO);
         snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", hex, (long)syscall(SYS_gettid));
         fd = openat(l->cache_dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
                     0600);
@@ -698,14 +737,15 @@ static int git_open_data(struct lower *l, const struct lent *e, int *ret_fd)
 
 int lower_git_read_blob(struct lower *l, const git_oid *oid, char **ret, size_t *ret_len)
 {
+        int g;
         struct thread_git *t = thread_git(l);
         git_blob *blob = NULL;
         char *s = NULL;
         size_t n;
         if (!t)
                 return -EIO;
-        if (git_blob_lookup(&blob, t->repo, oid) < 0)
-                return -EIO;
+        if ((g = git_blob_lookup(&blob, t->repo, oid)) < 0)
+                return git_errno(g, -EIO);
         n = (size_t)git_blob_rawsize(blob);
         if (n > 0) {
                 s = malloc(n);
@@ -723,14 +763,15 @@ int lower_git_read_blob(struct lower *l, const git_oid *oid, char **ret, size_t 
 
 static int git_readlink(struct lower *l, const struct lent *e, char **ret)
 {
+        int g;
         struct thread_git *t = thread_git(l);
         git_blob *blob = NULL;
         char *s;
         size_t n;
         if (!t)
                 return -EIO;
-        if (git_blob_lookup(&blob, t->repo, &e->oid) < 0)
-                return -EIO;
+        if ((g = git_blob_lookup(&blob, t->repo, &e->oid)) < 0)
+                return git_errno(g, -EIO);
         n = (size_t)git_blob_rawsize(blob);
         s = malloc(n + 1);
         if (s) {
@@ -820,24 +861,28 @@ int lower_git_seal(struct lower *l)
         static const int levels[] = {GIT_CONFIG_LEVEL_SYSTEM, GIT_CONFIG_LEVEL_XDG,
                                      GIT_CONFIG_LEVEL_GLOBAL};
 
+        int g;
+
         for (size_t i = 0; i < ELEMENTSOF(levels); i++)
-                if (git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, levels[i], "") < 0)
-                        return -EIO;
+                if ((g = git_libgit2_opts(GIT_OPT_SET_SEARCH_PATH, levels[i], "")) < 0)
+                        return git_errno(g, -EIO);
         /* The source's ownership (safe.directory) was checked when it was
          * opened; the files that could allow another owner are out of reach now. */
-        if (git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0) < 0)
-                return -EIO;
+        if ((g = git_libgit2_opts(GIT_OPT_SET_OWNER_VALIDATION, 0)) < 0)
+                return git_errno(g, -EIO);
         l->sealed = true;
         return config_write(l);
 }
 
-static int set_error(char **ret_error, const char *what, const char *arg)
+/* The message of a failed open step g, and its errno: a source or revision
+ * that is not there is ENOENT, one that is not what it must be EINVAL. */
+static int set_error(int g, char **ret_error, const char *what, const char *arg)
 {
         const git_error *e = git_error_last();
         if (ret_error && asprintf(ret_error, "%s '%s': %s", what, arg,
                                   e && e->message ? e->message : "failed") < 0)
                 *ret_error = NULL;
-        return -EINVAL;
+        return git_errno(g, -ENOENT);
 }
 
 int lower_git_open(const char *source, const char *rev, int cache_dirfd, uint64_t tree_budget,
@@ -861,16 +906,17 @@ int lower_git_open(const char *source, const char *rev, int cache_dirfd, uint64_
                 r = -ENOMEM;
                 goto out;
         }
-        if (git_repository_open_ext(&repo, source, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0) {
-                r = set_error(ret_error, "cannot open git repository", source);
+        if ((r = git_repository_open_ext(&repo, source, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL)) < 0) {
+                r = set_error(r, ret_error, "cannot open git repository", source);
                 goto out;
         }
-        if (git_revparse_single(&obj, repo, rev) < 0) {
-                r = set_error(ret_error, "cannot resolve revision", rev);
+        if ((r = git_revparse_single(&obj, repo, rev)) < 0) {
+                r = set_error(r, ret_error, "cannot resolve revision", rev);
                 goto out;
         }
-        if (git_object_peel((git_object **)&commit, obj, GIT_OBJECT_COMMIT) < 0) {
-                r = set_error(ret_error, "revision is not a commit", rev);
+        if ((r = git_object_peel((git_object **)&commit, obj, GIT_OBJECT_COMMIT)) < 0) {
+                /* A tag of a tree, a blob: not a commit, whatever libgit2 calls it. */
+                r = set_error(GIT_EPEEL, ret_error, "revision is not a commit", rev);
                 goto out;
         }
         l->tree_oid = *git_commit_tree_id(commit);

@@ -222,6 +222,58 @@ START_TEST(git_lower_reads_lazily_what_the_tree_holds)
 END_TEST
 
 /*
+ * libgit2's errors become the errno that says what happened: a revision
+ * or source that is not there ENOENT, one that is not a commit EINVAL, and
+ * an object the tree promised but the repository lacks EIO, never ENOENT
+ * (the file was listed). Before, open said EINVAL and reads EIO for all.
+ */
+START_TEST(git_errors_say_what_happened)
+{
+        char repo[128], cache[128], obj[256];
+        struct lower *l = NULL;
+        struct lent root = {0}, a = {0};
+        git_oid commit;
+        char *err = NULL;
+        int cfd, fd = -1;
+
+        git_libgit2_init();
+        snprintf(repo, sizeof(repo), "%s/errrepo", tmpdir);
+        snprintf(cache, sizeof(cache), "%s/errcache", tmpdir);
+        make_repo(repo, &commit);
+        ck_assert_int_eq(mkdir(cache, 0700), 0);
+        cfd = open(cache, O_RDONLY | O_DIRECTORY);
+        ck_assert_int_eq(lower_git_open(repo, "no-such-branch", cfd, 0, &l, &err), -ENOENT);
+        ck_assert_ptr_nonnull(strstr(err, "no-such-branch"));
+        free(err);
+        err = NULL;
+        ck_assert_int_eq(lower_git_open(repo, "HEAD^{tree}", cfd, 0, &l, &err), -EINVAL);
+        ck_assert_ptr_nonnull(strstr(err, "not a commit"));
+        free(err);
+        err = NULL;
+        ck_assert_int_eq(lower_git_open("/nonexistent/cloister-repo", "HEAD", cfd, 0, &l, &err),
+                         -ENOENT);
+        free(err);
+        ck_assert_int_eq(lower_git_open(repo, "HEAD", cfd, 0, &l, NULL), 0);
+        ck_assert_int_eq(lower_root(l, &root), 0);
+        ck_assert_int_eq(lower_child(l, &root, "a.txt", &a), 0);
+        /* The blob goes from the object database: the tree still names it. */
+        {
+                const char *hex = git_oid_tostr_s(&a.oid);
+                snprintf(obj, sizeof(obj), "%s/.git/objects/%.2s/%s", repo, hex, hex + 2);
+        }
+        ck_assert_int_eq(unlink(obj), 0);
+        ck_assert_int_eq(lower_size(l, &a), -EIO);
+        ck_assert_int_eq(lower_open_data(l, &a, &fd), -EIO);
+        ck_assert_int_eq(fd, -1);
+        lent_clear(&a);
+        lent_clear(&root);
+        lower_free(l);
+        close(cfd);
+        git_libgit2_shutdown();
+}
+END_TEST
+
+/*
  * A tree of n entries in one folder, names chosen so that git's order (a
  * folder sorts as if its name ended in '/') differs from strcmp()'s: "d%05u"
  * folders beside "d%05u.c" and "d%05u-x" files. Returns the tree's id.
@@ -660,6 +712,7 @@ int main(void)
         tcase_add_test(tc, invalid_names_are_rejected);
         tcase_add_test(tc, lower_inode_numbers_are_stable_and_tagged);
         tcase_add_test(tc, git_lower_reads_lazily_what_the_tree_holds);
+        tcase_add_test(tc, git_errors_say_what_happened);
         tcase_add_test(tc, tree_cache_finds_every_entry_of_a_huge_folder_and_keeps_git_order);
         tcase_add_test(tc, tree_cache_stays_within_a_tiny_budget_and_answers_the_same);
         tcase_add_test(tc, tree_cache_over_budget_alone_is_dropped_when_put);
