@@ -495,6 +495,8 @@ void layers_online_stop(struct fs_workspace *ws);
 /* ops-data.c: an open file's handle joins or leaves ws->handles */
 struct handle;
 void handle_track(struct fs_workspace *ws, struct handle *h);
+/* The one constructor of a handle: no descriptor, no node yet; NULL out of memory. */
+struct handle *handle_new(void);
 
 /* cow.c: lookup, attributes and listing of copy-on-write nodes */
 struct cow_dirent {

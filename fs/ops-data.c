@@ -72,6 +72,15 @@ void handle_track(struct fs_workspace *ws, struct handle *h)
         pthread_mutex_unlock(&ws->handles_lock);
 }
 
+struct handle *handle_new(void)
+{
+        struct handle *h = calloc(1, sizeof(*h));
+
+        if (h)
+                h->fd = h->lower_fd = h->stale_fd = -1;
+        return h;
+}
+
 static void handle_untrack(struct fs_workspace *ws, struct handle *h)
 {
         if (!h->tracked)
@@ -216,6 +225,19 @@ static int open_cow(struct fs_workspace *ws, fuse_req_t req, struct node *n, int
         return r;
 }
 
+/* h, opened on n, becomes fi's: its first reference, and a checkpoint's to move. */
+static void handle_publish(struct fs_workspace *ws, struct handle *h, struct node *n,
+                           struct fuse_file_info *fi)
+{
+        h->node = n;
+        node_ref(ws, n);
+        fi->noflush = 1; /* writes are synchronous: close has nothing to flush */
+        atomic_store(&h->refs, 1);
+        fi->fh = (uint64_t)(uintptr_t)h;
+        if (h->is_upper)
+                handle_track(ws, h); /* a checkpoint may move it (layers-online.c) */
+}
+
 void ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
         struct fs_workspace *ws = req_ws(req);
@@ -228,12 +250,11 @@ void ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
                 fuse_reply_err(req, EISDIR);
                 return;
         }
-        h = calloc(1, sizeof(*h));
+        h = handle_new();
         if (!h) {
                 fuse_reply_err(req, ENOMEM);
                 return;
         }
-        h->fd = h->lower_fd = h->stale_fd = -1;
         switch (n->kind) {
         case NODE_CTL:
                 if (acc != O_RDONLY || (fi->flags & O_TRUNC)) {
@@ -271,13 +292,7 @@ void ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
          */
         if ((fi->flags & O_DIRECT) && acc == O_RDONLY && n->kind != NODE_CTL)
                 fi->direct_io = 1;
-        h->node = n;
-        node_ref(ws, n);
-        fi->noflush = 1; /* writes are synchronous: close has nothing to flush */
-        atomic_store(&h->refs, 1);
-        fi->fh = (uint64_t)(uintptr_t)h;
-        if (h->is_upper)
-                handle_track(ws, h);             /* a checkpoint may move it (layers-online.c) */
+        handle_publish(ws, h, n, fi);
         if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted */
                 handle_free(ws, h);
 }
@@ -310,10 +325,8 @@ void ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode
                         fuse_reply_err(req, EEXIST);
                         return;
                 }
-                h = calloc(1, sizeof(*h));
-                r = h ? (h->fd = h->lower_fd = h->stale_fd = -1,
-                         open_cow(ws, req, existing, fi->flags, h, fi))
-                      : -ENOMEM;
+                h = handle_new();
+                r = h ? open_cow(ws, req, existing, fi->flags, h, fi) : -ENOMEM;
                 n = existing;
                 goto reply;
         }
@@ -376,9 +389,8 @@ unlock:
         if (charged)
                 quota_refund_files(ws, 1);
         if (r == 0) {
-                h = calloc(1, sizeof(*h));
+                h = handle_new();
                 if (h) {
-                        h->lower_fd = h->stale_fd = -1;
                         h->fd = TAKE_FD(fd);
                         h->is_upper = h->writable = true;
                 } else
@@ -399,14 +411,8 @@ reply:
                 fuse_reply_err(req, -r);
                 return;
         }
-        h->node = n;
-        node_ref(ws, n);
         ops_fill_entry(ws, n, &st, &e);
-        fi->noflush = 1;
-        atomic_store(&h->refs, 1);
-        fi->fh = (uint64_t)(uintptr_t)h;
-        if (h->is_upper)
-                handle_track(ws, h);
+        handle_publish(ws, h, n, fi);
         if (fuse_reply_create(req, &e, fi) == -ENOENT)
                 handle_free(ws, h);
         shed_repay(ws);
@@ -516,44 +522,34 @@ void ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fus
         handle_put(ws, h);
 }
 
-void ops_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
-                   struct fuse_file_info *fi)
+/* The bytes written, or a negative errno. */
+static ssize_t do_write(fuse_req_t req, struct handle *h, struct fuse_bufvec *bufv, off_t off)
 {
         struct fs_workspace *ws = req_ws(req);
-        struct handle *h = fi_handle(fi);
         struct node *n = h->node;
         size_t len = fuse_buf_size(bufv);
         uint64_t before, want, grant = 0;
         struct stat st;
         ssize_t res = 0;
         int r;
-        (void)ino;
 
-        if (!h->writable) {
-                fuse_reply_err(req, n->kind == NODE_COW ? EBADF : EROFS);
-                return;
-        }
-        if (off < 0) {
-                fuse_reply_err(req, EINVAL);
-                return;
-        }
+        if (!h->writable)
+                return n->kind == NODE_COW ? -EBADF : -EROFS;
+        if (off < 0)
+                return -EINVAL;
         /* The host's maximum file size, as a local filesystem would cut the write. */
-        if ((uint64_t)off >= ws->max_file_size) {
-                fuse_reply_err(req, EFBIG);
-                return;
-        }
+        if ((uint64_t)off >= ws->max_file_size)
+                return -EFBIG;
         if (len > ws->max_file_size - (uint64_t)off)
                 len = (size_t)(ws->max_file_size - (uint64_t)off);
         r = fill_before_write(ws, n);
-        if (r < 0) {
-                fuse_reply_err(req, -r);
-                return;
-        }
+        if (r < 0)
+                return r;
         pthread_rwlock_rdlock(&ws->write_gate);
         if (h->write_error) {
+                r = h->write_error;
                 pthread_rwlock_unlock(&ws->write_gate);
-                fuse_reply_err(req, -h->write_error);
-                return;
+                return r;
         }
         pthread_mutex_lock(&n->lock);
         if (fstat(h->fd, &st) < 0) {
@@ -603,10 +599,19 @@ out:
                                                         .gid = -1});
                 pthread_rwlock_unlock(&ws->ns_lock);
         }
+        return r < 0 ? r : res;
+}
+
+void ops_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
+                   struct fuse_file_info *fi)
+{
+        ssize_t r = do_write(req, fi_handle(fi), bufv, off);
+
+        (void)ino;
         if (r < 0)
-                fuse_reply_err(req, -r);
+                fuse_reply_err(req, (int)-r);
         else
-                fuse_reply_write(req, (size_t)res);
+                fuse_reply_write(req, (size_t)r);
 }
 
 void ops_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -820,52 +825,37 @@ out:
 #define FALLOC_MODES (FALLOC_FL_KEEP_SIZE | FALLOC_FL_PUNCH_HOLE | FALLOC_FL_ZERO_RANGE)
 #define FALLOC_SLACK 4096
 
-void ops_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
-                   struct fuse_file_info *fi)
+static int do_fallocate(fuse_req_t req, struct handle *h, int mode, off_t offset, off_t length)
 {
         struct fs_workspace *ws = req_ws(req);
-        struct handle *h = fi_handle(fi);
         struct node *n = h->node;
         bool punch = mode & FALLOC_FL_PUNCH_HOLE, keep = mode & FALLOC_FL_KEEP_SIZE;
         uint64_t grant = 0, before;
         struct stat st;
         int r = 0;
-        (void)ino;
 
-        if (!h->writable) {
-                fuse_reply_err(req, n->kind == NODE_COW ? EBADF : EROFS);
-                return;
-        }
-        if ((mode & ~FALLOC_MODES) || (punch && (mode & FALLOC_FL_ZERO_RANGE))) {
-                fuse_reply_err(req, EOPNOTSUPP);
-                return;
-        }
-        if (punch && !keep) {
-                fuse_reply_err(req, EINVAL); /* as fallocate(2) */
-                return;
-        }
-        if (offset < 0 || length <= 0) {
-                fuse_reply_err(req, EINVAL);
-                return;
-        }
-        if ((uint64_t)offset + (uint64_t)length > ws->max_file_size) {
-                fuse_reply_err(req, EFBIG);
-                return;
-        }
+        if (!h->writable)
+                return n->kind == NODE_COW ? -EBADF : -EROFS;
+        if ((mode & ~FALLOC_MODES) || (punch && (mode & FALLOC_FL_ZERO_RANGE)))
+                return -EOPNOTSUPP;
+        if (punch && !keep)
+                return -EINVAL; /* as fallocate(2) */
+        if (offset < 0 || length <= 0)
+                return -EINVAL;
+        if ((uint64_t)offset + (uint64_t)length > ws->max_file_size)
+                return -EFBIG;
         r = fill_before_write(ws, n);
-        if (r < 0) {
-                fuse_reply_err(req, -r);
-                return;
-        }
+        if (r < 0)
+                return r;
         pthread_rwlock_rdlock(&ws->write_gate);
         if (h->write_error) {
+                r = h->write_error;
                 pthread_rwlock_unlock(&ws->write_gate);
-                fuse_reply_err(req, -h->write_error);
-                return;
+                return r;
         }
         pthread_mutex_lock(&n->lock);
         if (fstat(h->fd, &st) < 0) {
-                r = errno;
+                r = -errno;
                 goto out;
         }
         before = quota_cost(&st);
@@ -874,11 +864,11 @@ void ops_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t
                 grant += quota_write_bound(h->fd, &st, (uint64_t)offset, (uint64_t)length, keep);
         if (quota_charge_bytes(ws, grant) < 0) {
                 grant = 0;
-                r = ENOSPC;
+                r = -ENOSPC;
                 goto out;
         }
         if (fallocate(h->fd, mode, offset, length) < 0) {
-                r = errno;
+                r = -errno;
                 quota_refund_bytes(ws, grant);
                 goto out;
         }
@@ -889,47 +879,57 @@ out:
         /* A hole or zeroes change what the file reads: journaled as a write. */
         if (r == 0 && (punch || (mode & FALLOC_FL_ZERO_RANGE))) {
                 pthread_rwlock_rdlock(&ws->ns_lock);
-                r = -ops_journal(ws, req, JOURNAL_WRITE, n, NULL,
-                                 &(struct journal_entry){.offset = (uint64_t)offset,
-                                                         .length = (uint64_t)length,
-                                                         .uid = -1,
-                                                         .gid = -1});
+                r = ops_journal(ws, req, JOURNAL_WRITE, n, NULL,
+                                &(struct journal_entry){.offset = (uint64_t)offset,
+                                                        .length = (uint64_t)length,
+                                                        .uid = -1,
+                                                        .gid = -1});
                 pthread_rwlock_unlock(&ws->ns_lock);
         }
-        fuse_reply_err(req, r);
+        return r;
+}
+
+void ops_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
+                   struct fuse_file_info *fi)
+{
+        (void)ino;
+        fuse_reply_err(req, -do_fallocate(req, fi_handle(fi), mode, offset, length));
+}
+
+/* The offset found, or a negative errno. */
+static off_t do_lseek(fuse_req_t req, struct handle *h, off_t off, int whence)
+{
+        struct fs_workspace *ws = req_ws(req);
+        uint64_t size = h->len;
+        off_t r;
+
+        if (h->fd >= 0) {
+                r = lseek(h->fd, off, whence);
+                return r < 0 ? -errno : r;
+        }
+        /* Data in memory or not opened yet: no holes, so answer from the size. */
+        if (h->lazy_lower) {
+                pthread_rwlock_rdlock(&ws->ns_lock);
+                pthread_mutex_lock(&h->node->lock);
+                if (lower_size(h->node->layer->lower, &h->node->lower) == 0)
+                        size = h->node->lower.size;
+                pthread_mutex_unlock(&h->node->lock);
+                pthread_rwlock_unlock(&ws->ns_lock);
+        }
+        if ((whence != SEEK_DATA && whence != SEEK_HOLE) || off < 0)
+                return -EINVAL;
+        if ((uint64_t)off >= size)
+                return -ENXIO;
+        return whence == SEEK_DATA ? off : (off_t)size;
 }
 
 void ops_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
 {
-        struct handle *h = fi_handle(fi);
-        off_t r;
+        off_t r = do_lseek(req, fi_handle(fi), off, whence);
+
         (void)ino;
-        if (h->fd < 0) {
-                /* Data in memory or not opened yet: no holes, so answer from the size. */
-                struct fs_workspace *ws = req_ws(req);
-                uint64_t size = h->len;
-                if (h->lazy_lower) {
-                        pthread_rwlock_rdlock(&ws->ns_lock);
-                        pthread_mutex_lock(&h->node->lock);
-                        if (lower_size(h->node->layer->lower, &h->node->lower) == 0)
-                                size = h->node->lower.size;
-                        pthread_mutex_unlock(&h->node->lock);
-                        pthread_rwlock_unlock(&ws->ns_lock);
-                }
-                if ((whence != SEEK_DATA && whence != SEEK_HOLE) || off < 0) {
-                        fuse_reply_err(req, EINVAL);
-                        return;
-                }
-                if ((uint64_t)off >= size) {
-                        fuse_reply_err(req, ENXIO);
-                        return;
-                }
-                fuse_reply_lseek(req, whence == SEEK_DATA ? off : (off_t)size);
-                return;
-        }
-        r = lseek(h->fd, off, whence);
         if (r < 0)
-                fuse_reply_err(req, errno);
+                fuse_reply_err(req, (int)-r);
         else
                 fuse_reply_lseek(req, r);
 }

@@ -259,12 +259,11 @@ void ops_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
                 fuse_reply_err(req, ENOTDIR);
                 return;
         }
-        h = calloc(1, sizeof(*h));
+        h = handle_new();
         if (!h) {
                 fuse_reply_err(req, ENOMEM);
                 return;
         }
-        h->fd = h->lower_fd = h->stale_fd = -1;
         h->node = n;
         node_ref(ws, n);
         fi->fh = (uint64_t)(uintptr_t)h;
