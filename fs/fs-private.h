@@ -492,9 +492,8 @@ int layers_mount(struct fs_workspace *ws, int fsdir, char **ret_error);
 /* layers-online.c: <state>/fs.sock, for checkpoints while mounted */
 int layers_online_start(struct fs_workspace *ws, char **ret_error);
 void layers_online_stop(struct fs_workspace *ws);
-/* ops-data.c: an open file's handle joins or leaves ws->handles */
+/* ops-data.c */
 struct handle;
-void handle_track(struct fs_workspace *ws, struct handle *h);
 /* The one constructor of a handle: no descriptor, no node yet; NULL out of memory. */
 struct handle *handle_new(void);
 

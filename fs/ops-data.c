@@ -18,7 +18,8 @@
 #include "ops.h"
 #include "lib/util.h"
 
-struct journal_caller ops_caller(fuse_req_t req)
+/* Who is asking, for the journal and for ownership of new entries. */
+static struct journal_caller ops_caller(fuse_req_t req)
 {
         const struct fuse_ctx *c = fuse_req_ctx(req);
         const struct fs_workspace *ws = req_ws(req);
@@ -58,7 +59,8 @@ int ops_journal(struct fs_workspace *ws, fuse_req_t req, enum journal_op op, str
         return r == -EDQUOT ? r : r < 0 ? -EIO : 0;
 }
 
-void handle_track(struct fs_workspace *ws, struct handle *h)
+/* An open file's handle joins ws->handles, which a checkpoint moves. */
+static void handle_track(struct fs_workspace *ws, struct handle *h)
 {
         pthread_mutex_lock(&ws->handles_lock);
         if (!h->tracked) {

@@ -97,8 +97,9 @@ void ops_fill_entry(struct fs_workspace *ws, struct node *n, const struct stat *
         e->attr_timeout = e->entry_timeout = ops_timeout(n);
 }
 
-int ops_lookup_node(struct fs_workspace *ws, struct node *parent, const char *name,
-                    struct node **ret)
+/* Look name up in parent (one lookup taken on *ret); ns_lock taken inside. */
+static int ops_lookup_node(struct fs_workspace *ws, struct node *parent, const char *name,
+                           struct node **ret)
 {
         int r;
 

@@ -54,9 +54,6 @@ static inline struct handle *fi_handle(struct fuse_file_info *fi)
 
 /* ops-entry.c */
 int ops_getattr(struct fs_workspace *ws, struct node *n, struct handle *h, struct stat *st);
-/* Look name up in parent (one lookup taken on *ret); ns_lock taken inside. */
-int ops_lookup_node(struct fs_workspace *ws, struct node *parent, const char *name,
-                    struct node **ret);
 void ops_fill_entry(struct fs_workspace *ws, struct node *n, const struct stat *st,
                     struct fuse_entry_param *e);
 double ops_timeout(const struct node *n);
@@ -114,8 +111,6 @@ void ops_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 void ops_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size);
 void ops_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name);
 
-/* Who is asking, for the journal and for ownership of new entries. */
-struct journal_caller ops_caller(fuse_req_t req);
 /* Journal an operation on node n (path computed under the caller's ns_lock). */
 int ops_journal(struct fs_workspace *ws, fuse_req_t req, enum journal_op op, struct node *n,
                 const char *name, const struct journal_entry *extra);
