@@ -78,8 +78,8 @@ finish() {
                 [ -f "$(state_of "$c")/fs/daemon.log" ] && logs="$logs $(state_of "$c")/fs/daemon.log"
         done
         # The daemons' own stderr: sanitizer reports land there, not in the test's output.
-        if [ -n "$logs" ] && grep -hE 'ERROR: AddressSanitizer|runtime error:|LeakSanitizer' $logs >"$T/.san"; then
-                sed 's/^/# /' "$T/.san" | head -20
+        if [ -n "$logs" ] && grep -hE -A12 'ERROR: AddressSanitizer|runtime error:|LeakSanitizer|WARNING: ThreadSanitizer' $logs >"$T/.san"; then
+                sed "s/^/# /" "$T/.san" | head -60
                 ok 1 "daemons_report_no_sanitizer_errors"
         else
                 ok 0 "daemons_report_no_sanitizer_errors"
