@@ -151,15 +151,15 @@ int fs_mountpoint_check(const char *state, const char *name, const char *mountpo
                         const char *source, char **ret_error);
 
 /*
- * The last line of the daemon's log (<state>/fs/daemon.log) on stderr, if it
- * is the daemon's own error ("cloister mount: ...", with libfuse's or
- * fusermount3's reason on the line before it, if there is one), among what
- * was written past offset since: a mount
- * that fails once its output went to the log (FUSE refused, in a container
- * without CAP_SYS_ADMIN, say) would otherwise say nothing where it was
- * started.
+ * The last line of the daemon's log (<state>/fs/daemon.log), if it is the
+ * daemon's own error ("cloister mount: ...", after libfuse's or
+ * fusermount3's reason and a newline, if there is one), among what was
+ * written past offset since; NULL if none (free() it). A mount that fails
+ * once its output went to the log (FUSE refused, in a container without
+ * CAP_SYS_ADMIN, say) would otherwise say nothing where it was started:
+ * the caller says it.
  */
-void fs_daemon_log_error_show(const char *state, off_t since);
+char *fs_daemon_log_error(const char *state, off_t since);
 
 /* Unmount and wait up to timeout_ms for the daemon to exit; 0 if not mounted. */
 int fs_unmount(const char *state, const char *mountpoint, int timeout_ms);

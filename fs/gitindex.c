@@ -174,8 +174,8 @@ static void *build(void *arg)
         if (sc && r == 0) {
                 int k = lower_git_cursor_save(sc->lower, &sc->cur);
                 if (k < 0)
-                        fprintf(stderr, "cloister mount: cannot keep the blob sizes: %s\n",
-                                strerror(-k));
+                        fuse_log(FUSE_LOG_WARNING,
+                                 "cloister mount: cannot keep the blob sizes: %s\n", strerror(-k));
         }
         if (sc)
                 lower_git_cursor_done(sc->lower, &sc->cur);
@@ -193,11 +193,12 @@ static void *build(void *arg)
         if (r == 0) {
                 quota_add(ws, 1, quota_cost(&st));
                 if (write_marker(ws->index.fsdir_fd) < 0)
-                        fprintf(stderr, "cloister mount: cannot record the .git index: %m\n");
+                        fuse_log(FUSE_LOG_WARNING,
+                                 "cloister mount: cannot record the .git index: %m\n");
         } else {
                 (void)unlinkat(ws->index.git_fd, INDEX_TMP, 0);
-                fprintf(stderr, "cloister mount: cannot build %s/.git/index: %s\n", ws->repo.mpath,
-                        err ? err : strerror(-r));
+                fuse_log(FUSE_LOG_WARNING, "cloister mount: cannot build %s/.git/index: %s\n",
+                         ws->repo.mpath, err ? err : strerror(-r));
         }
         pthread_mutex_lock(&ws->index.lock);
         atomic_store(&ws->index.state, r < 0 ? r : GITINDEX_NONE);

@@ -459,10 +459,10 @@ int layers_online_start(struct fs_workspace *ws, char **ret_error)
 
         if (r < 0) {
                 /* The state's path is too long for a socket: checkpoints need an unmount. */
-                fprintf(stderr,
-                        "cloister mount: %s/%s: path too long for a socket; "
-                        "checkpoint needs the workspace unmounted\n",
-                        ws->state, FS_CONTROL_SOCKET);
+                fuse_log(FUSE_LOG_WARNING,
+                         "cloister mount: %s/%s: path too long for a socket; "
+                         "checkpoint needs the workspace unmounted\n",
+                         ws->state, FS_CONTROL_SOCKET);
                 return 0;
         }
         ws->ctl.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

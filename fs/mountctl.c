@@ -396,9 +396,10 @@ int fs_unmount(const char *state, const char *mountpoint, int timeout_ms)
         return 0;
 }
 
-/* For `cloister mount` and `cloister run` alike (fs.h). */
-void fs_daemon_log_error_show(const char *state, off_t since)
+/* For `cloister mount` and `cloister run` alike (fs.h): the caller prints it. */
+char *fs_daemon_log_error(const char *state, off_t since)
 {
+        char *ret = NULL;
         _cleanup_free_ char *p = NULL;
         _cleanup_close_ int fd = -1;
         char buf[4096], *line;
@@ -407,23 +408,23 @@ void fs_daemon_log_error_show(const char *state, off_t since)
         off_t at;
 
         if (asprintf(&p, "%s/fs/daemon.log", state) < 0)
-                return;
+                return NULL;
         fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0 || fstat(fd, &st) < 0)
-                return;
+                return NULL;
         at = st.st_size > (off_t)sizeof(buf) - 1 ? st.st_size - (off_t)sizeof(buf) + 1 : 0;
         if (at < since)
                 at = since; /* older lines are another mount's */
         n = pread(fd, buf, sizeof(buf) - 1, at);
         if (n <= 0)
-                return;
+                return NULL;
         buf[n] = '\0';
         while (n > 0 && buf[n - 1] == '\n')
                 buf[--n] = '\0';
         line = strrchr(buf, '\n');
         line = line ? line + 1 : buf;
         if (!startswith(line, "cloister mount: "))
-                return;
+                return NULL;
         /* libfuse's (or fusermount3's) own reason is the line before ours. */
         if (line > buf) {
                 char *prev;
@@ -431,10 +432,11 @@ void fs_daemon_log_error_show(const char *state, off_t since)
                 line[-1] = '\0';
                 prev = strrchr(buf, '\n');
                 prev = prev ? prev + 1 : buf;
-                if (startswith(prev, "fuse: ") || startswith(prev, "fusermount3: "))
-                        fprintf(stderr, "%s\n", prev);
+                if ((startswith(prev, "fuse: ") || startswith(prev, "fusermount3: ")) &&
+                    asprintf(&ret, "%s\n%s", prev, line) < 0)
+                        ret = NULL;
         }
-        fprintf(stderr, "%s\n", line);
+        return ret ? ret : strdup(line);
 }
 
 static int str_cmp(const void *a, const void *b)

@@ -303,7 +303,9 @@ static int mount_run(int argc, char **argv)
                 return command_fail(&command_mount, 1, "waitpid: %s", strerror(errno));
         if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
                 /* It failed after its output went to the log (the mount itself): say why here. */
-                fs_daemon_log_error_show(c->workspace.state, 0);
+                _cleanup_free_ char *why = fs_daemon_log_error(c->workspace.state, 0);
+                if (why)
+                        fprintf(stderr, "%s\n", why);
                 return WEXITSTATUS(status);
         }
         return command_fail(&command_mount, 1,

@@ -285,12 +285,14 @@ static int mount_finish(const struct sandbox_session_options *o, struct mount_st
                  * stderr, or in its log; or another daemon serves (exit 3). */
                 if (is_fuse_mounted(c->workspace.mountpoint))
                         return 0;
-                fs_daemon_log_error_show(c->workspace.state, m->log_at);
-                return sandbox_errorf(
-                        ret_error, -EIO,
-                        "mounting the workspace failed (the daemon ended before serving; its "
-                        "log: %s/fs/daemon.log)",
-                        c->workspace.state);
+                _cleanup_free_ char *why = fs_daemon_log_error(c->workspace.state, m->log_at);
+                /* One line: libfuse's reason and the daemon's, then ours. */
+                for (char *nl = why ? strchr(why, '\n') : NULL; nl; nl = strchr(nl, '\n'))
+                        *nl = ';';
+                return sandbox_errorf(ret_error, -EIO,
+                                      "mounting the workspace failed%s%s (the daemon ended before "
+                                      "serving; its log: %s/fs/daemon.log)",
+                                      why ? ": " : "", why ? why : "", c->workspace.state);
         }
         if (!is_fuse_mounted(c->workspace.mountpoint))
                 return sandbox_errorf(ret_error, -EIO,
