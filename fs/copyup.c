@@ -549,6 +549,7 @@ int copyup(struct fs_workspace *ws, struct node *n, enum copyup_how how)
         uint64_t charged = 0;
         int r;
 
+        assert_wrlocked(&ws->ns_lock);
         if (n->kind != NODE_COW)
                 return -EROFS;
         if (n->upper) {

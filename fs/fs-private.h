@@ -27,6 +27,50 @@
 #include <sys/stat.h>
 
 #include "fs.h"
+
+/*
+ * The "caller holds" notes, checked (overlayfs checks its own with
+ * lockdep; these are the cheap part of it). assert_held: this thread holds
+ * the mutex (glibc records its owner). assert_rwlocked: someone holds the
+ * rwlock, for reading or writing (a write lock cannot be taken).
+ * assert_wrlocked: someone holds it for writing (not even a read lock can
+ * be taken; a caller that holds it only for reading gets one, and fails).
+ * They cannot see which thread holds an rwlock; they catch a note that
+ * nobody keeps. On in every build unless NDEBUG.
+ */
+#ifndef NDEBUG
+#include <assert.h>
+#include <unistd.h>
+static inline bool lock_mutex_held(pthread_mutex_t *m)
+{
+#ifdef __GLIBC__
+        return m->__data.__owner == gettid();
+#else
+        return pthread_mutex_trylock(m) != 0 || (pthread_mutex_unlock(m), false);
+#endif
+}
+static inline bool lock_rw_held(pthread_rwlock_t *l)
+{
+        if (pthread_rwlock_trywrlock(l) != 0)
+                return true;
+        pthread_rwlock_unlock(l);
+        return false;
+}
+static inline bool lock_rw_wrheld(pthread_rwlock_t *l)
+{
+        if (pthread_rwlock_tryrdlock(l) != 0)
+                return true;
+        pthread_rwlock_unlock(l);
+        return false;
+}
+#define assert_held(m)     assert(lock_mutex_held(m))
+#define assert_rwlocked(l) assert(lock_rw_held(l))
+#define assert_wrlocked(l) assert(lock_rw_wrheld(l))
+#else
+#define assert_held(m)     ((void)0)
+#define assert_rwlocked(l) ((void)0)
+#define assert_wrlocked(l) ((void)0)
+#endif
 #include "journal.h"
 #include "lower.h"
 

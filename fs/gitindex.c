@@ -104,6 +104,7 @@ static void git_changed(struct fs_workspace *ws)
         struct node *git;
         struct stat st;
 
+        assert_wrlocked(&ws->ns_lock);
         if (fstat(ws->index.git_fd, &st) < 0)
                 return;
         git = node_find_ref(ws, upper_ino(&st));

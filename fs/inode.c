@@ -181,6 +181,8 @@ int node_set_parent(struct fs_workspace *ws, struct node *n, struct node *parent
 {
         char *s = strdup(name);
         struct node *old;
+
+        assert_wrlocked(&ws->ns_lock);
         if (!s)
                 return -ENOMEM;
         pthread_mutex_lock(&ws->itable_lock);
@@ -203,6 +205,7 @@ int node_set_parent(struct fs_workspace *ws, struct node *n, struct node *parent
 
 void node_mark_unlinked(struct fs_workspace *ws, struct node *n)
 {
+        assert_wrlocked(&ws->ns_lock);
         /* itable_lock too: the shed reads it holding only that (holds_fd). */
         pthread_mutex_lock(&ws->itable_lock);
         n->unlinked = true;

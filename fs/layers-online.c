@@ -141,6 +141,7 @@ static int prepare_node(struct fs_workspace *ws, struct plan *p, struct rebase *
         struct lent below = {0};
         int *held, r;
 
+        assert_wrlocked(&ws->ns_lock);
         if (!path)
                 return -ENOMEM;
         if (!n->upper) {

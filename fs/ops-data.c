@@ -667,6 +667,7 @@ static int setattr_meta(struct fs_workspace *ws, fuse_req_t req, struct node *n,
 {
         int fd, r;
 
+        assert_wrlocked(&ws->ns_lock);
         /*
          * Through the node's own fd, never by opening the file: a socket can't be
          * opened, a FIFO would block, and the name may be gone (unlinked while

@@ -107,7 +107,10 @@ static int prepare_new(struct fs_workspace *ws, struct node *p, const char *name
 {
         struct node *old = NULL;
         json_t *rec = NULL;
-        int r = check_parent(p);
+        int r;
+
+        assert_rwlocked(&ws->ns_lock);
+        r = check_parent(p);
         if (r < 0)
                 return r;
         r = check_name(name, en);
@@ -211,6 +214,7 @@ static int make_entry(struct fs_workspace *ws, fuse_req_t req, struct node *p, c
         uint64_t reserved = 0;
         int r;
 
+        assert_rwlocked(&ws->ns_lock);
         *xbits = 0;
         if (dev) {
                 (void)unlinkat(p->ufd, at, 0); /* left by a crash */
@@ -428,8 +432,11 @@ static void reclaim_if_closed(struct fs_workspace *ws, struct node *n)
 static int remove_entry(struct fs_workspace *ws, struct node *p, const char *name, const char *en,
                         struct node *c)
 {
-        int has = cow_lower_has(ws, p, name);
         bool last = true, alias = false;
+        int has;
+
+        assert_rwlocked(&ws->ns_lock);
+        has = cow_lower_has(ws, p, name);
         if (has < 0)
                 return has;
         if (has) {

@@ -451,6 +451,7 @@ int quota_dir_begin(struct fs_workspace *ws, struct node *d, uint64_t reserve)
 {
         int r;
 
+        assert_wrlocked(&ws->ns_lock);
         if (!d || d->kind != NODE_COW)
                 return 0;
         r = quota_charge_bytes(ws, reserve);

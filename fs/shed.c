@@ -345,6 +345,7 @@ void shed_wake(struct fs_workspace *ws)
 /* itable_lock held. */
 static bool shed_short_locked(struct fs_workspace *ws)
 {
+        assert_held(&ws->itable_lock);
         /* At most a descriptor per node made since the last count: nodes
          * of git's own tree hold none, so the table's size would say
          * "short" for any large checkout. */
@@ -473,6 +474,7 @@ void shed_stale_drop(struct fs_workspace *ws, struct shed_stale *s)
 
 void shed_kick(struct fs_workspace *ws)
 {
+        assert_held(&ws->itable_lock);
         if (!ws->shed.started || pthread_mutex_trylock(&ws->shed.lock) != 0)
                 return; /* a round runs or is being set up: it sees the table as it is */
         ws->shed.asked = true;

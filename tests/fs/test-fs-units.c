@@ -221,6 +221,54 @@ START_TEST(git_lower_reads_lazily_what_the_tree_holds)
 }
 END_TEST
 
+#ifndef NDEBUG
+struct lock_probe {
+        pthread_mutex_t *m;
+        bool held;
+};
+
+static void *probe_mutex(void *arg)
+{
+        struct lock_probe *p = arg;
+        p->held = lock_mutex_held(p->m);
+        return NULL;
+}
+
+/* The checks behind the "caller holds" notes (fs-private.h) say what is held. */
+START_TEST(lock_checks_see_what_is_held)
+{
+        pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+        pthread_rwlock_t l = PTHREAD_RWLOCK_INITIALIZER;
+        struct lock_probe p = {.m = &m, .held = true};
+        pthread_t t;
+
+        ck_assert(!lock_mutex_held(&m));
+        pthread_mutex_lock(&m);
+        ck_assert(lock_mutex_held(&m));
+        /* Held, but by another thread: not this one's. */
+        ck_assert_int_eq(pthread_create(&t, NULL, probe_mutex, &p), 0);
+        pthread_join(t, NULL);
+        ck_assert(!p.held);
+        pthread_mutex_unlock(&m);
+        ck_assert(!lock_mutex_held(&m));
+
+        ck_assert(!lock_rw_held(&l));
+        ck_assert(!lock_rw_wrheld(&l));
+        pthread_rwlock_rdlock(&l);
+        ck_assert(lock_rw_held(&l));
+        ck_assert(!lock_rw_wrheld(&l)); /* a reader only: "exclusively" fails */
+        pthread_rwlock_unlock(&l);
+        pthread_rwlock_wrlock(&l);
+        ck_assert(lock_rw_held(&l));
+        ck_assert(lock_rw_wrheld(&l));
+        pthread_rwlock_unlock(&l);
+        /* The checks took nothing: the lock is free again. */
+        ck_assert_int_eq(pthread_rwlock_trywrlock(&l), 0);
+        pthread_rwlock_unlock(&l);
+}
+END_TEST
+#endif
+
 /*
  * libgit2's errors become the errno that says what happened: a revision
  * or source that is not there ENOENT, one that is not a commit EINVAL, and
@@ -713,6 +761,9 @@ int main(void)
         tcase_add_test(tc, lower_inode_numbers_are_stable_and_tagged);
         tcase_add_test(tc, git_lower_reads_lazily_what_the_tree_holds);
         tcase_add_test(tc, git_errors_say_what_happened);
+#ifndef NDEBUG
+        tcase_add_test(tc, lock_checks_see_what_is_held);
+#endif
         tcase_add_test(tc, tree_cache_finds_every_entry_of_a_huge_folder_and_keeps_git_order);
         tcase_add_test(tc, tree_cache_stays_within_a_tiny_budget_and_answers_the_same);
         tcase_add_test(tc, tree_cache_over_budget_alone_is_dropped_when_put);
