@@ -170,6 +170,9 @@ struct node {
          * records the new name (ops_link), as a rename does. */
         bool name_stale;
 
+        /* The node's data and its open handles' (ops.h, struct handle):
+         * the upper fds once made, metacopy's end, a handle's switch to the
+         * upper file. Taken inside ns_lock, never around it. */
         pthread_mutex_t lock;
 
         /* NODE_SYNTH: children, fixed after setup; NODE_CTL: which file */

@@ -6,7 +6,17 @@
 
 #include "fs-private.h"
 
-/* An open file or directory: fi->fh. */
+/*
+ * An open file or directory: fi->fh. fd, stale_fd, lower_fd, is_upper,
+ * lazy_lower, buf and len change while reads run (the first read opens the
+ * lower data; a write elsewhere moves a reader to the upper file; a
+ * checkpoint moves fd): they are written holding node->lock, and a read
+ * takes its copy of them holding it (do_read). A descriptor or buffer
+ * replaced stays open until the handle is freed, so a read that copied it
+ * may still use it unlocked. refs is atomic; the list links and tracked
+ * are ws->handles_lock's; write_error is written by the checkpoint while it
+ * holds write_gate exclusively, read by writes holding it shared.
+ */
 struct handle {
         struct node *node;
         int fd;           /* files: the host fd (upper, lower data or mirror) */
