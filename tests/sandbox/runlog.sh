@@ -153,6 +153,24 @@ is no_run_over_a_record_whose_last_line_was_deleted "$?" 125
 contains no_run_over_deleted_lines_says_why "$(cat "$T/err")" "deleted at the end"
 cp "$T/runs.good" "$STATE/runs.jsonl"
 
+# --- recorded by the binary itself ----------------------------------------------
+# The record's code is linked into `cloister`: a run of a mounted workspace
+# loads no cloister-commands.so (and its 31 libraries) to write it.
+if [ "$fs_mode" = fuse ] && command -v strace >/dev/null; then
+        ws_new "$T/c"
+        ws_mount >/dev/null
+        strace -f -qq -e trace=openat -o "$T/strace" "$CLOISTER" run "$CFG" -- true >/dev/null 2>&1
+        is traced_run_ran "$?" 0
+        grep -q '"run_start"' "$STATE/runs.jsonl" && ok traced_run_is_recorded ||
+                not_ok traced_run_is_recorded "no run_start line"
+        grep -q 'cloister-commands\.so' "$T/strace" &&
+                not_ok run_records_without_loading_the_commands_module "$(grep -m1 'cloister-commands\.so' "$T/strace")" ||
+                ok run_records_without_loading_the_commands_module
+        "$CLOISTER" unmount "$CFG" >/dev/null 2>&1
+else
+        skip_test run_records_without_loading_the_commands_module "needs the FUSE mount and strace"
+fi
+
 # --- bounded ----------------------------------------------------------------
 # A valid chain of filler lines to just below [limits] runlog = 1M, less
 # half the reserve: the next run finds no room, writes one audit_full line
