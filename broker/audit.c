@@ -73,13 +73,16 @@ struct scan {
         void *userdata;
 };
 
-/* Check one line (without its newline) against the chain so far. */
-static int scan_line(struct scan *s, char *line, size_t len, unsigned n, char **reason)
+/*
+ * One line (without its newline, at most BROKER_AUDIT_LINE_MAX bytes): its
+ * hash checked against its bytes and its body parsed, with "seq" and
+ * "prev". *ret is the entry; the chain is the caller's to check.
+ */
+static int line_parse(char *line, size_t len, unsigned n, json_t **ret, char **reason)
 {
         char want[HEX_LEN + 1], *body;
         size_t suffix = strlen(HASH_KEY) + HEX_LEN + 2, body_len;
-        json_t *o, *seq, *prev;
-        int r = 0;
+        json_t *o;
 
         if (len < suffix + 2 || memcmp(line + len - suffix, HASH_KEY, strlen(HASH_KEY)) != 0 ||
             memcmp(line + len - 2, "\"}", 2) != 0)
@@ -98,12 +101,26 @@ static int scan_line(struct scan *s, char *line, size_t len, unsigned n, char **
                 return reason_set(reason, "line %u: edited (its hash does not match its content)",
                                   n);
         }
-        seq = json_object_get(o, "seq");
-        prev = json_object_get(o, "prev");
-        if (!json_is_object(o) || !json_is_integer(seq) || !json_is_string(prev)) {
+        if (!json_is_object(o) || !json_is_integer(json_object_get(o, "seq")) ||
+            !json_is_string(json_object_get(o, "prev"))) {
                 json_decref(o);
                 return reason_set(reason, "line %u: not an audit entry (edited)", n);
         }
+        *ret = o;
+        return 0;
+}
+
+/* Check one line (without its newline) against the chain so far. */
+static int scan_line(struct scan *s, char *line, size_t len, unsigned n, char **reason)
+{
+        json_t *o = NULL, *seq, *prev;
+        int r;
+
+        r = line_parse(line, len, n, &o, reason);
+        if (r < 0)
+                return r;
+        seq = json_object_get(o, "seq");
+        prev = json_object_get(o, "prev");
         if ((uint64_t)json_integer_value(seq) > s->seq + 1)
                 r = reason_set(reason,
                                "line %u: seq %lld where %llu was expected: %lld line(s) deleted "
@@ -351,6 +368,130 @@ int broker_audit_open_file(int dirfd, const char *dir, const char *file, const c
                         return r;
                 }
         }
+        *ret = a;
+        return 0;
+}
+
+/* Each line of a log whole-checked by broker_audit_open_tail(): its audit_full line. */
+static int full_replay(void *userdata, json_t *entry)
+{
+        if (streq_ptr(json_string_value(json_object_get(entry, "event")), "audit_full"))
+                *(bool *)userdata = true;
+        return 0;
+}
+
+/*
+ * The chain's end from the log's last line and its head alone: 1 if they
+ * agree (the line complete, its own hash right, and the head naming it or
+ * the line it chains to: a head one append behind, as a writer that died
+ * between its line and its head leaves it), 0 if anything else (the caller
+ * checks the whole log then, which accepts a head further behind and names
+ * what was tampered with), or a negative errno. Reads the head and the last
+ * line (4 KiB, or a few times that for a long line; BROKER_AUDIT_LINE_MAX
+ * at most), however long the log is.
+ */
+static int tail_read(int fd, int head_fd, off_t size, uint64_t *ret_seq, char ret_prev[HEX_LEN + 1],
+                     bool *ret_full)
+{
+        _cleanup_free_ char *buf = NULL;
+        char head[HEAD_SIZE + 1], head_hash[HEX_LEN + 1];
+        unsigned long long head_seq;
+        size_t cap, want, start, len;
+        const char *hash;
+        json_t *o = NULL;
+        uint64_t seq;
+        ssize_t n;
+        char *nl;
+        int ok;
+
+        n = pread(head_fd, head, HEAD_SIZE, 0);
+        if (n < 0)
+                return negative_errno();
+        head[n] = '\0';
+        if (sscanf(head, "%llu %64s", &head_seq, head_hash) != 2 || strlen(head_hash) != HEX_LEN)
+                return 0;
+        /* Most lines are short: 4 KiB first, more only for a longer one. */
+        cap = (size_t)MIN((uint64_t)size, (uint64_t)BROKER_AUDIT_LINE_MAX + 2);
+        for (want = MIN(cap, (size_t)4096);; want = MIN(cap, want * 4)) {
+                char *nb = realloc(buf, want);
+                if (!nb)
+                        return -ENOMEM;
+                buf = nb;
+                n = pread(fd, buf, want, size - (off_t)want);
+                if (n < 0)
+                        return negative_errno();
+                if ((size_t)n != want || buf[want - 1] != '\n')
+                        return 0; /* changed under us, or an incomplete last line */
+                nl = memrchr(buf, '\n', want - 1);
+                if (nl || want == cap)
+                        break;
+        }
+        if (!nl && want < (size_t)size)
+                return 0; /* a last line longer than any the log writes */
+        start = nl ? (size_t)(nl - buf) + 1 : 0;
+        len = want - 1 - start;
+        if (len > BROKER_AUDIT_LINE_MAX || memchr(buf + start, '\0', len) ||
+            line_parse(buf + start, len, 0, &o, NULL) < 0)
+                return 0;
+        seq = (uint64_t)json_integer_value(json_object_get(o, "seq"));
+        hash = buf + start + len - HEX_LEN - 2;
+        ok = (seq == head_seq && memcmp(hash, head_hash, HEX_LEN) == 0) ||
+             (seq == head_seq + 1 &&
+              streq(json_string_value(json_object_get(o, "prev")), head_hash));
+        if (ok) {
+                *ret_seq = seq;
+                memcpy(ret_prev, hash, HEX_LEN);
+                ret_prev[HEX_LEN] = '\0';
+                *ret_full = streq_ptr(json_string_value(json_object_get(o, "event")), "audit_full");
+        }
+        json_decref(o);
+        return ok;
+}
+
+int broker_audit_open_tail(int dirfd, const char *dir, const char *file, const char *head_file,
+                           broker_audit **ret, char **ret_error)
+{
+        _cleanup_close_ int fd = -1, head_fd = -1;
+        char prev[HEX_LEN + 1];
+        bool full = false;
+        uint64_t seq = 0;
+        broker_audit *a;
+        off_t size = -1;
+        int r = 0;
+
+        fd = openat(dirfd, file, O_RDWR | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+        if (fd >= 0)
+                head_fd = openat(dirfd, head_file, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+        if (head_fd >= 0)
+                size = lseek(fd, 0, SEEK_END);
+        if (size > 0)
+                r = tail_read(fd, head_fd, size, &seq, prev, &full);
+        if (r < 0) {
+                if (asprintf(ret_error, "%s/%s: cannot read: %s", dir, file, strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
+        if (r == 0) {
+                /* A new log, a head further behind, or tampering: the whole
+                 * check, which refuses a tampered log and says why. */
+                r = broker_audit_open_file(dirfd, dir, file, head_file, full_replay, &full, &a,
+                                           ret_error);
+                if (r < 0)
+                        return r;
+                a->full = full;
+                *ret = a;
+                return 0;
+        }
+        a = calloc(1, sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        a->size = size;
+        a->fd = TAKE_FD(fd);
+        a->head_fd = TAKE_FD(head_fd);
+        snprintf(a->stream, sizeof(a->stream), "%.*s", (int)strcspn(file, "."), file);
+        a->seq = seq;
+        memcpy(a->prev, prev, sizeof(a->prev));
+        a->full = full;
         *ret = a;
         return 0;
 }

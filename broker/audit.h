@@ -61,6 +61,20 @@ int broker_audit_open_file(int dirfd, const char *dir, const char *file, const c
                            broker_audit_replay_fn replay, void *userdata, broker_audit **ret,
                            char **ret_error);
 /*
+ * The same, for a log that many short-lived processes append to (the run
+ * record): it reads only the log's last line and its head, however long
+ * the log is, and opens if they agree: the last line complete with its
+ * hash right, and the head naming it (or the line before it, a writer that
+ * died between the two). Anything else (a log cut, its last line edited,
+ * the head behind or ahead) gets broker_audit_open_file()'s whole check,
+ * which refuses a tampered log naming the line. A line edited further back
+ * is not seen here: broker_audit_verify() finds it, before and after later
+ * appends, since they chain to the lines before them. A log whose last
+ * line is audit_full is full: appends fail with -EDQUOT.
+ */
+int broker_audit_open_tail(int dirfd, const char *dir, const char *file, const char *head,
+                           broker_audit **ret, char **ret_error);
+/*
  * Append entry (an object; "seq", "time", "prev" are added to it). Returns
  * a negative errno if the line could not be written completely; the log is
  * then left as it was, and the caller must refuse what it was about to do.

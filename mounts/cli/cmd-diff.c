@@ -48,82 +48,12 @@ static void home_print(FILE *out, const struct review_home_change *c, size_t n)
 }
 
 /*
- * The other side: a checkpoint mounted apart, for --since (a temporary state
- * and config in TMPDIR), or workspace A of `diff A B`. Its review is opened
- * by mounts/ops, as the main one is.
- */
-struct since_view {
-        char *dir, *config;
-        struct config *c;
-        struct ops_review x;
-};
-
-static void since_close(struct since_view *sv)
-{
-        if (ops_review_close(&sv->x) < 0)
-                fprintf(stderr, "cloister diff: unmounting the checkpoint's view failed\n");
-        config_free(sv->c);
-        if (sv->dir) {
-                _cleanup_free_ char *parent = strdup(sv->dir);
-                char *slash = parent ? strrchr(parent, '/') : NULL;
-                _cleanup_close_ int pfd = -1;
-                if (slash) {
-                        *slash = 0;
-                        pfd = open(*parent ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-                        if (pfd >= 0)
-                                (void)state_rm_rf_at(pfd, slash + 1, 0);
-                }
-        }
-        free(sv->dir);
-        free(sv->config);
-        *sv = (struct since_view){0};
-}
-
-static int since_open(const struct config *c, const char *cp, struct since_view *sv,
-                      char **ret_error)
-{
-        const char *tmp = secure_getenv("TMPDIR");
-        _cleanup_free_ char *state = NULL, *base = NULL, *name = NULL, *comment = NULL;
-        int k;
-
-        if (asprintf(&sv->dir, "%s/cloister-since.XXXXXX", tmp && *tmp ? tmp : "/var/tmp") < 0)
-                return -ENOMEM;
-        if (!mkdtemp(sv->dir)) {
-                k = -errno;
-                free(sv->dir);
-                sv->dir = NULL;
-                return k;
-        }
-        if (asprintf(&state, "%s/state", sv->dir) < 0 ||
-            asprintf(&sv->config, "%s/since.ini", sv->dir) < 0 ||
-            asprintf(&name, "%.58s.since", c->workspace.name) < 0 ||
-            asprintf(&comment, "checkpoint %s of %s, for cloister diff --since", cp,
-                     c->workspace.name) < 0)
-                return -ENOMEM;
-        k = fs_checkpoint_view_state(c->workspace.state, cp, state, &base, ret_error);
-        if (k < 0)
-                return k;
-        k = config_fork_write(
-                c,
-                &(struct config_fork_edits){
-                        .name = name, .state = state, .rev = base, .comment = comment},
-                sv->config, ret_error);
-        if (k == 0)
-                k = config_load(sv->config, &sv->c, ret_error);
-        if (k == 0)
-                k = ops_review_open(sv->c, sv->config,
-                                    &(struct ops_review_options){.in_memory = true}, &sv->x,
-                                    ret_error);
-        return k;
-}
-
-/*
  * --since's side for `cloister diff A B`: workspace A, mounted for the
  * command if it is not. Refused unless A shows the same source and base
  * commit as B, since the trees are built over that base.
  */
 static int other_open(const char *path, const struct config *b, const review *rb,
-                      struct since_view *sv, char **ret_error)
+                      struct ops_since *sv, char **ret_error)
 {
         _cleanup_free_ char *src_a = NULL, *src_b = NULL;
         char ha[GIT_OID_HEXSZ + 1], hb[GIT_OID_HEXSZ + 1];
@@ -165,7 +95,7 @@ static int diff_run(int argc, char **argv)
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
-        struct since_view since = {0};
+        struct ops_since since = {0};
         const char *since_cp = NULL, *other = NULL;
         _cleanup_config_ struct config *c = NULL;
         _cleanup_free_ char *err = NULL;
@@ -260,7 +190,7 @@ static int diff_run(int argc, char **argv)
         } else if (since_cp) {
                 /* The checkpoint's tree first, from its own mount; the diff starts there. */
                 struct review_options so;
-                k = since_open(c, since_cp, &since, &err);
+                k = ops_since_open(c, since_cp, &since, &err);
                 if (k < 0) {
                         command_fail(&command_diff, 1, "checkpoint %s: %s", since_cp,
                                      err ? err : strerror(-k));
@@ -330,7 +260,8 @@ static int diff_run(int argc, char **argv)
         ret = left_out ? EXIT_LEFT_OUT : 0;
 out:
         review_home_changes_free(home, n_home);
-        since_close(&since);
+        if (ops_since_close(&since) < 0)
+                fprintf(stderr, "cloister diff: unmounting the checkpoint's view failed\n");
         if (ops_review_close(&x) < 0) {
                 command_fail(&command_diff, 1, "unmounting the workspace failed");
                 ret = 1;

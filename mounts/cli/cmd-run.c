@@ -13,7 +13,6 @@
  * each line wrapped as JSON, so that it can't pass for the daemons' log
  * copies on the same stream.
  */
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
@@ -27,7 +26,7 @@
 #include "command.h"
 #include "config.h"
 #include "run-common.h"
-#include "run-record.h"
+#include "operations.h"
 #include "run-output.h"
 #include "sandbox.h"
 #include "lib/util.h"
@@ -69,26 +68,6 @@ static int64_t wall_ms(void)
 
         clock_gettime(CLOCK_REALTIME, &t);
         return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
-/* The run record's calls, from the commands module (run-record.h); 0 or -ENOENT. */
-static int run_record_load(run_record_begin_fn *begin, run_record_end_fn *end, char **ret_error)
-{
-        char path[PATH_MAX];
-        void *h;
-
-        (void)sandbox_commands_module(path);
-        h = dlopen(path, RTLD_LAZY | RTLD_LOCAL);
-        if (h) {
-                *(void **)begin = dlsym(h, RUN_RECORD_BEGIN);
-                *(void **)end = dlsym(h, RUN_RECORD_END);
-        }
-        if (h && *begin && *end)
-                return 0;
-        if (asprintf(ret_error, "cannot load the run record's code from %s: %s", path,
-                     h ? "not cloister's commands module" : dlerror()) < 0)
-                *ret_error = NULL;
-        return -ENOENT;
 }
 
 /* The --json summary, one line on stderr; returns status. */
@@ -227,12 +206,9 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
                 if (r < 0 && asprintf(&error, "%s: %s", c->file, why ? why : strerror(-r)) < 0)
                         error = NULL;
         }
-        /* Recorded before it runs: a command the record cannot hold does not run. */
+        /* Recorded before it runs: a command the record cannot hold does
+         * not run. The record's code is linked in (mounts/ops: libcloister_runlog). */
         char run_id[OPS_RUNLOG_ID_LEN + 1] = "";
-        run_record_begin_fn record_begin = NULL;
-        run_record_end_fn record_end = NULL;
-        if (r >= 0)
-                r = run_record_load(&record_begin, &record_end, &error);
         if (r >= 0) {
                 struct ops_runlog_start rs = {
                         .source = interactive ? "shell" : "run",
@@ -241,7 +217,7 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
                         .env = c->run.env,
                         .start_ms = wall_ms(),
                 };
-                r = record_begin(c, &rs, run_id, &error);
+                r = ops_runlog_begin(c, &rs, run_id, &error);
         }
         if (r >= 0)
                 r = sandbox_session_run(&so, &res, &error);
@@ -260,7 +236,7 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
                         .runner_pid = getpid(),
                         .error = r < 0 ? (error ? error : strerror(-r)) : NULL,
                 };
-                if (record_end(c, run_id, &rf, &why) < 0)
+                if (ops_runlog_end(c, run_id, &rf, &why) < 0)
                         fprintf(stderr, "cloister %s: warning: %s\n", cmd->name,
                                 why ? why : "cannot write the run record");
         }

@@ -8,7 +8,8 @@
  * OpenSSL and libevent, 31 shared libraries with their dependencies, all
  * linked BIND_NOW by Debian; loading and relocating them was 12-15 ms of
  * every process start on the benchmark machine, more than all of `bwrap`.
- * `cloister run` needs libc, inih, jansson and libseccomp only, and it is
+ * `cloister run` needs libc, inih, jansson, libseccomp and libsodium (the
+ * run record's chain, linked in: mounts/ops/meson.build) only, and it is
  * what users start most. The mount, broker and proxy it starts are
  * `/proc/self/exe VERB`, so they load the module as any command does.
  *

@@ -208,6 +208,47 @@ static void verdict(struct page *p, bool good, const char *what, const char *det
         put(p, "</li>\n");
 }
 
+/*
+ * A size as a person reads it, in binary units: "16 MiB" when exact, else
+ * "1.5 GiB" (one decimal), "512 B" below a KiB. --json keeps the bytes.
+ */
+const char *report_html_size(uint64_t bytes, char buf[REPORT_SIZE_LEN])
+{
+        static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+        size_t u = 0;
+
+        while (u + 1 < ELEMENTSOF(unit) && bytes >= (1ull << (10 * (u + 1))))
+                u++;
+        if (u == 0 || bytes % (1ull << (10 * u)) == 0)
+                snprintf(buf, REPORT_SIZE_LEN, "%" PRIu64 " %s", bytes >> (10 * u), unit[u]);
+        else
+                snprintf(buf, REPORT_SIZE_LEN, "%.1f %s",
+                         (double)bytes / (double)(1ull << (10 * u)), unit[u]);
+        return buf;
+}
+
+/* One of status's limits or counts: sizes in units, the timeout in seconds, counts as they are. */
+static void limit_value(struct page *p, const char *key, json_t *v)
+{
+        static const char *const sizes[] = {"bytes",  "memory", "journal",    "audit",     "netlog",
+                                            "runlog", "tmp",    "bytes_used", "tree_cache"};
+        char buf[REPORT_SIZE_LEN];
+
+        if (!json_is_integer(v) || json_integer_value(v) < 0) {
+                text_json(p, v);
+                return;
+        }
+        for (size_t i = 0; i < ELEMENTSOF(sizes); i++)
+                if (streq(key, sizes[i])) {
+                        put(p, report_html_size((uint64_t)json_integer_value(v), buf));
+                        return;
+                }
+        if (streq(key, "timeout"))
+                putf(p, "%" PRId64 " s", (int64_t)json_integer_value(v));
+        else
+                text_json(p, v);
+}
+
 static void chain_verdict(struct page *p, json_t *v, const char *name)
 {
         char what[128];
@@ -247,7 +288,7 @@ static void summary(struct page *p, json_t *r)
                 text(p, str(json_object_get(r, "since"), "checkpoint"));
                 put(p, " (");
                 when(p, json_number_value(json_object_get(json_object_get(r, "since"), "time")));
-                put(p, "; the changes are against the base)");
+                put(p, "; the commands, changes, writes and log lines are those since)");
         }
         put(p, "</td></tr><tr><th>Network</th><td>");
         text_json(p, json_object_get(st, "network"));
@@ -256,7 +297,7 @@ static void summary(struct page *p, json_t *r)
                 put(p, "<tr><th>Limit ");
                 text(p, k);
                 put(p, "</th><td>");
-                text_json(p, x);
+                limit_value(p, k, x);
                 put(p, "</td></tr>");
         }
         /* What is used of bytes and files (known while mounted: the daemon counts). */
@@ -267,7 +308,7 @@ static void summary(struct page *p, json_t *r)
                 put(p, "<tr><th>");
                 text(p, used[u]);
                 put(p, "</th><td>");
-                text_json(p, json_object_get(st, used[u]));
+                limit_value(p, used[u], json_object_get(st, used[u]));
                 put(p, "</td></tr>");
         }
         put(p,

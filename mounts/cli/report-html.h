@@ -7,6 +7,7 @@
 
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 /* The page's size bound: past it sections are cut, with a note that says so. */
@@ -24,6 +25,10 @@
  * written (0: no bound), then "… (N bytes more)". Returns the bytes written.
  */
 size_t report_html_escape(FILE *out, const char *s, size_t n, size_t max_chars);
+
+/* bytes as "16 MiB" (exact) or "1.5 GiB" (one decimal), in buf; returns buf. */
+#define REPORT_SIZE_LEN 32
+const char *report_html_size(uint64_t bytes, char buf[REPORT_SIZE_LEN]);
 
 /* Render report (ops_report()) to out, at most max_bytes (0: the default). 0 or a negative errno.
  */

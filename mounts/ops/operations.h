@@ -79,6 +79,25 @@ int ops_review_open(const struct config *c, const char *config_path,
 int ops_review_close(struct ops_review *x);
 
 /*
+ * The changes since a checkpoint: its tree mounted apart (a temporary state
+ * and config in TMPDIR), for review_since(). ops_since_open() fills sv even
+ * when it fails; ops_since_close() it either way (a zeroed sv does nothing);
+ * it returns < 0 if the view's unmount failed. `cloister diff A B` fills c
+ * and x with workspace A instead.
+ */
+struct ops_since {
+        char *dir, *config;
+        struct config *c;
+        struct ops_review x;
+};
+int ops_since_open(const struct config *c, const char *checkpoint, struct ops_since *sv,
+                   char **ret_error);
+int ops_since_close(struct ops_since *sv);
+/* ops_diff()'s stat and patch both, from checkpoint's tree instead of the base. */
+int ops_diff_since(const struct config *c, const char *config_path, const char *checkpoint,
+                   json_t **ret_stat, json_t **ret_patch, char **ret_error);
+
+/*
  * `export --commit` (or with commits, `--commits`: the agent's own commits):
  * {"ref", "commit", "commits", "replaced", "ignored", "left_out",
  * "left_out_more"?, "warning"?}. The ref is refs/cloister/NAME, or with a
@@ -277,12 +296,13 @@ int ops_runlog_read(const struct config *c, json_t **ret, char **ret_error);
  * "since": {"checkpoint", "time"} or null, "status" (ops_status), "verdicts":
  * {"audit_chain", "net_chain", "runs_chain": {"file", "present", "verified",
  * "lines", "error"?}, "requests_refused"}, "runs" (ops_runlog_read),
- * "changes": {"stat", "patch"} (ops_diff), "journal": {"present",
+ * "changes": {"stat", "patch"} (ops_diff, or ops_diff_since), "journal": {"present",
  * "complete", "detail", "writes": [{"time", "op", "path", "pid", "comm"}],
  * "entries", "more"}, "net" and "tokens": {"lines", "more", "refused"} (the
  * net.jsonl and audit.jsonl lines), "checkpoints" (ops_checkpoint_list)}.
- * since: a checkpoint; runs, writes and lines before it are left out (the
- * changes stay those against the base).
+ * since: a checkpoint; runs, writes and lines before it are left out, and
+ * the changes are those since it (its tree, not the base, is where the
+ * diff starts: ops_diff_since).
  */
 int ops_report(const struct config *c, const char *config_path, const char *since, json_t **ret,
                char **ret_error);

@@ -7,8 +7,8 @@
  * it; --json prints it.
  *
  * It reads what the other operations and logs already give (ops_status,
- * ops_diff, ops_runlog_read, ops_checkpoint_list, the journal reader,
- * broker_audit_verify); nothing here interprets a log anew.
+ * ops_diff or with --since ops_diff_since, ops_runlog_read, ops_checkpoint_list, the journal
+ * reader, broker_audit_verify); nothing here interprets a log anew.
  *
  * Trust: every string in the result may be the agent's (paths, contents,
  * command lines, hosts): the renderer escapes it. Every list is bounded
@@ -185,9 +185,13 @@ int ops_report(const struct config *c, const char *config_path, const char *sinc
         r = ops_status(c, &status, ret_error);
         if (r < 0)
                 return r;
-        r = ops_diff(c, config_path, true, &stat, ret_error);
-        if (r == 0)
-                r = ops_diff(c, config_path, false, &patch, ret_error);
+        if (since) {
+                r = ops_diff_since(c, config_path, since, &stat, &patch, ret_error);
+        } else {
+                r = ops_diff(c, config_path, true, &stat, ret_error);
+                if (r == 0)
+                        r = ops_diff(c, config_path, false, &patch, ret_error);
+        }
         if (r < 0)
                 return r;
         r = ops_runlog_read(c, &runs, ret_error);

@@ -18,7 +18,12 @@
  * stored as JSON text (invalid UTF-8 replaced, NUL as a space) and cut at
  * RUNLOG_ARGV_MAX bytes. Several processes append (runs of one workspace
  * in parallel, cloister mcp): each append holds runlog.lock, opens the log
- * (which verifies it), writes one line and closes it.
+ * at its end (checking its last line against runs.head), writes one line
+ * and closes it.
+ *
+ * The write side (begin, end) is linked into the `cloister` binary itself
+ * (mounts/ops/meson.build: libcloister_runlog), so that `cloister run`
+ * records its command without loading cloister-commands.so.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,21 +52,18 @@ int64_t ops_runlog_now_ms(void)
         return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
 }
 
-/* Each line of the log on open: is it full already (an audit_full line)? */
-static int full_replay(void *userdata, json_t *entry)
-{
-        if (streq_ptr(json_string_value(json_object_get(entry, "event")), "audit_full"))
-                *(bool *)userdata = true;
-        return 0;
-}
-
-/* Hold runlog.lock, open the chain (verifying it) and append entry. */
+/*
+ * Hold runlog.lock, open the chain at its end and append entry. Only the
+ * end is read (broker_audit_open_tail: the last line and runs.head), so a
+ * run's cost does not grow with the record; a record cut or edited at its
+ * end is refused, and an edit further back stays for `audit verify` and
+ * `log --runs` to find, since every later line chains past it.
+ */
 static int runlog_append(const struct config *c, json_t *entry, char **ret_error)
 {
         _cleanup_close_ int dfd = -1, lock = -1;
         _cleanup_free_ char *error = NULL;
         broker_audit *a = NULL;
-        bool full = false;
         int r;
 
         r = mkdir_p(c->workspace.state, 0755, 0700);
@@ -77,8 +79,8 @@ static int runlog_append(const struct config *c, json_t *entry, char **ret_error
                 r = negative_errno();
                 goto fail;
         }
-        r = broker_audit_open_file(dfd, c->workspace.state, OPS_RUNLOG_FILE, OPS_RUNLOG_HEAD,
-                                   full_replay, &full, &a, &error);
+        r = broker_audit_open_tail(dfd, c->workspace.state, OPS_RUNLOG_FILE, OPS_RUNLOG_HEAD, &a,
+                                   &error);
         if (r < 0) {
                 if (ret_error) {
                         *ret_error = TAKE_PTR(error);
@@ -89,8 +91,9 @@ static int runlog_append(const struct config *c, json_t *entry, char **ret_error
                 return r;
         }
         broker_audit_set_max(a, c->limits.runlog ? c->limits.runlog : OPS_RUNLOG_MAX_DEFAULT);
-        /* Full since an earlier process wrote its audit_full line: one such line, ever. */
-        r = full ? -EDQUOT : broker_audit_append(a, entry, time(NULL));
+        /* Full since an earlier process wrote its audit_full line (the
+         * record's last): -EDQUOT, one such line, ever. */
+        r = broker_audit_append(a, entry, time(NULL));
         if (r == 0)
                 r = broker_audit_sync_head(a);
         broker_audit_free(a);

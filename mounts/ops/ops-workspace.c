@@ -127,13 +127,13 @@ int ops_status(const struct config *c, json_t **ret, char **ret_error)
         json_object_set_new(o, "mountpoint", json_string(c->workspace.mountpoint));
         json_object_set_new(
                 o, "limits",
-                json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "bytes",
+                json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "bytes",
                           (json_int_t)c->limits.bytes, "files", (json_int_t)c->limits.files,
                           "timeout", (json_int_t)c->limits.timeout, "memory",
                           (json_int_t)c->limits.memory, "processes",
                           (json_int_t)c->limits.processes, "journal", (json_int_t)c->limits.journal,
                           "audit", (json_int_t)c->limits.audit, "netlog",
-                          (json_int_t)c->limits.netlog));
+                          (json_int_t)c->limits.netlog, "runlog", (json_int_t)c->limits.runlog));
         json_object_set_new(o, "broker",
                             c->broker.policy ? daemon_state(c, c->broker.socket, "broker.for-runs")
                                              : json_null());

@@ -5,6 +5,7 @@
  * The whole-page tests are tests/sandbox/report.sh and report-browser.sh.
  */
 #include <check.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,6 +90,49 @@ START_TEST(plain_utf8_passes_unchanged)
 }
 END_TEST
 
+START_TEST(sizes_read_in_binary_units)
+{
+        char b[REPORT_SIZE_LEN];
+
+        ck_assert_str_eq(report_html_size(16ull << 20, b), "16 MiB");
+        ck_assert_str_eq(report_html_size(2ull << 30, b), "2 GiB");
+        ck_assert_str_eq(report_html_size(3ull << 29, b), "1.5 GiB");
+        ck_assert_str_eq(report_html_size(512, b), "512 B");
+        ck_assert_str_eq(report_html_size(0, b), "0 B");
+        ck_assert_str_eq(report_html_size(1024, b), "1 KiB");
+        ck_assert_str_eq(report_html_size(1536, b), "1.5 KiB");
+        ck_assert_str_eq(report_html_size(64ull << 30, b), "64 GiB");
+        ck_assert_str_eq(report_html_size(UINT64_MAX, b), "16.0 EiB");
+}
+END_TEST
+
+/* The page of a report with only its status: the summary's limit rows. */
+START_TEST(limits_show_in_units_on_the_page)
+{
+        json_t *r =
+                json_pack("{s:s, s:{s:{s:I, s:I, s:I, s:I, s:I}, s:I}}", "workspace", "w", "status",
+                          "limits", "runlog", (json_int_t)16 << 20, "memory", (json_int_t)2 << 30,
+                          "journal", (json_int_t)3 << 29, "processes", (json_int_t)256, "timeout",
+                          (json_int_t)1800, "bytes_used", (json_int_t)1234567);
+        char *buf = NULL;
+        size_t len = 0;
+        FILE *f = open_memstream(&buf, &len);
+
+        ck_assert_ptr_nonnull(r);
+        ck_assert_int_eq(report_html_write(f, r, 0), 0);
+        ck_assert_int_eq(fclose(f), 0);
+        ck_assert_ptr_nonnull(strstr(buf, "<tr><th>Limit runlog</th><td>16 MiB</td></tr>"));
+        ck_assert_ptr_nonnull(strstr(buf, "<tr><th>Limit memory</th><td>2 GiB</td></tr>"));
+        ck_assert_ptr_nonnull(strstr(buf, "<tr><th>Limit journal</th><td>1.5 GiB</td></tr>"));
+        ck_assert_ptr_nonnull(strstr(buf, "<tr><th>Limit processes</th><td>256</td></tr>"));
+        ck_assert_ptr_nonnull(strstr(buf, "<tr><th>Limit timeout</th><td>1800 s</td></tr>"));
+        ck_assert_ptr_nonnull(strstr(buf, "<tr><th>bytes_used</th><td>1.2 MiB</td></tr>"));
+        ck_assert_ptr_null(strstr(buf, "16777216"));
+        free(buf);
+        json_decref(r);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("report_html");
@@ -101,6 +145,8 @@ int main(void)
         tcase_add_test(tc, nul_and_invalid_utf8_are_visible_and_the_output_is_valid_utf8);
         tcase_add_test(tc, a_megabyte_line_is_cut_saying_how_much);
         tcase_add_test(tc, plain_utf8_passes_unchanged);
+        tcase_add_test(tc, sizes_read_in_binary_units);
+        tcase_add_test(tc, limits_show_in_units_on_the_page);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

@@ -97,6 +97,52 @@ contains cut_report_says_so "$(cat "$T/small.html")" "was cut at its size bound"
 tail -c 20 "$T/small.html" | grep -q '</html>' && ok cut_report_is_whole_html ||
         not_ok cut_report_is_whole_html "$(tail -c 40 "$T/small.html")"
 
+# Limits in units a person reads in the page; exact numbers in --json.
+contains limit_shown_in_mib "$html" "<tr><th>Limit runlog</th><td>16 MiB</td></tr>"
+contains limit_bytes_shown_in_units "$html" "<tr><th>Limit journal</th><td>256 MiB</td></tr>"
+contains limit_count_stays_a_number "$html" "<tr><th>Limit processes</th><td>"
+grep -q '<tr><th>Limit [a-z]*</th><td>[0-9]\{7,\}</td>' "$T/r.html" &&
+        not_ok no_limit_as_raw_bytes "$(grep -o '<tr><th>Limit [a-z]*</th><td>[0-9]*</td>' "$T/r.html" | head -3)" ||
+        ok no_limit_as_raw_bytes
+python3 - "$T/r.json" <<'EOF' && ok json_limits_are_exact_numbers || not_ok json_limits_are_exact_numbers "$(head -c 300 "$T/r.json")"
+import json, sys
+l = json.load(open(sys.argv[1]))["status"]["limits"]
+assert l["runlog"] == 16 * 1024 * 1024, l
+assert l["journal"] == 256 * 1024 * 1024, l
+EOF
+
+# --since a checkpoint: commands, writes, log lines and the changes are
+# all those since it, in the page and in --json alike.
+"$CLOISTER" checkpoint "$CFG" before-late >/dev/null
+is checkpoint_made "$?" 0
+crun "$CFG" -- sh -c 'echo late > late-file.txt; echo changed >> hostile.txt' >/dev/null
+"$CLOISTER" report "$CFG" --since before-late --json >"$T/since.json"
+is report_since_json_is_written "$?" 0
+"$CLOISTER" diff "$CFG" --since before-late --json --stat >"$T/diff-since.json"
+python3 - "$T/since.json" "$T/diff-since.json" <<'EOF' && ok json_since_is_all_since_the_checkpoint || not_ok json_since_is_all_since_the_checkpoint "$(head -c 300 "$T/since.json")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+want = json.load(open(sys.argv[2]))
+st = d["changes"]["stat"]
+paths = sorted(f["path"] for f in st["files"])
+assert paths == ["hostile.txt", "late-file.txt"], paths
+assert paths == sorted(f["path"] for f in want["files"]), want
+assert st["changed"] == want["changed"] == 2, (st["changed"], want["changed"])
+patch = d["changes"]["patch"]["patch"]
+assert "late-file.txt" in patch and "+changed" in patch, patch[:300]
+assert "many/f1" not in patch and "longline.txt" not in patch, "a change from before the checkpoint"
+assert len(d["runs"]["runs"]) == 1, [r["argv"] for r in d["runs"]["runs"]]
+assert all(w["path"] in ("/workspace/late-file.txt", "/workspace/hostile.txt") for w in d["journal"]["writes"]), d["journal"]["writes"][:3]
+EOF
+"$CLOISTER" report "$CFG" --since before-late -o "$T/since.html" 2>/dev/null
+is report_since_html_is_written "$?" 0
+since_html=$(cat "$T/since.html")
+contains html_since_changes_count "$since_html" "Changes (2 files"
+contains html_since_lists_the_late_file "$since_html" "<code>late-file.txt</code>"
+grep -q '<code>many/f1</code>' "$T/since.html" && not_ok html_since_leaves_out_earlier_changes "many/f1 listed" ||
+        ok html_since_leaves_out_earlier_changes
+contains html_since_commands_count "$since_html" "<h2>Commands (1)</h2>"
+
 "$CLOISTER" report "$CFG" --since nope >/dev/null 2>"$T/err"
 is unknown_checkpoint_is_a_usage_error "$?" 2
 contains unknown_checkpoint_says_why "$(cat "$T/err")" "no such checkpoint"

@@ -7,7 +7,8 @@
 # with its argv, cwd, environment names, exit, pids and output sizes; the
 # record is outside the sandbox, chained like the audit log (an edited line
 # fails `audit verify` and `log --runs`, and a run refuses to start over
-# it), and bounded by [limits] runlog.
+# a record cut or edited at its end, the part it reads), and bounded by
+# [limits] runlog.
 
 . "$CLOISTER_SRC/tests/sandbox/lib.sh"
 
@@ -126,14 +127,53 @@ contains audit_verify_names_the_edited_line "$out" "line 4: edited"
 out=$("$CLOISTER" log --runs "$CFG" 2>&1)
 is log_runs_fails_on_an_edited_run "$?" 1
 contains log_runs_says_why "$out" "edited"
+# A run reads the record's end only (its cost does not grow with the
+# record): it chains past an edit further back, which stays found.
+crun "$CFG" -- true 2>/dev/null
+is a_run_goes_on_past_an_edit_further_back "$?" 0
+out=$("$CLOISTER" audit verify "$CFG" 2>&1)
+contains the_edit_is_still_found_after_the_run "$out" "line 4: edited"
+cp "$T/runs.good" "$STATE/runs.jsonl"
+# An edit at the end is what a run would build on: refused.
+sed -i '$s/"exit_code":[0-9]*/"exit_code":7/' "$STATE/runs.jsonl"
 crun "$CFG" -- touch ran-over-tampered 2>"$T/err"
 is no_run_over_a_tampered_record "$?" 125
 contains no_run_over_a_tampered_record_says_why "$(cat "$T/err")" "tampered"
 cp "$T/runs.good" "$STATE/runs.jsonl"
+truncate -s -5 "$STATE/runs.jsonl"
+crun "$CFG" -- true 2>"$T/err"
+is no_run_over_a_record_cut_in_its_last_line "$?" 125
+contains no_run_over_a_cut_record_says_why "$(cat "$T/err")" "truncated"
+cp "$T/runs.good" "$STATE/runs.jsonl"
 head -n -1 "$STATE/runs.jsonl" >"$T/cut" && cat "$T/cut" >"$STATE/runs.jsonl"
 "$CLOISTER" log --runs "$CFG" >/dev/null 2>&1
 is log_runs_fails_on_a_cut_record "$?" 1
+crun "$CFG" -- true 2>"$T/err"
+is no_run_over_a_record_whose_last_line_was_deleted "$?" 125
+contains no_run_over_deleted_lines_says_why "$(cat "$T/err")" "deleted at the end"
 cp "$T/runs.good" "$STATE/runs.jsonl"
+
+# --- recorded by the binary itself ----------------------------------------------
+# The record's code is linked into `cloister`: a run of a mounted workspace
+# loads no cloister-commands.so (and its 31 libraries) to write it.
+if [ "$fs_mode" = fuse ] && command -v strace >/dev/null; then
+        ws_new "$T/c"
+        ws_mount >/dev/null
+        # LeakSanitizer (the ASan build) refuses to run under ptrace.
+        ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+                strace -f -qq -e trace=openat -o "$T/strace" "$CLOISTER" run "$CFG" -- true >/dev/null 2>"$T/err"
+        rc=$?
+        [ "$rc" = 0 ] || sed 's/^/# /' "$T/err" | tail -3
+        is traced_run_ran "$rc" 0
+        grep -q '"run_start"' "$STATE/runs.jsonl" && ok traced_run_is_recorded ||
+                not_ok traced_run_is_recorded "no run_start line"
+        grep -q 'cloister-commands\.so' "$T/strace" &&
+                not_ok run_records_without_loading_the_commands_module "$(grep -m1 'cloister-commands\.so' "$T/strace")" ||
+                ok run_records_without_loading_the_commands_module
+        "$CLOISTER" unmount "$CFG" >/dev/null 2>&1
+else
+        skip_test run_records_without_loading_the_commands_module "needs the FUSE mount and strace"
+fi
 
 # --- bounded ----------------------------------------------------------------
 # A valid chain of filler lines to just below [limits] runlog = 1M, less
