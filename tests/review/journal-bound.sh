@@ -14,8 +14,10 @@ need_mount
 need python3 "no python3 (the loops and the checks)"
 
 make_src 'printf "x\n" >x && printf "y\n" >y'
-ini() { write_config jb "[limits]
-journal = $1"; } # JOURNAL_BOUND
+ini() { # JOURNAL_BOUND: the config, with this bound on the journal
+        write_config jb "[limits]
+journal = $1"
+}
 ini 1M
 mount_ws
 echo "1..11"
