@@ -185,7 +185,7 @@ out:
         return r;
 }
 
-int control_changes(struct fs_workspace *ws, char **ret, size_t *ret_len)
+static int control_changes(struct fs_workspace *ws, char **ret, size_t *ret_len)
 {
         struct out o = {0};
         char *buf = NULL;

@@ -405,7 +405,6 @@ json_t *upper_meta_load_fd(int fd);
 int upper_json_set_name(json_t *o, const char *key, const char *value);
 /* The exact name set by upper_json_set_name() (malloc'd), NULL if absent. */
 char *upper_json_get_name(json_t *o, const char *key);
-int upper_meta_save(struct node *dir);
 /* Write sidecar m (names verbatim) into the directory dfd, atomically. */
 int upper_meta_write(int dfd, json_t *m);
 /* Make dir's sidecar durable (fsync, fsyncdir): saves do not wait for the disk. */
@@ -655,7 +654,6 @@ int fs_proc_starttime(int pid, unsigned long long *ret);
 
 /* control.c */
 int control_read_all(struct fs_workspace *ws, enum ctl_file f, char **ret, size_t *ret_len);
-int control_changes(struct fs_workspace *ws, char **ret, size_t *ret_len);
 
 /* journal glue (ops-*.c) */
 int fs_journal(struct fs_workspace *ws, fuse_req_t req, const struct journal_entry *e);

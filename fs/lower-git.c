@@ -621,6 +621,34 @@ void lower_git_cursor_done(struct lower *l, struct lower_git_cursor *c)
         blob_sizes_builder_done(&c->sizes);
 }
 
+/* The blob's bytes as git stores them (no conversion), in memory. */
+static int lower_git_read_blob(struct lower *l, const git_oid *oid, char **ret, size_t *ret_len)
+{
+        struct thread_git *t = thread_git(l);
+        git_blob *blob = NULL;
+        char *s = NULL;
+        size_t n;
+        int g;
+
+        if (!t)
+                return -EIO;
+        if ((g = git_blob_lookup(&blob, t->repo, oid)) < 0)
+                return git_errno(g, -EIO);
+        n = (size_t)git_blob_rawsize(blob);
+        if (n > 0) {
+                s = malloc(n);
+                if (!s) {
+                        git_blob_free(blob);
+                        return -ENOMEM;
+                }
+                memcpy(s, git_blob_rawcontent(blob), n);
+        }
+        git_blob_free(blob);
+        *ret = s;
+        *ret_len = n;
+        return 0;
+}
+
 int lower_git_read_file(struct lower *l, struct lent *e, char **ret, size_t *ret_len)
 {
         struct thread_git *t = thread_git(l);
@@ -732,32 +760,6 @@ static int git_open_data(struct lower *l, const struct lent *e, int *ret_fd)
         if (fd < 0)
                 return negative_errno();
         *ret_fd = fd;
-        return 0;
-}
-
-int lower_git_read_blob(struct lower *l, const git_oid *oid, char **ret, size_t *ret_len)
-{
-        int g;
-        struct thread_git *t = thread_git(l);
-        git_blob *blob = NULL;
-        char *s = NULL;
-        size_t n;
-        if (!t)
-                return -EIO;
-        if ((g = git_blob_lookup(&blob, t->repo, oid)) < 0)
-                return git_errno(g, -EIO);
-        n = (size_t)git_blob_rawsize(blob);
-        if (n > 0) {
-                s = malloc(n);
-                if (!s) {
-                        git_blob_free(blob);
-                        return -ENOMEM;
-                }
-                memcpy(s, git_blob_rawcontent(blob), n);
-        }
-        git_blob_free(blob);
-        *ret = s;
-        *ret_len = n;
         return 0;
 }
 

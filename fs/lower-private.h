@@ -41,7 +41,6 @@ struct lower {
         int root_fd;
 };
 
-int lower_git_read_blob(struct lower *l, const git_oid *oid, char **ret, size_t *ret_len);
 /* The file's data as checked out (converted if its attributes say so), in memory. */
 int lower_git_read_file(struct lower *l, struct lent *e, char **ret, size_t *ret_len);
 

@@ -621,11 +621,6 @@ bool lower_is_stack(const struct lower *l)
         return l && l->ops == &lower_stack_ops;
 }
 
-unsigned lower_stack_depth(const struct lower *l)
-{
-        return lower_is_stack(l) ? ((const struct lower_stack *)l)->top->k : 0;
-}
-
 int lower_stack_push(struct lower *below, unsigned part, int root_fd, const char *id,
                      struct lower **ret)
 {

@@ -159,8 +159,6 @@ int lower_stack_adopt(struct lower *l, int fd, mode_t type, bool opaque, bool me
                       struct lent *below, uint64_t ino, const char *path, struct lent *ret);
 /* Give a lent of a stack its path in the view (a base entry's goes to vpath). */
 int lower_stack_set_path(struct lent *e, const char *vpath);
-/* Frozen layers in a stack (0 for a base lower). */
-unsigned lower_stack_depth(const struct lower *l);
 /* The root fds of a stack's frozen layers, top first (borrowed); how many. */
 size_t lower_stack_layers(const struct lower *l, int *fds, size_t max);
 

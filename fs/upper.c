@@ -307,7 +307,8 @@ static bool meta_empty(json_t *m)
         return true;
 }
 
-int upper_meta_save(struct node *dir)
+/* Write dir's sidecar from its in-memory entries, or remove it when none is left. */
+static int upper_meta_save(struct node *dir)
 {
         json_t *m = upper_meta(dir);
 

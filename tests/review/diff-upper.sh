@@ -10,6 +10,8 @@
 # data really comes from the store (the daemon reads almost nothing); and that
 # a symlink the agent made never leads the read out of the store.
 . "$CLOISTER_SRC/tests/fs/lib.sh"
+# Its own state: what it mounts is not recorded in the user's (claims, known configs).
+export XDG_STATE_HOME=$T/xdg-state XDG_CONFIG_HOME=$T/xdg-config
 command -v python3 >/dev/null || skip_all "no python3"
 
 src=$T/src

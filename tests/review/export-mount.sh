@@ -6,32 +6,13 @@
 # must equal the mounted tree byte for byte. The source repository must be
 # unchanged apart from refs/cloister/NAME (checksums). The journal must stay
 # readable, and the export correct, after the daemon is SIGKILLed mid-write.
-set -uo pipefail
-: "${CLOISTER:?run through meson test}"
+. "$CLOISTER_SRC/tests/review/lib.sh"
+need_mount
 SEED=${CLOISTER_TEST_SEED:-4242}
-
-# A TAP plan of 0 with SKIP is how meson's TAP protocol records a skip: with
-# protocol 'tap', meson 1.0 turns any non-zero exit, 77 included, into ERROR.
-skip() { echo "1..0 # SKIP $*"; exit 77; }
-[ "$(id -u)" -eq 0 ] || skip "needs root for FUSE mounts"
-[ -c /dev/fuse ] || skip "no /dev/fuse"
-command -v git >/dev/null || skip "no git binary"
-
-t=$(mktemp -d /tmp/cloister-export-mount.XXXXXX)
-cleanup() {
-        "$CLOISTER" unmount "$t/ws.ini" >/dev/null 2>&1
-        mountpoint -q "$t/mnt" && umount -l "$t/mnt"
-        rm -rf "$t"
-}
-trap cleanup EXIT
-
-export HOME=$t GIT_CONFIG_NOSYSTEM=1
 export GIT_AUTHOR_NAME="Base Author" GIT_AUTHOR_EMAIL=base@example.org
 export GIT_COMMITTER_NAME="Base Committer" GIT_COMMITTER_EMAIL=committer@example.org
 
-git init -q -b main "$t/src"
-(
-        cd "$t/src" || exit 1
+base_files() {
         mkdir -p dir/sub old/deep/er becomes-file
         printf 'one\ntwo\nthree\n' >a.txt
         printf 'no newline' >nonl.txt
@@ -49,41 +30,16 @@ git init -q -b main "$t/src"
         printf 'a\r\nb\r\nc\r\n' >crlf-base.txt
         printf 'x\r\n' >crlf-becomes-dir
         for i in $(seq 1 30); do printf 'file %s\n' "$i" >"dir/f$i"; done
-        git add -A && git commit -qm base
-) || { echo "Bail out! cannot make the source repository"; exit 1; }
-mkdir -p "$t/state" "$t/mnt"
-cat >"$t/ws.ini" <<INI
-[workspace]
-name = rt
-state = $t/state
-mountpoint = $t/mnt
-[repo]
-source = $t/src
-INI
-
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
+}
+make_src base_files
+write_config rt
 # A failed tree comparison says where the trees differ.
-not_ok() {
-        n=$((n + 1)); echo "not ok $n - $1"
+check_failed() {
         [ -s "$t/same.diff" ] && sed 's/^/# /' "$t/same.diff" | head -20
         cmp -s "$t/c1.types" "$t/c2.types" 2>/dev/null || diff "$t/c1.types" "$t/c2.types" 2>/dev/null | sed 's/^/# /' | head -10
 }
-# st: the exit status of the command just before the check.
-check() { st=$?; if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
-skip_one() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
-
-mount_out=$("$CLOISTER" mount "$t/ws.ini" 2>&1)
-rc=$?
-if [ $rc -ne 0 ]; then
-        case $mount_out in
-        *"not available"*) skip "cloister mount is not available in this build" ;;
-        esac
-        echo "Bail out! cloister mount failed: $mount_out"
-        exit 1
-fi
+mount_ws
 echo "1..23"
-W=$t/mnt/workspace
 
 # Checksums of every file in the source's .git, HEAD, refs, status.
 snapshot() {

@@ -8,29 +8,13 @@
 # a fresh clone and reproduces every file git tracks byte for byte, eol=crlf
 # and ident files included; --include-ignored takes everything; discard
 # writes files back as a fresh checkout does.
-set -uo pipefail
-: "${CLOISTER:?run through meson test}"
+. "$CLOISTER_SRC/tests/review/lib.sh"
+need_mount
+need make
+need cc "no C compiler"
+export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@a GIT_COMMITTER_NAME=c GIT_COMMITTER_EMAIL=c@c
 
-skip() { echo "1..0 # SKIP $*"; exit 77; }
-[ "$(id -u)" -eq 0 ] || skip "needs root for FUSE mounts"
-[ -c /dev/fuse ] || skip "no /dev/fuse"
-command -v git >/dev/null || skip "no git binary"
-command -v make >/dev/null || skip "no make"
-command -v cc >/dev/null || skip "no C compiler"
-
-t=$(mktemp -d /tmp/cloister-ignore-mount.XXXXXX)
-cleanup() {
-        "$CLOISTER" unmount "$t/ws.ini" >/dev/null 2>&1
-        mountpoint -q "$t/mnt" && umount -l "$t/mnt"
-        rm -rf "$t"
-}
-trap cleanup EXIT
-export HOME=$t GIT_CONFIG_NOSYSTEM=1 GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@a \
-        GIT_COMMITTER_NAME=c GIT_COMMITTER_EMAIL=c@c
-
-git init -q -b main "$t/src"
-(
-        cd "$t/src" || exit 1
+base_files() {
         mkdir -p src lib tools
         printf '*.o\n*.d\n/prog\n/prog-*\nbuild/\n' >.gitignore
         printf '*.txt eol=crlf\n*.c ident\n' >.gitattributes
@@ -43,25 +27,11 @@ git init -q -b main "$t/src"
         printf '\tmkdir -p build/cache && echo cache >build/cache/c.bin\n' >>Makefile
         printf 'notes\nmore\n' >NOTES.txt
         printf 'lib\n' >lib/keep.d # a tracked file a rule matches
-        git add -A && git add -f lib/keep.d && git commit -qm base
-) || { echo "Bail out! cannot make the source repository"; exit 1; }
-mkdir -p "$t/state" "$t/mnt"
-cat >"$t/ws.ini" <<INI
-[workspace]
-name = ig
-state = $t/state
-mountpoint = $t/mnt
-[repo]
-source = $t/src
-INI
-out=$("$CLOISTER" mount "$t/ws.ini" 2>&1) || {
-        case $out in *"not available"*) skip "cloister mount is not available in this build" ;; esac
-        echo "Bail out! cloister mount failed: $out"
-        exit 1
+        git add -f lib/keep.d
 }
-W=$t/mnt/workspace
-n=0
-check() { st=$?; n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
+make_src base_files
+write_config ig
+mount_ws
 echo "1..12"
 
 git clone -q "$t/src" "$t/fresh0"

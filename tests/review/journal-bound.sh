@@ -9,51 +9,17 @@
 # acknowledged is missing from the journal; `cloister log` says both;
 # `cloister diff` still shows every change, because it reads the upper
 # layers (the changes list), not the journal.
-set -uo pipefail
-: "${CLOISTER:?run through meson test}"
+. "$CLOISTER_SRC/tests/review/lib.sh"
+need_mount
+need python3 "no python3 (the loops and the checks)"
 
-skip() { echo "1..0 # SKIP $*"; exit 77; }
-[ "$(id -u)" -eq 0 ] || skip "needs root for FUSE mounts"
-[ -c /dev/fuse ] || skip "no /dev/fuse"
-command -v git >/dev/null || skip "no git binary"
-command -v python3 >/dev/null || skip "no python3 (the loops and the checks)"
-
-t=$(mktemp -d /tmp/cloister-journal-bound.XXXXXX)
-cleanup() {
-        "$CLOISTER" unmount "$t/ws.ini" >/dev/null 2>&1
-        mountpoint -q "$t/mnt" && umount -l "$t/mnt"
-        rm -rf "$t"
-}
-trap cleanup EXIT
-export HOME=$t GIT_CONFIG_NOSYSTEM=1
-git init -q -b main "$t/src"
-(cd "$t/src" && printf 'x\n' >x && printf 'y\n' >y && git add -A &&
-        git -c user.name=b -c user.email=b@b commit -qm base) || { echo "Bail out! no repo"; exit 1; }
-mkdir -p "$t/state" "$t/mnt"
-ini() { # JOURNAL_BOUND
-        cat >"$t/ws.ini" <<INI
-[workspace]
-name = jb
-state = $t/state
-mountpoint = $t/mnt
-[repo]
-source = $t/src
-[limits]
-journal = $1
-INI
-}
-mount_ws() {
-        local out
-        out=$("$CLOISTER" mount "$t/ws.ini" 2>&1) && return 0
-        case $out in *"not available"*) skip "cloister mount is not available in this build" ;; esac
-        echo "Bail out! cloister mount failed: $out"
-        exit 1
+make_src 'printf "x\n" >x && printf "y\n" >y'
+ini() { # JOURNAL_BOUND: the config, with this bound on the journal
+        write_config jb "[limits]
+journal = $1"
 }
 ini 1M
 mount_ws
-W=$t/mnt/workspace J=$t/state/journal.jsonl
-n=0
-check() { st=$?; n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
 echo "1..11"
 
 # --- one operation, 20,000 times ---------------------------------------------

@@ -7,53 +7,27 @@
 # below one line per operation, yet `cloister log` still names the command
 # that changed each file that survives, and `cloister diff` (which reads the
 # upper layers, not the journal) lists exactly the files the workload left.
-set -uo pipefail
-: "${CLOISTER:?run through meson test}"
+. "$CLOISTER_SRC/tests/review/lib.sh"
+need_mount
+need python3 "no python3 (the checks)"
+export LC_ALL=C
 
-skip() { echo "1..0 # SKIP $*"; exit 77; }
-[ "$(id -u)" -eq 0 ] || skip "needs root for FUSE mounts"
-[ -c /dev/fuse ] || skip "no /dev/fuse"
-command -v git >/dev/null || skip "no git binary"
-command -v python3 >/dev/null || skip "no python3 (the checks)"
-
-t=$(mktemp -d /tmp/cloister-journal-compact.XXXXXX)
-cleanup() {
-        "$CLOISTER" unmount "$t/ws.ini" >/dev/null 2>&1
-        mountpoint -q "$t/mnt" && umount -l "$t/mnt"
-        rm -rf "$t"
+# Text to edit in place and a small C project that make builds.
+base_files() {
+        mkdir -p docs c
+        for i in $(seq 1 30); do printf 'line foo %s\nmore foo\n' "$i" >"docs/d$i.txt"; done
+        for i in $(seq 1 12); do
+                printf '#include "p.h"\nint f%s(int x) { return x * %s + g(x); }\n' "$i" "$i" >"c/f$i.c"
+        done
+        printf 'int g(int x);\n' >c/p.h
+        printf '#include "p.h"\nint g(int x) { return x + 1; }\nint main(void) { return g(-1); }\n' \
+                >c/main.c
+        printf 'OBJS = main.o %s\nprog: $(OBJS)\n\t$(CC) -o $@ $(OBJS)\n%%.o: %%.c\n\t$(CC) -MMD -O1 -c -o $@ $<\n-include $(OBJS:.o=.d)\n' \
+                "$(seq -f 'f%g.o' 1 12 | tr '\n' ' ')" >c/Makefile
 }
-trap cleanup EXIT
-export HOME=$t GIT_CONFIG_NOSYSTEM=1 LC_ALL=C
-git init -q -b main "$t/src"
-mkdir -p "$t/src/docs" "$t/src/c"
-for i in $(seq 1 30); do printf 'line foo %s\nmore foo\n' "$i" >"$t/src/docs/d$i.txt"; done
-for i in $(seq 1 12); do
-        printf '#include "p.h"\nint f%s(int x) { return x * %s + g(x); }\n' "$i" "$i" >"$t/src/c/f$i.c"
-done
-printf 'int g(int x);\n' >"$t/src/c/p.h"
-printf '#include "p.h"\nint g(int x) { return x + 1; }\nint main(void) { return g(-1); }\n' \
-        >"$t/src/c/main.c"
-printf 'OBJS = main.o %s\nprog: $(OBJS)\n\t$(CC) -o $@ $(OBJS)\n%%.o: %%.c\n\t$(CC) -MMD -O1 -c -o $@ $<\n-include $(OBJS:.o=.d)\n' \
-        "$(seq -f 'f%g.o' 1 12 | tr '\n' ' ')" >"$t/src/c/Makefile"
-(cd "$t/src" && git add -A && git -c user.name=b -c user.email=b@b commit -qm base) ||
-        { echo "Bail out! no repo"; exit 1; }
-mkdir -p "$t/state" "$t/mnt"
-cat >"$t/ws.ini" <<INI
-[workspace]
-name = jcompact
-state = $t/state
-mountpoint = $t/mnt
-[repo]
-source = $t/src
-INI
-out=$("$CLOISTER" mount "$t/ws.ini" 2>&1) || {
-        case $out in *"not available"*) skip "cloister mount is not available in this build" ;; esac
-        echo "Bail out! cloister mount failed: $out"
-        exit 1
-}
-W=$t/mnt/workspace J=$t/state/journal.jsonl
-n=0
-check() { st=$?; n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
+make_src base_files
+write_config jcompact
+mount_ws
 echo "1..7"
 
 # --- the workload ---------------------------------------------------------------

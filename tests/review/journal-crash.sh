@@ -14,45 +14,12 @@
 #   a single process renames) ahead of what the journal says, and
 #   `cloister log` says the journal may be short, because the daemon never
 #   wrote its close mark; after a remount it marks the point inline.
-set -uo pipefail
-: "${CLOISTER:?run through meson test}"
+. "$CLOISTER_SRC/tests/review/lib.sh"
+need_mount
+need python3 "no python3 (the writer and the checks)"
 
-skip() { echo "1..0 # SKIP $*"; exit 77; }
-[ "$(id -u)" -eq 0 ] || skip "needs root for FUSE mounts"
-[ -c /dev/fuse ] || skip "no /dev/fuse"
-command -v git >/dev/null || skip "no git binary"
-command -v python3 >/dev/null || skip "no python3 (the writer and the checks)"
-
-t=$(mktemp -d /tmp/cloister-journal-crash.XXXXXX)
-cleanup() {
-        "$CLOISTER" unmount "$t/ws.ini" >/dev/null 2>&1
-        mountpoint -q "$t/mnt" && umount -l "$t/mnt"
-        rm -rf "$t"
-}
-trap cleanup EXIT
-export HOME=$t GIT_CONFIG_NOSYSTEM=1
-git init -q -b main "$t/src"
-(cd "$t/src" && mkdir contrib && printf 'c\n' >contrib/c && git add -A &&
-        git -c user.name=b -c user.email=b@b commit -qm base) || { echo "Bail out! no repo"; exit 1; }
-mkdir -p "$t/state" "$t/mnt"
-cat >"$t/ws.ini" <<INI
-[workspace]
-name = jc
-state = $t/state
-mountpoint = $t/mnt
-[repo]
-source = $t/src
-INI
-mount_ws() {
-        local out
-        out=$("$CLOISTER" mount "$t/ws.ini" 2>&1) && return 0
-        case $out in *"not available"*) skip "cloister mount is not available in this build" ;; esac
-        echo "Bail out! cloister mount failed: $out"
-        exit 1
-}
-W=$t/mnt/workspace
-n=0
-check() { st=$?; n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
+make_src 'mkdir contrib && printf "c\n" >contrib/c'
+write_config jc
 echo "1..7"
 
 # writer FILE CHUNK PAUSE_S: write CHUNK bytes, pause, repeat until a write

@@ -4,44 +4,12 @@
 # on the workspace and the hidden home is recorded with its path(s), result,
 # pid, uid and command name; a 16 MiB `cat > file` is a handful of entries,
 # not thousands; offsets and lengths are recorded, never the data.
-set -uo pipefail
-: "${CLOISTER:?run through meson test}"
+. "$CLOISTER_SRC/tests/review/lib.sh"
+need_mount
 
-# With protocol 'tap', meson records a skip from a plan of 0 (exit 0).
-skip() { echo "1..0 # SKIP $*"; exit 77; }
-[ "$(id -u)" -eq 0 ] || skip "needs root for FUSE mounts"
-[ -c /dev/fuse ] || skip "no /dev/fuse"
-command -v git >/dev/null || skip "no git binary"
-
-t=$(mktemp -d /tmp/cloister-journal-mount.XXXXXX)
-cleanup() {
-        "$CLOISTER" unmount "$t/ws.ini" >/dev/null 2>&1
-        mountpoint -q "$t/mnt" && umount -l "$t/mnt"
-        rm -rf "$t"
-}
-trap cleanup EXIT
-export HOME=$t GIT_CONFIG_NOSYSTEM=1
-git init -q -b main "$t/src"
-(cd "$t/src" && printf 'a\n' >a.txt && mkdir d && printf 'x\n' >d/x && git add -A &&
-        git -c user.name=b -c user.email=b@b commit -qm base) || { echo "Bail out! no repo"; exit 1; }
-mkdir -p "$t/state" "$t/mnt"
-cat >"$t/ws.ini" <<INI
-[workspace]
-name = jm
-state = $t/state
-mountpoint = $t/mnt
-[repo]
-source = $t/src
-INI
-out=$("$CLOISTER" mount "$t/ws.ini" 2>&1) || {
-        case $out in *"not available"*) skip "cloister mount is not available in this build" ;; esac
-        echo "Bail out! cloister mount failed: $out"
-        exit 1
-}
-W=$t/mnt/workspace
-n=0
-# st: the exit status of the command just before the check.
-check() { st=$?; n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
+make_src 'printf "a\n" >a.txt && mkdir d && printf "x\n" >d/x'
+write_config jm
+mount_ws
 echo "1..8"
 
 head -c 16777216 /dev/zero | tr '\0' 'z' >"$t/big.src"
@@ -63,7 +31,6 @@ printf 'h\n' >"$t/mnt/home/agent/note"
 rm "$W/does-not-exist" 2>/dev/null
 "$CLOISTER" unmount "$t/ws.ini" >/dev/null 2>&1 # flushes pending entries
 
-J=$t/state/journal.jsonl
 "$CLOISTER" log "$t/ws.ini" --json >"$t/log.json" 2>"$t/log.err"
 check "journal_reads_back_without_damage" '[ $st -eq 0 ] && [ -s "$t/log.json" ] && [ ! -s "$t/log.err" ]'
 check "every_operation_kind_is_recorded_with_its_paths" \

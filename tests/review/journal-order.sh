@@ -6,46 +6,16 @@
 # daemon to write them first, and prints lines by their "seq" (the order
 # of first operations). The same for --json and for the [logs] stdout
 # copies, which the daemon sends in that order.
-set -uo pipefail
-: "${CLOISTER:?run through meson test}"
+. "$CLOISTER_SRC/tests/review/lib.sh"
+need_mount
+need python3 "no python3 (the checks)"
+export LC_ALL=C
 
-skip() { echo "1..0 # SKIP $*"; exit 77; }
-[ "$(id -u)" -eq 0 ] || skip "needs root for FUSE mounts"
-[ -c /dev/fuse ] || skip "no /dev/fuse"
-command -v git >/dev/null || skip "no git binary"
-command -v python3 >/dev/null || skip "no python3 (the checks)"
-
-t=$(mktemp -d /tmp/cloister-journal-order.XXXXXX)
-cleanup() {
-        "$CLOISTER" unmount "$t/ws.ini" >/dev/null 2>&1
-        mountpoint -q "$t/mnt" && umount -l "$t/mnt"
-        rm -rf "$t"
-}
-trap cleanup EXIT
-export HOME=$t GIT_CONFIG_NOSYSTEM=1 LC_ALL=C
-git init -q -b main "$t/src"
-(cd "$t/src" && for f in a rm mv ch; do printf '%s\n' "$f" >"$f.txt"; done && git add -A &&
-        git -c user.name=b -c user.email=b@b commit -qm base) || { echo "Bail out! no repo"; exit 1; }
-mkdir -p "$t/state" "$t/mnt"
-cat >"$t/ws.ini" <<INI
-[workspace]
-name = jorder
-state = $t/state
-mountpoint = $t/mnt
-[repo]
-source = $t/src
-[logs]
-stdout = json
-INI
+make_src 'for f in a rm mv ch; do printf "%s\n" "$f" >"$f.txt"; done'
+write_config jorder "[logs]
+stdout = json"
 # The daemon keeps this standard output for its copies ([logs] stdout = json).
-"$CLOISTER" mount "$t/ws.ini" >"$t/copies" 2>"$t/mount.err" || {
-        grep -q "not available" "$t/mount.err" && skip "cloister mount is not available in this build"
-        echo "Bail out! cloister mount failed: $(cat "$t/mount.err")"
-        exit 1
-}
-W=$t/mnt/workspace
-n=0
-check() { st=$?; n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
+mount_ws "$t/copies"
 echo "1..6"
 
 # The issue's repro: six commands, then the log at once.

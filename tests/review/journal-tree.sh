@@ -6,44 +6,15 @@
 # and removed under it and by which commands, and no line of its past is
 # left; what outlives it is journaled as before, and `cloister diff` (the
 # upper layers) is unchanged.
-set -uo pipefail
-: "${CLOISTER:?run through meson test}"
+. "$CLOISTER_SRC/tests/review/lib.sh"
+need_mount
+need python3 "no python3 (the checks)"
+export LC_ALL=C
 
-skip() { echo "1..0 # SKIP $*"; exit 77; }
-[ "$(id -u)" -eq 0 ] || skip "needs root for FUSE mounts"
-[ -c /dev/fuse ] || skip "no /dev/fuse"
-command -v git >/dev/null || skip "no git binary"
-command -v python3 >/dev/null || skip "no python3 (the checks)"
-
-t=$(mktemp -d /tmp/cloister-journal-tree.XXXXXX)
-cleanup() {
-        "$CLOISTER" unmount "$t/ws.ini" >/dev/null 2>&1
-        mountpoint -q "$t/mnt" && umount -l "$t/mnt"
-        rm -rf "$t"
-}
-trap cleanup EXIT
-export HOME=$t GIT_CONFIG_NOSYSTEM=1 LC_ALL=C
-git init -q -b main "$t/src"
-(cd "$t/src" && mkdir t && printf 'base\n' >t/README && git add -A &&
-        git -c user.name=b -c user.email=b@b commit -qm base) || { echo "Bail out! no repo"; exit 1; }
-mkdir -p "$t/state" "$t/mnt"
-cat >"$t/ws.ini" <<INI
-[workspace]
-name = jtree
-state = $t/state
-mountpoint = $t/mnt
-[repo]
-source = $t/src
-INI
-out=$("$CLOISTER" mount "$t/ws.ini" 2>&1) || {
-        case $out in *"not available"*) skip "cloister mount is not available in this build" ;; esac
-        echo "Bail out! cloister mount failed: $out"
-        exit 1
-}
-W=$t/mnt/workspace J=$t/state/journal.jsonl
+make_src 'mkdir t && printf "base\n" >t/README'
+write_config jtree
+mount_ws
 TR="$W/t/trash directory.t0001"
-n=0
-check() { st=$?; n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
 echo "1..7"
 
 # A test script: its trash directory, files in it, a result that survives.

@@ -12,6 +12,8 @@
 # memory whole (the diff's peak memory stays far below the files' size),
 # and --discard resets the left-out paths too.
 . "$CLOISTER_SRC/tests/fs/lib.sh"
+# Its own state: what it mounts is not recorded in the user's (claims, known configs).
+export XDG_STATE_HOME=$T/xdg-state XDG_CONFIG_HOME=$T/xdg-config
 command -v python3 >/dev/null || skip_all "no python3"
 
 src=$T/src

@@ -3,24 +3,9 @@
 # cloister log: prints the journal, filters by --since/--path, passes --json
 # lines through verbatim (as ASCII if they are not), and reports (without
 # failing) a damaged journal.
-set -uo pipefail
-: "${CLOISTER:?run through meson test}"
-t=$(mktemp -d /tmp/cloister-log.XXXXXX)
-trap 'rm -rf "$t"' EXIT
-mkdir -p "$t/state" "$t/src"
-git -C "$t/src" init -q && git -C "$t/src" -c user.name=t -c user.email=t@t commit -q --allow-empty -m base
-cat >"$t/ws.ini" <<INI
-[workspace]
-name = logtest
-state = $t/state
-[repo]
-source = $t/src
-INI
-n=0
-ok() { n=$((n + 1)); echo "ok $n - $1"; }
-not_ok() { n=$((n + 1)); echo "not ok $n - $1"; }
-# st: the exit status of the command just before the check.
-check() { st=$?; if eval "$2"; then ok "$1"; else not_ok "$1"; fi; }
+. "$CLOISTER_SRC/tests/review/lib.sh"
+make_src :
+write_config logtest
 echo "1..18"
 
 out=$("$CLOISTER" log "$t/ws.ini" 2>&1)

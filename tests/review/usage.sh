@@ -2,23 +2,9 @@
 # SPDX-License-Identifier: MIT
 # cloister diff / export: bad invocations are usage errors (exit 2) with one
 # clear line, and nothing is mounted or written for them.
-set -uo pipefail
-: "${CLOISTER:?run through meson test}"
-t=$(mktemp -d /tmp/cloister-review-usage.XXXXXX)
-trap 'rm -rf "$t"' EXIT
-mkdir -p "$t/state" "$t/src"
-git -C "$t/src" init -q && git -C "$t/src" -c user.name=t -c user.email=t@t commit -q --allow-empty -m base
-cat >"$t/ws.ini" <<INI
-[workspace]
-name = usage
-state = $t/state
-mountpoint = $t/mnt
-[repo]
-source = $t/src
-INI
-n=0
-# st: the exit status of the command just before the check.
-check() { st=$?; n=$((n + 1)); if eval "$2"; then echo "ok $n - $1"; else echo "not ok $n - $1"; fi; }
+. "$CLOISTER_SRC/tests/review/lib.sh"
+make_src :
+write_config usage
 usage_error() { # ARGS... -> exit 2, one line on stderr, nothing mounted
         "$CLOISTER" "$@" >/dev/null 2>"$t/err"
         [ $? -eq 2 ] && [ "$(wc -l <"$t/err")" -eq 1 ] && ! mountpoint -q "$t/mnt" 2>/dev/null
