@@ -293,6 +293,9 @@ if [ "$(id -u)" = 0 ]; then
         left=$(for d in /sys/fs/cgroup/pids/cloister-*-* /sys/fs/cgroup/cloister/cloister-*-*; do
                 [ -d "$d" ] || continue
                 r=${d##*/cloister-}
+                # cloister-PID-...: a run's; another test's cgroup (cluster.sh
+                # makes cloister-cluster-PID, in parallel) is not.
+                [[ ${r%%-*} =~ ^[0-9]+$ ]] || continue
                 kill -0 "${r%%-*}" 2>/dev/null || echo "$d"
         done)
         is killed_runs_leave_no_cgroup_behind "$left" ""
