@@ -28,6 +28,7 @@
  * rather than reading every process's status, so a mount costs the same
  * system calls with 5,000 sandboxes live as with none.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -111,31 +112,83 @@ static int subid_read(const char *path, uint32_t first, uint32_t last, struct us
 }
 
 /*
- * Does any process run with uid as its real uid? 1 yes, 0 no, < 0 the error.
- * getpriority(PRIO_USER, uid) asks the kernel, which looks up uid's
- * user_struct (there is none once no credential uses it: the usual answer,
- * at once) and otherwise walks its own task list for one with that real
- * uid, zombies and the processes of every pid namespace below ours too. No
+ * Is there a live process with uid as any of its uids or gids (real,
+ * effective, saved, filesystem)? 1 yes, 0 no, < 0 the error. Reads every
+ * /proc/PID/status: only when the kernel said that some process has uid as
+ * its real uid (uid_has_process), which may be a zombie.
+ */
+static int proc_has(uid_t uid)
+{
+        _cleanup_closedir_ DIR *d = opendir("/proc");
+        struct dirent *de;
+
+        if (!d)
+                return negative_errno();
+        while ((de = readdir(d))) {
+                char path[sizeof(de->d_name) + 8], buf[4096], *line, *save = NULL;
+                ssize_t n;
+                int fd;
+
+                if (de->d_name[0] < '1' || de->d_name[0] > '9')
+                        continue;
+                snprintf(path, sizeof(path), "%s/status", de->d_name);
+                fd = openat(dirfd(d), path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        continue; /* gone already */
+                /* One read: State, Uid and Gid are in the first few hundred bytes. */
+                do
+                        n = read(fd, buf, sizeof(buf) - 1);
+                while (n < 0 && errno == EINTR);
+                close(fd);
+                if (n <= 0)
+                        continue; /* gone meanwhile */
+                buf[n] = '\0';
+                for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                        unsigned long long id[4];
+
+                        /* A zombie (State comes first) can do nothing as anyone any more. */
+                        if (startswith(line, "State:") && strpbrk(line + 6, "ZX"))
+                                break;
+                        if (!startswith(line, "Uid:") && !startswith(line, "Gid:"))
+                                continue;
+                        if (sscanf(line + 4, "%llu %llu %llu %llu", &id[0], &id[1], &id[2],
+                                   &id[3]) != 4)
+                                continue;
+                        for (size_t i = 0; i < 4; i++)
+                                if (id[i] == uid)
+                                        return 1;
+                }
+        }
+        return 0;
+}
+
+/*
+ * Does a live process run as uid? 1 yes, 0 no, < 0 the error.
+ * getpriority(PRIO_USER, uid) asks the kernel whether any process has uid
+ * as its real uid: it looks up uid's user_struct (there is none once no
+ * credential uses it: the usual answer, at once) and otherwise walks its
+ * own task list, the processes of every pid namespace below ours too. No
  * files, however many processes the host runs; reading every
- * /proc/PID/status instead cost a mount an open and a read per process
- * (issue 48: with 5,000 idle daemons, 5,000 of each).
+ * /proc/PID/status for every candidate cost a mount an open and a read per
+ * process (issue 48: with 5,000 idle daemons, 5,000 of each). Only when
+ * the kernel finds one are the status files read (proc_has): it may be a
+ * zombie not yet reaped (a run's bubblewrap, for a moment after the run
+ * ends), which holds nothing, and a uid must come back once its sandbox
+ * is gone.
  *
  * Every process of a sandbox has the sandbox's uid as all of its uids (its
- * user namespace maps that one id only, so it can't take another), so this
- * sees each of them. A host process that has uid only as its effective,
- * saved or filesystem uid, or only as a gid, is not seen; the range is kept
- * away from such ids by where it lies (config.h) and by the user and group
- * databases.
+ * user namespace maps that one id only, so it can't take another), so none
+ * is missed. A host process that has uid only as its effective, saved or
+ * filesystem uid, or only as a gid, is seen only when the kernel found some
+ * other process with it as its real uid; the range is kept away from such
+ * ids by where it lies (config.h) and by the user and group databases.
  */
 static int uid_has_process(uid_t uid)
 {
-        long r;
-
         /* The raw call: the kernel's 40..1 for the highest priority found, or ESRCH. */
-        r = syscall(SYS_getpriority, PRIO_USER, (id_t)uid);
-        if (r >= 0)
-                return 1;
-        return errno == ESRCH ? 0 : negative_errno();
+        if (syscall(SYS_getpriority, PRIO_USER, (id_t)uid) < 0)
+                return errno == ESRCH ? 0 : negative_errno();
+        return proc_has(uid);
 }
 
 static bool nss_has(uid_t id)
