@@ -28,9 +28,9 @@ typedef struct hostid hostid;
  * owns nothing visible on the host: no entry in the user or group database
  * (NSS, so /etc/passwd, /etc/group and any directory service), inside no
  * range of /etc/subuid or /etc/subgid, and no process running with it as
- * any of its uids or gids. owner goes into the reservation file for people
- * who read it (the workspace's state directory). Fails with -EUSERS and a
- * one-line message when every uid of the range is taken.
+ * its real or saved uid (every sandbox process has it as all of its ids). owner goes into the
+ * reservation file for people who read it (the workspace's state directory). Fails with -EUSERS and
+ * a one-line message when every uid of the range is taken.
  */
 int hostid_acquire(uint32_t first, uint32_t last, const char *owner, hostid **ret,
                    char **ret_error);

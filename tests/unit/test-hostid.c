@@ -106,6 +106,30 @@ START_TEST(uid_a_process_runs_as_is_skipped)
 }
 END_TEST
 
+/* A zombie not yet reaped (a run's bubblewrap, for a moment) holds nothing: its uid is given. */
+START_TEST(uid_of_a_zombie_is_given)
+{
+        pid_t child = fork();
+        siginfo_t si;
+        hostid *a;
+
+        ck_assert_int_ge(child, 0);
+        if (child == 0) {
+                if (setgroups(0, NULL) < 0 || setresgid(base, base, base) < 0 ||
+                    setresuid(base, base, base) < 0)
+                        _exit(1);
+                _exit(0);
+        }
+        /* Wait for it to exit, but leave it a zombie. */
+        ck_assert_int_eq(waitid(P_PID, (id_t)child, &si, WEXITED | WNOWAIT), 0);
+        ck_assert_int_eq(si.si_status, 0);
+        a = take(base, base);
+        ck_assert_uint_eq(hostid_uid(a), base);
+        hostid_free(a);
+        waitpid(child, NULL, 0);
+}
+END_TEST
+
 START_TEST(uid_of_a_user_is_skipped)
 {
         _cleanup_free_ char *err = NULL;
@@ -158,6 +182,7 @@ int main(void)
         tcase_add_test(tc, exhausted_range_fails_and_says_so);
         tcase_add_test(tc, reservation_names_its_holder);
         tcase_add_test(tc, uid_a_process_runs_as_is_skipped);
+        tcase_add_test(tc, uid_of_a_zombie_is_given);
         tcase_add_test(tc, uid_of_a_user_is_skipped);
         tcase_add_test(tc, killed_holder_frees_its_uid);
         suite_add_tcase(s, tc);
