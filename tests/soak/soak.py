@@ -312,6 +312,7 @@ KINDS = ["build", "storm", "tokens", "push", "xattr", "durable"]
 live_runs = []
 live_lock = threading.Lock()
 stats = {"runs": 0, "ok": 0, "killed": 0, "daemons_killed": 0, "stuck": 0}
+slow_runs = []  # (seconds, workspace, kind, exit, the end of its stderr): said, not judged
 
 
 def runner(ws, k):
@@ -323,6 +324,7 @@ def runner(ws, k):
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
         with live_lock:
             live_runs.append(p)
+        t_run = time.monotonic()
         try:
             out, err = p.communicate(timeout=240)
         except subprocess.TimeoutExpired:
@@ -342,6 +344,11 @@ def runner(ws, k):
             live_runs.remove(p)
             stats["runs"] += 1
             stats["ok"] += p.returncode == 0
+            # A run that takes a minute is worth a look (a kill by the chaos
+            # thread ends one at once): which, and what it said last.
+            if time.monotonic() - t_run > 60:
+                slow_runs.append((time.monotonic() - t_run, ws["name"], kind,
+                                  p.returncode, " | ".join((err or "").strip().splitlines()[-3:])[-300:]))
         # What was fsync'd and said so is kept, even if the run died after.
         for line in out.splitlines():
             if line.startswith("DURABLE "):
@@ -390,6 +397,8 @@ for t in threads:
     t.join()
 phase("soaked")
 print("# %(runs)d runs, %(ok)d ok, %(killed)d runs and %(daemons_killed)d daemons killed" % stats, flush=True)
+for s_, w_, k_, rc_, e_ in sorted(slow_runs, reverse=True)[:10]:
+    print("# slow run: %.0f s, %s, %s, exit %s: %s" % (s_, w_, k_, rc_, e_), flush=True)
 ok(stats["stuck"] == 0, "no_run_outlived_its_kill (%d stuck)" % stats["stuck"])
 ok(stats["ok"] > len(WS), "runs_kept_working_through_the_kills (%d of %d)" % (stats["ok"], stats["runs"]))
 
