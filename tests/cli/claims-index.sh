@@ -6,36 +6,19 @@
 # comparison did. Counts system calls with strace (no timing).
 set -u
 : "${CLOISTER:?CLOISTER must name the cloister binary}"
-n=0
-fails=0
-ok() { # ok STATUS NAME [WHY]
-        n=$((n + 1))
-        if [ "$1" = 0 ]; then echo "ok $n - $2"; else
-                echo "not ok $n - $2"
-                [ -n "${3:-}" ] && printf '%s\n' "$3" | head -20 | sed 's/^/# /'
-                fails=$((fails + 1))
-        fi
-}
-skip_all() {
-        echo "1..0 # SKIP $1"
-        exit 77
-}
+. "${CLOISTER_SRC:-$(dirname "$0")/../..}/tests/cli/lib.sh"
 command -v strace >/dev/null || skip_all "strace is not installed"
 command -v git >/dev/null || skip_all "git is not installed"
 
 T=$(mktemp -d /tmp/cloister-claims-index.XXXXXX)
 cleanup() {
         [ -e "$T/r.ini" ] && timeout 60 "$CLOISTER" unmount "$T/r.ini" >/dev/null 2>&1
-        awk -v t="$T" 'index($5, t "/") == 1 {print $5}' /proc/self/mountinfo | sort -r |
-                while read -r m; do umount -l "$m"; done
+        unmount_under "$T"
         rm -rf "$T"
 }
 trap cleanup EXIT
 
-git init -q -b main "$T/src"
-echo a >"$T/src/a.txt"
-git -C "$T/src" add -A
-git -C "$T/src" -c user.name=t -c user.email=t@example.com commit -qm base
+repo_new "$T/src"
 
 config() { # config FILE NAME STATE
         printf '[workspace]\nname = %s\nstate = %s\n[repo]\nsource = %s\n' "$2" "$3" "$T/src" >"$1"

@@ -5,12 +5,8 @@
 # none, once one mount found where the free ones start. Counts system calls with strace (no timing).
 set -u
 : "${CLOISTER:?CLOISTER must name the cloister binary}"
-skip_all() {
-        echo "1..0 # SKIP $1"
-        exit 77
-}
-[ "$(id -u)" = 0 ] || skip_all "needs root (host uid reservations, FUSE)"
-[ -e /dev/fuse ] || skip_all "FUSE is not available (/dev/fuse missing)"
+. "${CLOISTER_SRC:-$(dirname "$0")/../..}/tests/cli/lib.sh"
+need_root_fuse "host uid reservations, FUSE"
 command -v strace >/dev/null || skip_all "strace is not installed"
 command -v flock >/dev/null || skip_all "flock(1) is not installed"
 
@@ -29,11 +25,8 @@ cleanup() {
 }
 trap cleanup EXIT
 export XDG_CONFIG_HOME=$T/config XDG_STATE_HOME=$T/state
-mkdir -p "$D" "$T/src"
-git init -q -b main "$T/src"
-echo a >"$T/src/a.txt"
-git -C "$T/src" add -A
-git -C "$T/src" -c user.name=t -c user.email=t@example.com commit -qm base
+mkdir -p "$D"
+repo_new "$T/src"
 printf '[workspace]\nname = w\nstate = %s\nmountpoint = %s\n[repo]\nsource = %s\n[run]\nhost_uids = %d-%d\n' \
         "$T/state-w" "$T/mnt" "$T/src" "$base" $((base + 999)) >"$T/w.ini"
 
@@ -62,11 +55,8 @@ for ((i = 0; i < 100; i++)); do
 done
 flocks >/dev/null # walks past them once
 held=$(flocks)
-echo "1..1"
-if [ -n "$none" ] && [ "$none" = "$held" ]; then
-        echo "ok 1 - a_mount_takes_no_more_flocks_with_100_uids_held_than_with_none"
-else
-        echo "not ok 1 - a_mount_takes_no_more_flocks_with_100_uids_held_than_with_none"
-        echo "# flock calls: $none with none held, $held with 100 held"
-        exit 1
-fi
+[ -n "$none" ] && [ "$none" = "$held" ]
+ok $? "a_mount_takes_no_more_flocks_with_100_uids_held_than_with_none" \
+        "flock calls: $none with none held, $held with 100 held"
+echo "1..$n"
+[ "$fails" = 0 ]

@@ -13,12 +13,8 @@
 # (one more per about 60 workspaces), still to make O(1).
 set -u
 : "${CLOISTER:?CLOISTER must name the cloister binary}"
-skip_all() {
-        echo "1..0 # SKIP $1"
-        exit 77
-}
-[ "$(id -u)" = 0 ] || skip_all "needs root (FUSE mounts, host uid reservations)"
-[ -e /dev/fuse ] || skip_all "FUSE is not available (/dev/fuse missing)"
+. "${CLOISTER_SRC:-$(dirname "$0")/../..}/tests/cli/lib.sh"
+need_root_fuse "FUSE mounts, host uid reservations"
 command -v strace >/dev/null || skip_all "strace is not installed"
 
 T=$(mktemp -d /tmp/cloister-mount-cost.XXXXXX)
@@ -26,18 +22,14 @@ base=0
 cleanup() {
         "$CLOISTER" unmount --all >/dev/null 2>&1
         [ -e "$T/one.ini" ] && timeout 60 "$CLOISTER" unmount "$T/one.ini" >/dev/null 2>&1
-        awk -v t="$T" 'index($5, t "/") == 1 {print $5}' /proc/self/mountinfo | sort -r |
-                while read -r m; do umount -l "$m"; done
+        unmount_under "$T"
         rm -f "/run/cloister/host-uids/.next-$base-$((base + 999))"
         rm -rf "$T"
 }
 trap cleanup EXIT
 export XDG_CONFIG_HOME=$T/config XDG_STATE_HOME=$T/state HOME=$T/home
-mkdir -p "$T/src" "$HOME"
-git init -q -b main "$T/src"
-echo a >"$T/src/a.txt"
-git -C "$T/src" add -A
-git -C "$T/src" -c user.name=t -c user.email=t@example.com commit -qm base
+mkdir -p "$HOME"
+repo_new "$T/src"
 ws() { # ws NAME: a workspace of its own, its config's path on stdout
         printf '[workspace]\nname = %s\nstate = %s\nmountpoint = %s\n[repo]\nsource = %s\n' \
                 "$1" "$T/state-$1" "$T/mnt-$1" "$T/src" >"$T/$1.ini"
@@ -76,17 +68,12 @@ calls >/dev/null # the first: remembered, recorded, its uid's hint moved
 read -r open50 read50 < <(calls)
 mount_up_to 200
 read -r open200 read200 < <(calls)
-echo "1..2"
 echo "# openat calls: $open50 with 50 live, $open200 with 200; reads: $read50 and $read200"
-if [ "$open50" -gt 0 ] && [ "$open200" -le "$open50" ]; then
-        echo "ok 1 - one_more_mount_opens_no_more_files_with_200_live_than_with_50"
-else
-        echo "not ok 1 - one_more_mount_opens_no_more_files_with_200_live_than_with_50"
-        echo "# openat calls: $open50 with 50 live, $open200 with 200"
-fi
-if [ "$read50" -gt 0 ] && [ "$read200" -le "$read50" ]; then
-        echo "ok 2 - one_more_mount_reads_no_more_with_200_live_than_with_50"
-else
-        echo "not ok 2 - one_more_mount_reads_no_more_with_200_live_than_with_50"
-        echo "# read calls (but /dev/fuse and the configs list): $read50 with 50 live, $read200 with 200"
-fi
+[ "$open50" -gt 0 ] && [ "$open200" -le "$open50" ]
+ok $? "one_more_mount_opens_no_more_files_with_200_live_than_with_50" \
+        "openat calls: $open50 with 50 live, $open200 with 200"
+[ "$read50" -gt 0 ] && [ "$read200" -le "$read50" ]
+ok $? "one_more_mount_reads_no_more_with_200_live_than_with_50" \
+        "read calls (but /dev/fuse and the configs list): $read50 with 50 live, $read200 with 200"
+echo "1..$n"
+[ "$fails" = 0 ]

@@ -10,22 +10,8 @@
 # above all (docs/cloister-fork.md, docs/security.md).
 set -u
 : "${CLOISTER:?CLOISTER must name the cloister binary}"
-n=0
-fails=0
-ok() { # ok STATUS NAME [WHY]
-        n=$((n + 1))
-        if [ "$1" = 0 ]; then echo "ok $n - $2"; else
-                echo "not ok $n - $2"
-                [ -n "${3:-}" ] && printf '%s\n' "$3" | head -20 | sed 's/^/# /'
-                fails=$((fails + 1))
-        fi
-}
-skip_all() {
-        echo "1..0 # SKIP $1"
-        exit 77
-}
-[ "$(id -u)" = 0 ] || skip_all "needs root (FUSE mounts, bind mounts)"
-[ -e /dev/fuse ] || skip_all "FUSE is not available (/dev/fuse missing)"
+. "${CLOISTER_SRC:-$(dirname "$0")/../..}/tests/cli/lib.sh"
+need_root_fuse "FUSE mounts, bind mounts"
 command -v bwrap >/dev/null || skip_all "bubblewrap is not installed"
 
 T=$(mktemp -d /tmp/cloister-nesting.XXXXXX)
@@ -34,8 +20,7 @@ cleanup() {
                 [ -e "$c" ] && timeout 60 "$CLOISTER" unmount "$c" >/dev/null 2>&1
         done
         # Whatever a refusal that failed left mounted (deepest first).
-        awk -v t="$T" 'index($5, t "/") == 1 {print $5}' /proc/self/mountinfo | sort -r |
-                while read -r m; do umount -l "$m"; done
+        unmount_under "$T"
         rm -rf "$T"
 }
 trap cleanup EXIT
@@ -56,12 +41,6 @@ $out"
         fi
 }
 
-repo() { # repo DIR: a committed repository
-        git init -q -b main "$1"
-        echo "$2" >"$1/a.txt"
-        git -C "$1" add -A
-        git -C "$1" -c user.name=t -c user.email=t@example.com commit -qm base
-}
 config() { # config FILE NAME STATE SOURCE [MOUNTPOINT]
         {
                 printf '[workspace]\nname = %s\nstate = %s\n' "$2" "$3"
@@ -69,8 +48,8 @@ config() { # config FILE NAME STATE SOURCE [MOUNTPOINT]
                 printf '[repo]\nsource = %s\n[limits]\ntimeout = 10m\nprocesses = 64\n' "$4"
         } >"$1"
 }
-repo "$T/src-p" "p's file"
-repo "$T/src-q" "q's file"
+repo_new "$T/src-p" "p's file"
+repo_new "$T/src-q" "q's file"
 
 # --- P: known (cloister init's folder), never run ----------------------------------
 config "$known/p.ini" wsp "$T/s/P" "$T/src-p"

@@ -4,39 +4,21 @@
 # once, and each daemon's journal keeps what it wrote (issue 48).
 set -u
 : "${CLOISTER:?CLOISTER must name the cloister binary}"
-n=0
-fails=0
-ok() { # ok STATUS NAME [WHY]
-        n=$((n + 1))
-        if [ "$1" = 0 ]; then echo "ok $n - $2"; else
-                echo "not ok $n - $2"
-                [ -n "${3:-}" ] && printf '%s\n' "$3" | head -20 | sed 's/^/# /'
-                fails=$((fails + 1))
-        fi
-}
-skip_all() {
-        echo "1..0 # SKIP $1"
-        exit 77
-}
-[ "$(id -u)" = 0 ] || skip_all "needs root (FUSE mounts)"
-[ -e /dev/fuse ] || skip_all "FUSE is not available (/dev/fuse missing)"
+. "${CLOISTER_SRC:-$(dirname "$0")/../..}/tests/cli/lib.sh"
+need_root_fuse "FUSE mounts"
 
 T=$(mktemp -d /tmp/cloister-unmount-all.XXXXXX)
 cleanup() {
         for c in "$T"/ws-*.ini; do
                 [ -e "$c" ] && timeout 60 "$CLOISTER" unmount "$c" >/dev/null 2>&1
         done
-        awk -v t="$T" 'index($5, t "/") == 1 {print $5}' /proc/self/mountinfo | sort -r |
-                while read -r m; do umount -l "$m"; done
+        unmount_under "$T"
         rm -rf "$T"
 }
 trap cleanup EXIT
 export XDG_CONFIG_HOME=$T/config XDG_STATE_HOME=$T/state HOME=$T/home
-mkdir -p "$T/src" "$HOME"
-git init -q -b main "$T/src"
-echo a >"$T/src/a.txt"
-git -C "$T/src" add -A
-git -C "$T/src" -c user.name=t -c user.email=t@example.com commit -qm base
+mkdir -p "$HOME"
+repo_new "$T/src"
 for i in 1 2 3 4 5; do
         printf '[workspace]\nname = w%s\nstate = %s\nmountpoint = %s\n[repo]\nsource = %s\n' \
                 "$i" "$T/state-$i" "$T/mnt-$i" "$T/src" >"$T/ws-$i.ini"
