@@ -29,13 +29,17 @@ static bool fds_refused(fuse_req_t req, bool handle)
         return true;
 }
 
+static bool journal_refused(fuse_req_t req)
+{
+        if (journal_admit(req_ws(req)->journal) == 0)
+                return false;
+        fuse_reply_err(req, EDQUOT);
+        return true;
+}
+
 static bool refused(fuse_req_t req)
 {
-        if (journal_admit(req_ws(req)->journal) != 0) {
-                fuse_reply_err(req, EDQUOT);
-                return true;
-        }
-        return fds_refused(req, false);
+        return journal_refused(req) || fds_refused(req, false);
 }
 
 void admit_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -97,10 +101,8 @@ void admit_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char
 /* Opening for writing only prepares a copy-up; O_TRUNC changes the file. */
 void admit_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
-        if ((fi->flags & O_TRUNC) && journal_admit(req_ws(req)->journal) != 0) {
-                fuse_reply_err(req, EDQUOT);
+        if ((fi->flags & O_TRUNC) && journal_refused(req))
                 return;
-        }
         if (!fds_refused(req, true))
                 ops_open(req, ino, fi);
 }
@@ -108,11 +110,7 @@ void admit_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void admit_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                   struct fuse_file_info *fi)
 {
-        if (journal_admit(req_ws(req)->journal) != 0) {
-                fuse_reply_err(req, EDQUOT);
-                return;
-        }
-        if (!fds_refused(req, true))
+        if (!journal_refused(req) && !fds_refused(req, true))
                 ops_create(req, parent, name, mode, fi);
 }
 
