@@ -180,11 +180,14 @@ struct node {
         size_t n_children;
         enum ctl_file ctl;
 
-        /* NODE_COW (protected by ws->ns_lock) */
+        /* NODE_COW (protected by ws->ns_lock). upper and metacopy are atomic
+         * because a read peeks at them without ns_lock, to see whether its
+         * handle must move to the upper file (do_read), and decides again
+         * under the locks. */
         struct layer *layer;
-        bool upper;    /* exists in the upper tree */
-        bool metacopy; /* upper holds metadata only; data is the lower's */
-        bool opaque;   /* upper dir hides the lower one */
+        _Atomic bool upper;    /* exists in the upper tree */
+        _Atomic bool metacopy; /* upper holds metadata only; data is the lower's */
+        bool opaque;           /* upper dir hides the lower one */
         bool has_lower;
         struct lent lower;
         bool indexed;          /* its upper inode is in the link index (links.c) */

@@ -431,10 +431,16 @@ static void do_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
                 /* Opened on the lower data, but the file has been written since
                  * (through another handle): read what it holds now, as ext4 would. */
                 struct fs_workspace *ws = req_ws(req);
-                int ufd = -1, r;
+                int ufd = -1, r = 0;
+                bool move;
                 pthread_rwlock_rdlock(&ws->ns_lock);
                 pthread_mutex_lock(&h->node->lock);
-                r = h->is_upper ? 0 : upper_open(h->node, O_RDONLY | O_NONBLOCK, &ufd);
+                /* Decided again under the locks: the peek above may have seen a
+                 * copy-up half done (upper set, metacopy not yet), or another
+                 * read may have moved the handle meanwhile. */
+                move = !h->is_upper && h->node->upper && !h->node->metacopy;
+                if (move)
+                        r = upper_open(h->node, O_RDONLY | O_NONBLOCK, &ufd);
                 if (r == 0 && ufd >= 0 && h->stale_fd >= 0 && h->fd >= 0) {
                         /* Again, after a checkpoint froze the file it was switched to
                          * (layers-online.c): the same number, now on the new file. */
@@ -450,7 +456,7 @@ static void do_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
                         h->stale_fd = h->fd;
                         h->fd = ufd;
                 }
-                if (r == 0 && !h->is_upper) {
+                if (move && r == 0) {
                         h->is_upper = true;
                         h->lazy_lower = false;
                         handle_track(ws, h); /* a later checkpoint re-marks it */
