@@ -429,26 +429,34 @@ static void libgit2_init_tuned(void)
  * with mbedTLS, whose init parses the system's CA bundle, 51 M of the 74 M
  * instructions the daemon runs before it serves (callgrind, issue 35). It
  * has nothing to do with the rest of the setup (the sandbox identity's
- * reservation, the state directory), so fs_daemon_prepare() runs it in a
- * thread beside that, and fs_workspace_new() joins the thread before it
- * opens the git lower.
+ * reservation, the state directory), so fs_daemon_prepare() starts it in a
+ * thread beside that, and fs_workspace_new() waits for it (pthread_once)
+ * before it opens the git lower, or runs it itself if the thread could not
+ * start. The thread is detached: a mount refused before it opens anything
+ * exits without waiting, and leaves no thread unjoined.
  */
-static pthread_t libgit2_thread;
-static bool libgit2_threaded;
+static pthread_once_t libgit2_once = PTHREAD_ONCE_INIT;
 
 static void *libgit2_init_thread(void *arg)
 {
         (void)arg;
-        libgit2_init_tuned();
+        (void)pthread_once(&libgit2_once, libgit2_init_tuned);
         return NULL;
 }
 
 void fs_daemon_prepare(void)
 {
+        static bool started;
+        pthread_attr_t attr;
+        pthread_t t;
+
         daemon_tune_process();
-        if (!libgit2_threaded &&
-            pthread_create(&libgit2_thread, NULL, libgit2_init_thread, NULL) == 0)
-                libgit2_threaded = true;
+        if (started || pthread_attr_init(&attr) != 0)
+                return;
+        if (pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+            pthread_create(&t, &attr, libgit2_init_thread, NULL) == 0)
+                started = true;
+        (void)pthread_attr_destroy(&attr);
 }
 
 static void daemon_tune_memory(void)
@@ -459,12 +467,7 @@ static void daemon_tune_memory(void)
                 return;
         done = true;
         daemon_tune_process();
-        if (libgit2_threaded) {
-                (void)pthread_join(libgit2_thread, NULL);
-                libgit2_threaded = false;
-        } else {
-                libgit2_init_tuned();
-        }
+        (void)pthread_once(&libgit2_once, libgit2_init_tuned);
 }
 
 /* What setup freed (libgit2's init and shutdown in is_git_repo, the probes)
