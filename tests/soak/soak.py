@@ -450,7 +450,10 @@ for ws in WS:
     for path, data in ws["durable"].items():
         if seen.get(path) != data:
             lost.append("%s %s: %r" % (ws["name"], path, seen.get(path)))
-ok(finals == len(WS), "every_workspace_runs_after_the_soak (%d of %d)" % (finals, len(WS)))
+ok(finals == len(WS), "every_workspace_runs_after_the_soak (%d of %d)" % (finals, len(WS)),
+   "\n".join("%s: exit %d after %.0f s: %s" % (ws["name"], ws["final"].returncode, ws["final_s"],
+                                              ws["final"].stderr.strip()[-300:])
+             for ws in WS if ws["final"].returncode != 0))
 n_durable = sum(len(ws["durable"]) for ws in WS)
 ok(not lost and n_durable > 0, "nothing_fsynced_is_lost (%d files)" % n_durable, "\n".join(lost))
 ok(not crosstalk, "no_write_landed_in_another_workspace", "\n".join(crosstalk))
