@@ -55,6 +55,7 @@
 #include "known.h"
 #include "lib/errorf.h"
 #include "lib/mkdir.h"
+#include "lib/namehash.h"
 #include "lib/util.h"
 
 struct file_id {
@@ -311,45 +312,19 @@ static int claims_own(const struct claims *cl, const char **ret_section, const c
 
 /* ---- the index of the remembered workspaces' claims (see the top) ---- */
 
-#define INDEX_NAME 33 /* 32 hex digits */
+#define INDEX_NAME NAMEHASH_LEN
 
 struct candidates {
         char **v; /* resolved config paths, each once */
         size_t n, allocated;
 };
 
-/*
- * A name for (a, b, c): two 64-bit FNV-1a lanes of different bases. Not
- * sodium's generichash: `cloister run`, in the small binary, checks claims,
- * and that binary links none of the commands' libraries. A collision of two
- * keys only proposes a config more (compared exactly); paths are the user's
- * own, chosen by no agent.
- */
-static void hash_name(const char *a, const char *b, const char *c, char out[static INDEX_NAME])
-{
-        uint64_t h[2] = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL};
-        const char *parts[] = {a, b, c};
-
-        for (size_t i = 0; i < ELEMENTSOF(parts); i++)
-                for (const unsigned char *p = (const unsigned char *)parts[i];; p++) {
-                        for (size_t l = 0; l < 2; l++) {
-                                h[l] ^= *p;
-                                h[l] *= 0x100000001b3ULL;
-                        }
-                        h[1] = (h[1] << 7) | (h[1] >> 57); /* the lanes apart */
-                        if (!*p)
-                                break;
-                }
-        snprintf(out, INDEX_NAME, "%016llx%016llx", (unsigned long long)h[0],
-                 (unsigned long long)h[1]);
-}
-
 static void key_name(enum claim_kind kind, const char *rel, const char *value,
                      char out[static INDEX_NAME])
 {
         char k[2] = {(char)('0' + kind), '\0'};
 
-        hash_name(k, rel, value, out);
+        namehash(k, rel, value, out);
 }
 
 static void id_value(const struct file_id *id, char out[static 48])
@@ -443,7 +418,7 @@ static int config_record(int dfd, const struct config *c, const char *file)
 
         if (r < 0)
                 return r;
-        hash_name("config", "", file, name);
+        namehash("config", "", file, name);
         for (size_t i = 0; r >= 0 && i < cl.n; i++)
                 r = claim_record(dfd, &cl.v[i], name, file);
         claims_clear(&cl);

@@ -22,6 +22,7 @@
 
 #include "known.h"
 #include "lib/mkdir.h"
+#include "lib/namehash.h"
 #include "lib/util.h"
 
 #define REMEMBERED_MAX 16384 /* configs the state file holds: a host of thousands of workspaces */
@@ -85,17 +86,158 @@ static char **remembered(size_t *n)
         return v;
 }
 
+/*
+ * Whether the list holds a path is asked of an index beside it, so that a
+ * mount does not read the list whole (issue 48: thousands of workspaces):
+ * configs.index/NAME (namehash of the path) holds the path, and
+ * configs.index/.count the list's line count and size as the index last
+ * saw them. A list that changed behind the index (edited or removed by its
+ * user; one written before the index existed) is read whole once and the
+ * index made again. A name that collides is compared exactly, so a path is
+ * never taken for another.
+ */
+struct remember_index {
+        int dfd;
+        unsigned long count;
+        long long size;
+};
+
+static int index_count_save(struct remember_index *x)
+{
+        char buf[64];
+        int n = snprintf(buf, sizeof(buf), "%lu %lld\n", x->count, x->size);
+        _cleanup_close_ int fd = openat(
+                x->dfd, ".count.new", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+
+        if (fd < 0)
+                return negative_errno();
+        if (write(fd, buf, (size_t)n) != n)
+                return -EIO;
+        return renameat(x->dfd, ".count.new", x->dfd, ".count") < 0 ? negative_errno() : 0;
+}
+
+static int index_mark(struct remember_index *x, const char *real)
+{
+        char name[NAMEHASH_LEN];
+        size_t len = strlen(real);
+        _cleanup_close_ int fd = -1;
+
+        namehash("remembered", "", real, name);
+        fd = openat(x->dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+                return errno == EEXIST ? 0 : negative_errno(); /* a collision: see index_has */
+        return write(fd, real, len) == (ssize_t)len ? 0 : -EIO;
+}
+
+/* 1 if the index says real is listed, 0 if it is not, -EAGAIN if it cannot say (a collision). */
+static int index_has(struct remember_index *x, const char *real)
+{
+        char name[NAMEHASH_LEN], buf[PATH_MAX + 1];
+        _cleanup_close_ int fd = -1;
+        ssize_t k;
+
+        namehash("remembered", "", real, name);
+        fd = openat(x->dfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
+                return errno == ENOENT ? 0 : negative_errno();
+        k = read(fd, buf, sizeof(buf) - 1);
+        if (k < 0)
+                return negative_errno();
+        buf[k] = '\0';
+        return streq(buf, real) ? 1 : -EAGAIN;
+}
+
+/* The index made again from the list (n paths of known, size bytes): once, after a change. */
+static int index_rebuild(struct remember_index *x, char **known, size_t n, long long size)
+{
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        int fd = openat(x->dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC), r = 0;
+
+        if (fd < 0)
+                return negative_errno();
+        d = fdopendir(fd);
+        if (!d) {
+                close(fd);
+                return -ENOMEM;
+        }
+        /* Again until a pass finds nothing: entries removed while a directory
+         * is read may hide others from that reading. */
+        for (bool again = true; again;) {
+                again = false;
+                rewinddir(d);
+                while ((de = readdir(d)))
+                        if ((de->d_name[0] != '.' || streq(de->d_name, ".count.new")) &&
+                            unlinkat(x->dfd, de->d_name, 0) == 0)
+                                again = true;
+        }
+        for (size_t i = 0; i < n && r >= 0; i++)
+                r = index_mark(x, known[i]);
+        x->count = n;
+        x->size = size;
+        return r < 0 ? r : index_count_save(x);
+}
+
+/* The index open and in step with the list (open at lfd, locked), in *x. */
+static int index_open_synced(const char *dir, int lfd, struct remember_index *x)
+{
+        _cleanup_free_ char *path = NULL;
+        struct stat st;
+        char buf[64];
+        ssize_t k = -1;
+        int fd, r;
+
+        if (fstat(lfd, &st) < 0)
+                return negative_errno();
+        if (asprintf(&path, "%s/configs.index", dir) < 0)
+                return -ENOMEM;
+        if (mkdir(path, 0700) < 0 && errno != EEXIST)
+                return negative_errno();
+        x->dfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (x->dfd < 0)
+                return negative_errno();
+        fd = openat(x->dfd, ".count", O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd >= 0) {
+                k = read(fd, buf, sizeof(buf) - 1);
+                close(fd);
+        }
+        if (k > 0) {
+                buf[k] = '\0';
+                if (sscanf(buf, "%lu %lld", &x->count, &x->size) == 2 && x->size == st.st_size)
+                        return 0;
+        }
+        size_t n = 0;
+        char **known = remembered(&n);
+        r = index_rebuild(x, known, n, (long long)st.st_size);
+        strv_free(known);
+        return r;
+}
+
+/* The slow way, for a collision of index names: read the list whole. */
+static bool list_has(const char *real)
+{
+        size_t n = 0;
+        char **known = remembered(&n);
+        bool found = false;
+
+        for (size_t i = 0; i < n && !found; i++)
+                found = streq(known[i], real);
+        strv_free(known);
+        return found;
+}
+
 int known_config_remember(const char *config_path)
 {
         _cleanup_free_ char *dir = NULL, *path = NULL, *real = realpath(config_path, NULL);
-        _cleanup_close_ int fd = -1;
-        char **known;
-        size_t n = 0;
-        bool found = false;
+        _cleanup_close_ int fd = -1, dfd = -1;
+        struct remember_index x = {.dfd = -1};
+        struct stat st;
         int r;
 
         if (!real)
                 return negative_errno();
+        if (strchr(real, '\n'))
+                return -EINVAL;
         r = known_xdg_dir("state", &dir);
         if (r < 0)
                 return r;
@@ -107,21 +249,28 @@ int known_config_remember(const char *config_path)
         fd = open(path, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return negative_errno();
-        /* Two mounts at once append once each, never half a line. */
+        /* Two mounts at once append once each, never half a line; the index goes with it. */
         if (flock(fd, LOCK_EX) < 0)
                 return negative_errno();
-        known = remembered(&n);
-        for (size_t i = 0; i < n && !found; i++)
-                found = streq(known[i], real);
-        strv_free(known);
-        if (found)
-                return 0;
-        if (n >= REMEMBERED_MAX)
+        r = index_open_synced(dir, fd, &x);
+        dfd = x.dfd;
+        if (r < 0)
+                return r;
+        r = index_has(&x, real);
+        if (r == -EAGAIN)
+                r = list_has(real);
+        if (r != 0)
+                return r < 0 ? r : 0;
+        if (x.count >= REMEMBERED_MAX)
                 return -ENOSPC; /* listed by the folder it is in, if at all */
-        if (strchr(real, '\n'))
-                return -EINVAL;
-        r = dprintf(fd, "%s\n", real) < 0 ? negative_errno() : 0;
-        return r;
+        if (dprintf(fd, "%s\n", real) < 0)
+                return negative_errno();
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        r = index_mark(&x, real);
+        x.count++;
+        x.size = (long long)st.st_size;
+        return r < 0 ? r : index_count_save(&x);
 }
 
 static int path_cmp(const void *a, const void *b)
