@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fs-private.h"
+#include "core.h"
 #include "lower-sizes.h"
 #include "lower-tree.h"
 #include "state.h"

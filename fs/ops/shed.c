@@ -74,7 +74,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fs-private.h"
+#include "core.h"
 #include "ops.h"
 #include "lib/util.h"
 

@@ -19,7 +19,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "fs-private.h"
+#include "core.h"
 #include "lib/util.h"
 
 static uint64_t mirror_ino(const struct mirror *m, const struct stat *st)

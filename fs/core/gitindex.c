@@ -26,7 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fs-private.h"
+#include "core.h"
 #include "gitdir.h"
 #include "state.h"
 #include "lib/util.h"

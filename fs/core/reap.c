@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fs-private.h"
+#include "core.h"
 
 static void *reap_main(void *arg)
 {

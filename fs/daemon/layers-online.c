@@ -40,7 +40,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "fs-private.h"
+#include "core.h"
 #include "layers.h"
 #include "ops.h"
 #include "lib/crashpoint.h"

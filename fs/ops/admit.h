@@ -7,7 +7,7 @@
  */
 #pragma once
 
-#include "fs-private.h"
+#include "core.h"
 
 void admit_lookup(fuse_req_t req, fuse_ino_t parent, const char *name);
 void admit_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,

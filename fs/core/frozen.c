@@ -20,7 +20,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "fs-private.h"
+#include "core.h"
 #include "lib/util.h"
 
 int frozen_getattr(struct fs_workspace *ws, struct node *n, struct stat *st)

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fs-private.h"
+#include "core.h"
 #include "lib/util.h"
 
 bool fs_name_valid(const char *name)

@@ -30,7 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fs-private.h"
+#include "core.h"
 #include "layers.h"
 #include "lib/util.h"
 

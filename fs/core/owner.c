@@ -28,7 +28,7 @@
 #include <string.h>
 #include <sys/xattr.h>
 
-#include "fs-private.h"
+#include "core.h"
 #include "lib/util.h"
 
 #define OWNER_XATTR "trusted.cloister.owner"

@@ -4,7 +4,7 @@
  */
 #pragma once
 
-#include "fs-private.h"
+#include "core.h"
 
 /*
  * An open file or directory: fi->fh. fd, stale_fd, lower_fd, is_upper,

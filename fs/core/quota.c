@@ -42,7 +42,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "fs-private.h"
+#include "core.h"
 #include "lib/util.h"
 
 uint64_t quota_xattrs_of(int fd)

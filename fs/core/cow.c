@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fs-private.h"
+#include "core.h"
 #include "lib/util.h"
 
 struct cres {

@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "admit.h"
-#include "fs-private.h"
+#include "core.h"
 #include "ops.h"
 #include "state.h"
 #include "lib/util.h"

@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fs-private.h"
+#include "core.h"
 #include "fs.h"
 #include "lib/pidfile.h"
 #include "lib/util.h"

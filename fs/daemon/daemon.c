@@ -21,7 +21,7 @@
 
 #include <sodium.h>
 
-#include "fs-private.h"
+#include "core.h"
 #include "ops.h"
 #include "state.h"
 #include "lib/util.h"

@@ -36,7 +36,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#include "fs-private.h"
+#include "core.h"
 #include "lib/util.h"
 
 #define ATTR_XATTR        "trusted.cloister.mode"

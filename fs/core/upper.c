@@ -33,7 +33,7 @@
 
 #include <sodium.h>
 
-#include "fs-private.h"
+#include "core.h"
 #include "lib/readall.h"
 #include "lib/util.h"
 

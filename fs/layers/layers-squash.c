@@ -28,7 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fs-private.h"
+#include "core.h"
 #include "layers.h"
 #include "state.h"
 #include "lib/crashpoint.h"
