@@ -71,45 +71,13 @@ static inline bool lock_rw_wrheld(pthread_rwlock_t *l)
 #define assert_rwlocked(l) ((void)0)
 #define assert_wrlocked(l) ((void)0)
 #endif
+#include "format.h"
 #include "journal.h"
 #include "lower.h"
 
 #define FS_TIMEOUT_LONG 86400.0     /* all changes pass through this mount */
 #define FS_SMALL_BLOB   (64 * 1024) /* lower files up to this size are read into memory */
-
-/* Reserved name prefix in an upper directory; see upper_name_escape(). */
-#define UPPER_PREFIX   ".cloister~"
-#define UPPER_META     UPPER_PREFIX "meta"
-#define UPPER_ESCAPE   UPPER_PREFIX "="
-#define LINKS_DIR      UPPER_PREFIX "links" /* a layer's link index (links.c) */
-#define LINKS_ALIASES  "aliases.json"       /* ... its names that lie below */
-#define UPPER_INO_TAG  (2ULL << 62)
-#define MIRROR_INO_TAG (3ULL << 62)
-
-/*
- * The largest sidecar read back. Only the daemon writes them, one record
- * per changed entry of the dir, and each save rewrites the whole file, so
- * a dir nears this only far past any usable size.
- */
-#define UPPER_META_MAX (1ULL << 30)
-
-/* st_ino of an entry that exists only in an upper tree: its host inode, tagged. */
-/*
- * The /proc/self/fd path of fd, to reach the pinned inode itself (O_PATH
- * fds included) with calls that take a path: never a name the agent could
- * have swapped since.
- */
-#define FS_FD_PATH_MAX 32
-#define REAP_MAX       256 /* removed files' fds waiting for their close (reap.c) */
-static inline void fs_fd_path(int fd, char buf[static FS_FD_PATH_MAX])
-{
-        snprintf(buf, FS_FD_PATH_MAX, "/proc/self/fd/%d", fd);
-}
-
-static inline uint64_t upper_ino(const struct stat *st)
-{
-        return (st->st_ino & ~(3ULL << 62)) | UPPER_INO_TAG;
-}
+#define REAP_MAX        256         /* removed files' fds waiting for their close (reap.c) */
 
 enum node_kind {
         NODE_SYNTH,  /* the read-only root and the dirs leading to each part */
@@ -391,22 +359,9 @@ void node_mark_unlinked(struct fs_workspace *ws, struct node *n);
 /* The mount-absolute path, e.g. "/workspace/a/b"; caller holds ns_lock. */
 char *node_path(const struct node *n);
 void node_table_free(struct fs_workspace *ws);
-bool fs_name_valid(const char *name);
 
 /* upper.c: names, sidecars and attributes of the upper tree */
-int upper_name_escape(const char *name, char buf[static 256]);
-/* NULL for a marker, else the agent's name (possibly pointing into stored). */
-const char *upper_name_unescape(const char *stored);
 json_t *upper_meta(struct node *dir);
-/* Parse a sidecar (any name bytes restored); NULL if missing or damaged. */
-json_t *upper_meta_load_fd(int fd);
-/* o[key] = value; if value is not UTF-8, o[key] is lossy ('?' for bytes
- * >= 0x80) and o[key "_hex"] holds its exact bytes in lowercase hex. */
-int upper_json_set_name(json_t *o, const char *key, const char *value);
-/* The exact name set by upper_json_set_name() (malloc'd), NULL if absent. */
-char *upper_json_get_name(json_t *o, const char *key);
-/* Write sidecar m (names verbatim) into the directory dfd, atomically. */
-int upper_meta_write(int dfd, json_t *m);
 /* Make dir's sidecar durable (fsync, fsyncdir): saves do not wait for the disk. */
 int upper_meta_sync(struct node *dir);
 /* reap.c: close fd (that of a removed file: the close frees its blocks) in a
@@ -461,14 +416,7 @@ int upper_fstat(struct fs_workspace *ws, struct node *n, struct stat *st);
 /* Keep an O_PATH fd on a non-directory's upper file (n->hfd), so that it stays
  * reachable when the name it was found by goes (hard links). */
 int upper_node_pin(struct node *n);
-/* Remove our marker files from an upper dir (before it is removed). */
-int upper_dir_clear_markers(int dfd);
 int upper_open(struct node *n, int flags, int *ret_fd);
-/* The agent's type of an upper entry: a device node is a regular file on the host
- * and "dev": "c"/"b" in its name's sidecar record (the type never changes). */
-mode_t upper_rec_type(json_t *rec, mode_t host_type);
-/* Add that "dev" to rec for a device node's type; 0 for any other type. */
-int upper_rec_add_type(json_t *rec, mode_t type);
 
 /* owner.c: root's own files among the agent's, when the agent has a host uid */
 #define OWNER_LOADED   1u /* node->owner is known */
@@ -510,9 +458,6 @@ ssize_t frozen_listxattr(struct node *n, char *buf, size_t size);
 int frozen_copy_meta(struct fs_workspace *ws, struct node *n, int dst, uint64_t *ret_charged);
 
 /* links.c: hard links whose names lie in different layers (ns_lock held) */
-json_t *links_aliases_load(int rootfd);
-unsigned links_aliases_get(json_t *aliases, uint64_t ino);
-bool links_in_index(int rootfd, uint64_t ino, int fd);
 /* Does the writable layer's link index hold anything? */
 bool links_top_any(struct fs_workspace *ws);
 /* The writable layer's index entry for ino (O_PATH), or -ENOENT. */
@@ -569,7 +514,6 @@ enum copyup_how {
 int copyup(struct fs_workspace *ws, struct node *n, enum copyup_how how);
 /* n is a frozen file with more than one name: removing one copies it up first (links.c). */
 bool copyup_has_names_below(struct node *n);
-int copyup_fd_data(int in, int out, uint64_t size);
 
 /* quota.c */
 int quota_init(struct fs_workspace *ws);

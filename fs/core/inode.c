@@ -15,12 +15,6 @@
 #include "core.h"
 #include "lib/util.h"
 
-bool fs_name_valid(const char *name)
-{
-        size_t n = strnlen(name, 256);
-        return n > 0 && n <= 255 && !strchr(name, '/') && !streq(name, ".") && !streq(name, "..");
-}
-
 struct node *node_new(struct fs_workspace *ws, enum node_kind kind, mode_t type, uint64_t ino)
 {
         struct node *n = calloc(1, sizeof(*n));

@@ -35,56 +35,6 @@
 #define ALIASES     LINKS_ALIASES
 #define ALIASES_MAX (64u * 1024 * 1024)
 
-static void key_of(uint64_t ino, char buf[static 17])
-{
-        snprintf(buf, 17, "%016llx", (unsigned long long)ino);
-}
-
-json_t *links_aliases_load(int rootfd)
-{
-        _cleanup_close_ int dfd = openat(rootfd, LINKS_DIR,
-                                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC),
-                            fd = -1;
-        _cleanup_free_ char *buf = NULL;
-        struct stat st;
-        size_t len = 0;
-        json_t *j = NULL;
-
-        if (dfd >= 0)
-                fd = openat(dfd, ALIASES, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-        if (fd >= 0 && fstat(fd, &st) == 0 &&
-            fd_read_whole(fd, (size_t)st.st_size, ALIASES_MAX, &buf, &len) == 0)
-                j = json_loadb(buf, len, 0, NULL);
-        if (!json_is_object(j)) {
-                json_decref(j);
-                j = json_object();
-        }
-        return j;
-}
-
-unsigned links_aliases_get(json_t *aliases, uint64_t ino)
-{
-        char k[17];
-        json_t *v;
-
-        key_of(ino, k);
-        v = json_object_get(aliases, k);
-        return json_is_integer(v) && json_integer_value(v) > 0 ? (unsigned)json_integer_value(v)
-                                                               : 0;
-}
-
-/* Is fd's inode the one rootfd's index holds for ino? */
-bool links_in_index(int rootfd, uint64_t ino, int fd)
-{
-        char name[sizeof(LINKS_DIR) + 20];
-        struct stat a, b;
-
-        snprintf(name, sizeof(name), LINKS_DIR "/%016llx", (unsigned long long)ino);
-        return fstatat(rootfd, name, &a, AT_SYMLINK_NOFOLLOW) == 0 &&
-               fstatat(fd, "", &b, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) == 0 &&
-               a.st_dev == b.st_dev && a.st_ino == b.st_ino;
-}
-
 static json_t *top_aliases(struct fs_workspace *ws)
 {
         if (!ws->links)
@@ -127,7 +77,7 @@ static int aliases_set(struct fs_workspace *ws, uint64_t ino, unsigned n)
         json_t *a = top_aliases(ws);
         char k[17];
 
-        key_of(ino, k);
+        links_key_of(ino, k);
         if (!a)
                 return -ENOMEM;
         if (n == 0)
@@ -217,7 +167,7 @@ static int copyup_indexed(struct fs_workspace *ws, struct node *n, nlink_t names
         uint64_t charged = 0;
         int r;
 
-        key_of(n->ino, key);
+        links_key_of(n->ino, key);
         snprintf(tmp, sizeof(tmp), "%s.tmp", key);
         r = quota_charge_files(ws, 1);
         if (r < 0)

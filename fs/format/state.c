@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core.h"
+#include "format.h"
 #include "state.h"
 #include "lib/util.h"
 

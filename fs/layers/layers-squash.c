@@ -28,7 +28,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core.h"
+#include "format.h"
+#include "journal.h"
+#include "lower.h"
 #include "layers.h"
 #include "state.h"
 #include "lib/crashpoint.h"

@@ -33,7 +33,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core.h"
+#include "format.h"
 #include "lower-private.h"
 #include "lib/util.h"
 
