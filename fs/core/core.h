@@ -223,6 +223,11 @@ struct fs_workspace {
                 pthread_t thread;
                 pthread_mutex_t repay_lock; /* the worker repaying (shed_repay) */
                 bool started, stop, asked;
+                /* shed_kick, set by shed_init: what the node table (inode.c)
+                 * calls when it has grown by a round's worth, with
+                 * itable_lock held. A hook, so that core/ never calls up
+                 * into ops/, where the shed lives; NULL until then. */
+                void (*kick)(struct fs_workspace *ws);
                 size_t limit; /* RLIMIT_NOFILE */
                 /* nodes ever inserted, and the count at which to kick a round
                  * (itable_lock): a count of nodes now would fall with the
@@ -469,7 +474,8 @@ nlink_t links_view_nlink(struct fs_workspace *ws, struct node *n);
 int links_copyup(struct fs_workspace *ws, struct node *n, nlink_t names,
                  int (*fill)(struct fs_workspace *ws, struct node *n, int out,
                              uint64_t *ret_charged));
-/* Make the name (p, name) of indexed n a name of the writable layer, if it lies below. */
+/* Make the name (p, name) of indexed n a name of the writable layer, if it lies below;
+ * p is copied up already (rename copies both parents up first). */
 int links_materialize(struct fs_workspace *ws, struct node *p, const char *name, const char *en,
                       struct node *n);
 /* The name (p, en) of n goes: one alias less if it lies below (*ret_alias). */

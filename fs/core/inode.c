@@ -97,8 +97,8 @@ struct node *node_insert_lookup(struct fs_workspace *ws, struct node *n)
                         ws->buckets[k] = n;
                         n->hashed = true;
                         ws->n_nodes++;
-                        if (++ws->shed.inserts >= ws->shed.next)
-                                shed_kick(ws);
+                        if (++ws->shed.inserts >= ws->shed.next && ws->shed.kick)
+                                ws->shed.kick(ws);
                 }
         }
         if (found) {
@@ -258,8 +258,8 @@ struct node *node_insert_new(struct fs_workspace *ws, struct node *n)
                 ws->buckets[k] = n;
                 n->hashed = true;
                 ws->n_nodes++;
-                if (++ws->shed.inserts >= ws->shed.next)
-                        shed_kick(ws);
+                if (++ws->shed.inserts >= ws->shed.next && ws->shed.kick)
+                        ws->shed.kick(ws);
         }
         if (n->parent)
                 n->parent->refs++;

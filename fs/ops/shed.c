@@ -312,6 +312,7 @@ void shed_init(struct fs_workspace *ws)
         pthread_mutex_init(&ws->shed.lock, NULL);
         pthread_mutex_init(&ws->shed.repay_lock, NULL);
         pthread_cond_init(&ws->shed.wake, NULL);
+        ws->shed.kick = shed_kick;
         ws->shed.limit = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
                                  ? (size_t)rl.rlim_cur
                                  : 1024;
