@@ -649,7 +649,7 @@ static int lower_git_read_blob(struct lower *l, const git_oid *oid, char **ret, 
         return 0;
 }
 
-int lower_git_read_file(struct lower *l, struct lent *e, char **ret, size_t *ret_len)
+static int git_read_file(struct lower *l, struct lent *e, char **ret, size_t *ret_len)
 {
         struct thread_git *t = thread_git(l);
         git_buf buf = GIT_BUF_INIT;
@@ -803,6 +803,22 @@ static void git_free(struct lower *l)
         free(l);
 }
 
+/* A file of at most max bytes, as checked out, in memory (its blob, converted
+ * if its attributes say so). */
+static int git_read_small(struct lower *l, struct lent *e, size_t max, char **ret, size_t *ret_len)
+{
+        int r;
+
+        if (!S_ISREG(e->mode))
+                return -EOPNOTSUPP;
+        r = lower_size(l, e);
+        if (r < 0)
+                return r;
+        if (e->size > max)
+                return -EFBIG;
+        return git_read_file(l, e, ret, ret_len);
+}
+
 const struct lower_ops lower_git_ops = {
         .root = git_root,
         .child = git_child,
@@ -812,6 +828,7 @@ const struct lower_ops lower_git_ops = {
         .open_data = git_open_data,
         .readlink = git_readlink,
         .free = git_free,
+        .read_small = git_read_small,
 };
 
 /*

@@ -5,6 +5,9 @@
 #pragma once
 
 #include <pthread.h>
+#include <stdatomic.h>
+
+#include <jansson.h>
 
 #include "lower.h"
 
@@ -17,7 +20,8 @@ struct lower_ops {
         int (*open_data)(struct lower *l, const struct lent *e, int *ret_fd);
         int (*readlink)(struct lower *l, const struct lent *e, char **ret);
         void (*free)(struct lower *l);
-        /* NULL: lower.c's own (git blobs in memory); a stack's passes base entries on. */
+        /* A small file in memory (git: its blob); NULL: none (-EOPNOTSUPP). A
+         * stack's passes its base's entries on. */
         int (*read_small)(struct lower *l, struct lent *e, size_t max, char **ret, size_t *ret_len);
 };
 
@@ -41,7 +45,19 @@ struct lower {
         int root_fd;
 };
 
-/* The file's data as checked out (converted if its attributes say so), in memory. */
-int lower_git_read_file(struct lower *l, struct lent *e, char **ret, size_t *ret_len);
+/* A frozen layer of a stack (lower-stack.c), shared by the entries found in it. */
+struct flayer {
+        _Atomic unsigned refs;
+        unsigned k;
+        int root_fd;
+        pthread_mutex_t lock; /* aliases, read once */
+        json_t *aliases;      /* its link index's counts (links.c), NULL until read */
+        int has_index;        /* it holds a link index: 1 yes, 0 no, -1 not looked yet */
+        char id[33];
+        struct flayer *below; /* a reference; NULL: view k-1 is the base */
+        struct lower *base;   /* not owned */
+        unsigned part;
+};
+void lower_flayer_unref(struct flayer *f);
 
 extern const struct lower_ops lower_git_ops, lower_dir_ops, lower_stack_ops;

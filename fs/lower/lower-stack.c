@@ -37,19 +37,6 @@
 #include "lower-private.h"
 #include "lib/util.h"
 
-struct flayer {
-        _Atomic unsigned refs;
-        unsigned k;
-        int root_fd;
-        pthread_mutex_t lock; /* aliases, read once */
-        json_t *aliases;      /* its link index's counts (links.c), NULL until read */
-        int has_index;        /* it holds a link index: 1 yes, 0 no, -1 not looked yet */
-        char id[33];
-        struct flayer *below; /* a reference; NULL: view k-1 is the base */
-        struct lower *base;   /* not owned */
-        unsigned part;
-};
-
 struct lower_stack {
         struct lower l; /* first: a struct lower * is a struct lower_stack * */
         struct flayer *top;
@@ -59,35 +46,6 @@ struct lower_stack {
 static struct lower_stack *stack_of(struct lower *l)
 {
         return (struct lower_stack *)l;
-}
-
-static void flayer_unref(struct flayer *f)
-{
-        while (f && atomic_fetch_sub(&f->refs, 1) == 1) {
-                struct flayer *below = f->below;
-                safe_close(f->root_fd);
-                json_decref(f->aliases);
-                pthread_mutex_destroy(&f->lock);
-                free(f);
-                f = below;
-        }
-}
-
-void lower_fent_ref(struct fent *f)
-{
-        atomic_fetch_add(&f->refs, 1);
-}
-
-void lower_fent_unref(struct fent *f)
-{
-        if (!f || atomic_fetch_sub(&f->refs, 1) != 1)
-                return;
-        safe_close(f->fd);
-        json_decref(f->meta);
-        lent_clear(&f->below);
-        flayer_unref(f->layer);
-        pthread_mutex_destroy(&f->lock);
-        free(f);
 }
 
 static struct fent *fent_new(struct flayer *layer, int fd)
@@ -600,7 +558,7 @@ static int stack_list(struct lower *l, const struct lent *dir, lower_list_fn fn,
 
 static void stack_free(struct lower *l)
 {
-        flayer_unref(stack_of(l)->top);
+        lower_flayer_unref(stack_of(l)->top);
         free(stack_of(l));
 }
 

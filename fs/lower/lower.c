@@ -10,6 +10,7 @@
  * bookkeeping. The top bits (01) keep them apart from upper (10) and mirror
  * (11) numbers; synthetic nodes use small numbers.
  */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,37 @@
 
 #include "lower-private.h"
 #include "lib/util.h"
+
+/* The references of frozen entries and layers (lower-stack.c makes them):
+ * here, so that lower.c's entry helpers need not call into a kind. */
+void lower_flayer_unref(struct flayer *f)
+{
+        while (f && atomic_fetch_sub(&f->refs, 1) == 1) {
+                struct flayer *below = f->below;
+                safe_close(f->root_fd);
+                json_decref(f->aliases);
+                pthread_mutex_destroy(&f->lock);
+                free(f);
+                f = below;
+        }
+}
+
+void lower_fent_ref(struct fent *f)
+{
+        atomic_fetch_add(&f->refs, 1);
+}
+
+void lower_fent_unref(struct fent *f)
+{
+        if (!f || atomic_fetch_sub(&f->refs, 1) != 1)
+                return;
+        safe_close(f->fd);
+        json_decref(f->meta);
+        lent_clear(&f->below);
+        lower_flayer_unref(f->layer);
+        pthread_mutex_destroy(&f->lock);
+        free(f);
+}
 
 void lent_clear(struct lent *e)
 {
@@ -136,17 +168,9 @@ int lower_open_data(struct lower *l, const struct lent *e, int *ret_fd)
 
 int lower_read_small(struct lower *l, struct lent *e, size_t max, char **ret, size_t *ret_len)
 {
-        int r;
-        if (l->ops->read_small)
-                return l->ops->read_small(l, e, max, ret, ret_len);
-        if (!lower_is_git(l) || !S_ISREG(e->mode))
-                return -EOPNOTSUPP;
-        r = lower_size(l, e);
-        if (r < 0)
-                return r;
-        if (e->size > max)
-                return -EFBIG;
-        return lower_git_read_file(l, e, ret, ret_len);
+        if (!l->ops->read_small)
+                return -EOPNOTSUPP; /* a plain directory: open its file */
+        return l->ops->read_small(l, e, max, ret, ret_len);
 }
 
 int lower_readlink(struct lower *l, const struct lent *e, char **ret)
