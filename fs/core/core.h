@@ -369,48 +369,6 @@ void node_table_free(struct fs_workspace *ws);
 json_t *upper_meta(struct node *dir);
 /* Make dir's sidecar durable (fsync, fsyncdir): saves do not wait for the disk. */
 int upper_meta_sync(struct node *dir);
-/* reap.c: close fd (that of a removed file: the close frees its blocks) in a
- * thread of its own, so that no request waits for it. */
-void reap_init(struct fs_workspace *ws);
-void reap_close(struct fs_workspace *ws, int fd);
-void reap_stop(struct fs_workspace *ws);
-/* shed.c: drop cached entries (the kernel's) of nodes holding descriptors
- * when too many are open. init after RLIMIT_NOFILE is raised; start once
- * the session serves; kick with itable_lock held; stop before it goes. */
-void shed_init(struct fs_workspace *ws);
-int shed_start(struct fs_workspace *ws);
-void shed_kick(struct fs_workspace *ws);
-/* Too many descriptors may be open for more nodes to be made at no one's
- * asking (readdirplus); kicks a round. Takes itable_lock. */
-bool shed_short(struct fs_workspace *ws);
-/* After replying with a new entry: while short, this worker has the kernel
- * drop a few unused entries before it takes another request, so that a
- * stream of lookups cannot outrun the rounds. Holding no lock. */
-void shed_repay(struct fs_workspace *ws);
-/*
- * A file with several names has a kernel entry per name it was handed out
- * by, and any one of them keeps the node and its descriptor; shed.c knows
- * one name, the node's. So an entry handed out by another name, or a name
- * the node stops going by (link, rename), is dropped right after the reply
- * (it lives on only while in use). shed_stale_is: parent/name is n's own
- * name (nothing to drop). keep (ns_lock held): remember n's name now.
- * drop (after replying, holding no lock): have the shed thread drop it
- * (a worker would wait for the parent's lock, which the syscall that
- * looked the name up may hold while it waits for a worker).
- */
-struct shed_stale {
-        struct node *parent; /* a reference held */
-        char *name;
-};
-bool shed_stale_is(const struct node *n, const struct node *parent, const char *name);
-void shed_stale_keep(struct fs_workspace *ws, struct node *n, struct shed_stale *s);
-void shed_stale_drop(struct fs_workspace *ws, struct shed_stale *s);
-/* An operation ran out of descriptors: a round now. Holding no lock. */
-void shed_wake(struct fs_workspace *ws);
-/* May a request of the caller pid make the daemon hold one more
- * descriptor? 0, or -EMFILE for a caller in the sandbox past shed.cap. */
-int shed_admit(struct fs_workspace *ws, pid_t pid, bool handle);
-void shed_stop(struct fs_workspace *ws);
 bool upper_meta_whiteout(struct node *dir, const char *name);
 int upper_meta_set_whiteout(struct node *dir, const char *name, bool on);
 json_t *upper_meta_rec(struct node *dir, const char *name);
@@ -484,16 +442,6 @@ int links_name_gone(struct fs_workspace *ws, struct node *p, const char *en, str
 /* n's last name went: its index entry goes too. */
 void links_drop_if_gone(struct fs_workspace *ws, struct node *n);
 
-/* layers-mount.c: the writable layer and the stack of frozen ones under it */
-int layers_mount(struct fs_workspace *ws, int fsdir, char **ret_error);
-/* layers-online.c: <state>/fs.sock, for checkpoints while mounted */
-int layers_online_start(struct fs_workspace *ws, char **ret_error);
-void layers_online_stop(struct fs_workspace *ws);
-/* ops-data.c */
-struct handle;
-/* The one constructor of a handle: no descriptor, no node yet; NULL out of memory. */
-struct handle *handle_new(void);
-
 /* cow.c: lookup, attributes and listing of copy-on-write nodes */
 struct cow_dirent {
         char *name;
@@ -509,6 +457,7 @@ int cow_lower_has(struct fs_workspace *ws, struct node *dir, const char *name);
 bool cow_name_current(struct fs_workspace *ws, struct node *n);
 int cow_layer_root(struct fs_workspace *ws, struct layer *l, struct node *parent, const char *name,
                    struct node **ret);
+void fs_dirents_free(struct cow_dirent *d, size_t n);
 
 /* copyup.c */
 int copyup_dir(struct fs_workspace *ws, struct node *dir);
@@ -598,22 +547,11 @@ int mirror_readlink(struct fs_workspace *ws, struct node *n, char **ret);
 int mirror_getxattr(struct node *n, const char *name, void *buf, size_t size);
 int mirror_listxattr(struct node *n, char *buf, size_t size);
 
-/* mountctl.c: the start time (clock ticks after boot) of a process, to tell
- * a daemon from a later process that reused its pid. */
-int fs_proc_starttime(int pid, unsigned long long *ret);
-
 /* control.c */
 int control_read_all(struct fs_workspace *ws, enum ctl_file f, char **ret, size_t *ret_len);
 
-/* journal glue (ops-*.c) */
-int fs_journal(struct fs_workspace *ws, fuse_req_t req, const struct journal_entry *e);
-
-/* loop.c: serve se until it is unmounted or stopped by a signal */
-int fs_loop_run(struct fuse_session *se, unsigned max_workers);
-/* A handler about to wait for something another request must first end (a
- * directory lock the kernel holds for it): another worker reads meanwhile. */
-void fs_loop_hand_on(void);
-
-/* ops */
-extern const struct fuse_lowlevel_ops fs_ops;
-void fs_dirents_free(struct cow_dirent *d, size_t n);
+/* reap.c: close fd (that of a removed file: the close frees its blocks) in a
+ * thread of its own, so that no request waits for it. */
+void reap_init(struct fs_workspace *ws);
+void reap_close(struct fs_workspace *ws, int fd);
+void reap_stop(struct fs_workspace *ws);

@@ -22,6 +22,7 @@
 #include <sodium.h>
 
 #include "core.h"
+#include "daemon.h"
 #include "ops.h"
 #include "state.h"
 #include "lib/util.h"

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "daemon.h"
 #include "layers.h"
 #include "state.h"
 #include "lib/errorf.h"

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "daemon.h"
 #include "layers.h"
 #include "ops.h"
 #include "lib/crashpoint.h"

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "core.h"
+#include "daemon.h"
 #include "fs.h"
 #include "lib/pidfile.h"
 #include "lib/util.h"

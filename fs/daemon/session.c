@@ -21,8 +21,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "admit.h"
 #include "core.h"
+#include "daemon.h"
 #include "ops.h"
 #include "state.h"
 #include "lib/util.h"

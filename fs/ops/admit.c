@@ -18,7 +18,6 @@
 #include <errno.h>
 #include <fcntl.h>
 
-#include "admit.h"
 #include "ops.h"
 
 static bool fds_refused(fuse_req_t req, bool handle)

@@ -45,7 +45,7 @@
 #include <sys/eventfd.h>
 #include <time.h>
 
-#include "core.h"
+#include "ops.h"
 #include "lib/busypoll.h"
 #include "lib/util.h"
 

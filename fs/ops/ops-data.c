@@ -18,47 +18,6 @@
 #include "ops.h"
 #include "lib/util.h"
 
-/* Who is asking, for the journal and for ownership of new entries. */
-static struct journal_caller ops_caller(fuse_req_t req)
-{
-        const struct fuse_ctx *c = fuse_req_ctx(req);
-        const struct fs_workspace *ws = req_ws(req);
-        /* Only the agent runs as the sandbox's host uid: nothing else on the host has it. */
-        bool agent = ws->uid != ws->store_uid && c->uid == ws->uid;
-
-        return (struct journal_caller){.pid = c->pid,
-                                       .uid = c->uid,
-                                       .gid = c->gid,
-                                       .in_sandbox = agent,
-                                       .sandbox_uid = agent ? ws->agent_uid : 0};
-}
-
-int ops_journal(struct fs_workspace *ws, fuse_req_t req, enum journal_op op, struct node *n,
-                const char *name, const struct journal_entry *extra)
-{
-        struct journal_caller who = ops_caller(req);
-        struct journal_entry e = extra ? *extra : (struct journal_entry){.uid = -1, .gid = -1};
-        _cleanup_free_ char *dir = NULL, *path = NULL;
-        int r;
-
-        if (!ws->journal || n->kind != NODE_COW)
-                return 0;
-        dir = node_path(n);
-        if (!dir)
-                return -ENOMEM;
-        if (name) {
-                if (asprintf(&path, "%s%s%s", dir, streq(dir, "/") ? "" : "/", name) < 0)
-                        return -ENOMEM;
-        } else {
-                path = TAKE_PTR(dir);
-        }
-        e.op = op;
-        e.path = path;
-        r = journal_append(ws->journal, &who, &e);
-        /* EDQUOT: the journal reached its bound just now (admit.c refuses what follows). */
-        return r == -EDQUOT ? r : r < 0 ? -EIO : 0;
-}
-
 /* An open file's handle joins ws->handles, which a checkpoint moves. */
 static void handle_track(struct fs_workspace *ws, struct handle *h)
 {
@@ -72,15 +31,6 @@ static void handle_track(struct fs_workspace *ws, struct handle *h)
                 h->tracked = true;
         }
         pthread_mutex_unlock(&ws->handles_lock);
-}
-
-struct handle *handle_new(void)
-{
-        struct handle *h = calloc(1, sizeof(*h));
-
-        if (h)
-                h->fd = h->lower_fd = h->stale_fd = -1;
-        return h;
 }
 
 static void handle_untrack(struct fs_workspace *ws, struct handle *h)

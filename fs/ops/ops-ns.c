@@ -157,47 +157,6 @@ static void journal_failure(struct fs_workspace *ws, fuse_req_t req, enum journa
                         &(struct journal_entry){.path2 = path2, .result = r, .uid = -1, .gid = -1});
 }
 
-int ops_settle_new(struct fs_workspace *ws, fuse_req_t req, struct node *p, int fd, mode_t type,
-                   mode_t mode, dev_t rdev, mode_t *xbits)
-{
-        const struct fuse_ctx *c = fuse_req_ctx(req);
-        gid_t gid = fs_gid_store(ws, c->gid); /* as stored */
-        gid_t shown_gid = c->gid;             /* as the caller sees it */
-        bool dir = S_ISDIR(type);
-        int r;
-
-        if (p->xbits & S_ISGID) {
-                /* A setgid directory hands its group down, and setgid to its subdirs. */
-                struct stat pst;
-                if (fstat(p->ufd, &pst) < 0)
-                        return negative_errno();
-                gid = pst.st_gid;
-                owner_show(ws, p, p->ufd, &pst);
-                shown_gid = pst.st_gid;
-                if (dir)
-                        mode |= S_ISGID;
-        }
-        if (geteuid() == 0) {
-                uid_t uid = fs_uid_store(ws, c->uid);
-                unsigned flags = owner_flags_for(ws, uid, c->uid, gid, shown_gid);
-
-                if (fchownat(fd, "", uid, gid, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
-                        return negative_errno();
-                /* Root's own new file among the agent's: say so, or it shows as the agent's. */
-                if (flags & (OWNER_ROOT_UID | OWNER_ROOT_GID)) {
-                        r = owner_mark(ws, NULL, fd, flags);
-                        if (r < 0)
-                                return r;
-                }
-        }
-        if (S_ISLNK(type))
-                return 0;
-        if (S_ISCHR(type) || S_ISBLK(type) ||
-            (mode & (dir ? (mode_t)(S_ISUID | S_ISGID) : (mode_t)07000)))
-                return attr_set_mode(ws, type, fd, mode, rdev, xbits);
-        return 0;
-}
-
 /*
  * Make the entry en in p's upper dir (ns_lock held, prepare_new done):
  * *ret_fd is the new inode's fd (a dir's O_RDONLY fd, else O_PATH) with its
