@@ -820,6 +820,7 @@ static int git_read_small(struct lower *l, struct lent *e, size_t max, char **re
 }
 
 const struct lower_ops lower_git_ops = {
+        .git = true,
         .root = git_root,
         .child = git_child,
         .lookup_path = git_lookup_path,

@@ -12,6 +12,7 @@
 #include "lower.h"
 
 struct lower_ops {
+        bool git; /* a git tree: it has a commit, its time and objects (lower_is_git) */
         int (*root)(struct lower *l, struct lent *ret);
         int (*child)(struct lower *l, const struct lent *dir, const char *name, struct lent *ret);
         int (*lookup_path)(struct lower *l, const char *path, struct lent *ret);

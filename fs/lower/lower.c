@@ -110,7 +110,7 @@ void lower_free(struct lower *l)
 
 bool lower_is_git(const struct lower *l)
 {
-        return l->ops == &lower_git_ops;
+        return l->ops->git;
 }
 
 const char *lower_commit_hex(const struct lower *l)
