@@ -1,7 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * fs-private.h: the workspace filesystem's internal structures, shared by
- * the fs/ sources and by nothing else.
+ * core.h: fs/core, the private header of the copy-on-write core.
+ *
+ * Owns: the node table (inode.c), the node's upper half (upper.c: its
+ * sidecar, pin and open), owners and special bits kept off the host
+ * (owner.c, attr.c), frozen-layer entries as the agent sees them
+ * (frozen.c), hard links across layers (links.c), lookup and listing of
+ * copy-on-write nodes (cow.c), copy-up (copyup.c), the quota (quota.c),
+ * the workspace .git's index build (gitindex.c), host mirrors (mirror.c),
+ * the /.cloister control files (control.c) and the closing of removed
+ * files' fds (reap.c). Sections below follow those files.
+ *
+ * struct node and struct fs_workspace live here, though ops/ and daemon/
+ * use them too: core/ is the lowest folder that needs them whole (a node
+ * is what copy-up, lookup and the quota work on), and one struct per
+ * workspace, as overlayfs has one ovl_fs, keeps every lock in one place.
+ * Their fields that belong to a folder above (ws->shed for ops/shed.c,
+ * ws->ctl for daemon/layers-online.c) are data only: core/ reaches ops/
+ * only through the one hook it is given (ws->shed.kick).
+ *
+ * May call: layers/ (its constants), lower/, format/, journal/, gitdir/
+ * and lib/; never ops/ or daemon/. tests/lint/fs-layers.py checks both
+ * the includes and the calls.
  *
  * Locks, outermost first:
  *   ws->ns_lock (rwlock)   the namespace: node parent/name, upper/lower

@@ -9,6 +9,14 @@
  * layers.json, under <state>/fs/layers.lock. The daemon (layers-online.c)
  * and the CLI (offline) share these functions.
  *
+ * fs/layers owns the layer store: layers.json (layers.c), checkpoint,
+ * restore and delete (layers-ops.c), fork and views (layers-fork.c),
+ * squash (layers-squash.c) and the client of a mounted daemon's control
+ * socket (layers-ctl.c). This header is both its public one (mounts/ uses
+ * it) and its private one. It may call lower/, format/, journal/ and
+ * lib/; core/ and daemon/ call in. tests/lint/fs-layers.py checks both
+ * the includes and the calls.
+ *
  * Library code: nothing here prints; errors come back as a negative errno
  * and a malloc'd one-line message.
  */

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lower-private.h: the two lower-layer implementations behind lower.h.
+ * lower-private.h: fs/lower's private header: the ops table each kind of
+ * lower fills (lower-git.c, lower-dir.c, lower-stack.c), the struct lower
+ * they share, and the frozen layer of a stack (lower-stack.c, whose
+ * references lower.c counts). lower.h says what the folder owns and may
+ * call.
  */
 #pragma once
 

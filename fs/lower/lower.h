@@ -1,8 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * lower.h: the immutable lower layer of a copy-on-write part, either a git
- * tree at a fixed revision (lower-git.c) or a plain host directory
- * (lower-dir.c). Nothing here ever writes to the source.
+ * lower.h: fs/lower's interface, the immutable lower layer of a
+ * copy-on-write part: a git tree at a fixed revision (lower-git.c), a
+ * plain host directory (lower-dir.c), or a stack of frozen layers over
+ * either (lower-stack.c). Nothing here ever writes to the source.
+ *
+ * fs/lower owns these and what they use: the shared entry helpers and
+ * dispatch (lower.c), the tree cache (lower-tree.c) and the blob size
+ * cache (lower-sizes.c); lower-private.h holds what only this folder sees.
+ * It may call format/ and lib/ only; core/ and the folders above call in.
+ * tests/lint/fs-layers.py checks both the includes and the calls.
  *
  * Entries are addressed by their path relative to the layer root ("" is the
  * root); a git lower also carries the object id so that a child lookup is

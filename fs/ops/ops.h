@@ -8,9 +8,10 @@
  * shedding of cached nodes when descriptors run short (shed.c) and the
  * request loop (loop.c). struct handle, an open file, lives here.
  *
- * May call: core/ (the copy-on-write core), lower/, format/, journal/ and
- * lib/. daemon/ calls in (session.c fills its fuse_lowlevel_ops with the
- * admit_* and ops_* handlers); nothing here calls daemon/ or layers/.
+ * May call: core/ (the copy-on-write core) and what it may: layers/,
+ * lower/, format/, journal/, gitdir/ and lib/. daemon/ calls in (session.c
+ * fills its fuse_lowlevel_ops with the admit_* and ops_* handlers); nothing
+ * here calls daemon/.
  * tests/lint/layers.py checks both the includes and the calls.
  */
 #pragma once
