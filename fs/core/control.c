@@ -94,7 +94,7 @@ static const char *type_name(mode_t m)
 static char *base_origin(struct out *o, json_t *rec)
 {
         _cleanup_free_ char *origin = upper_json_get_name(rec, "origin");
-        struct lent e = {0};
+        struct lower_entry e = {0};
         char *p;
 
         if (!origin || !o->below)
@@ -104,7 +104,7 @@ static char *base_origin(struct out *o, json_t *rec)
         if (lower_lookup_path(o->below, origin, &e) < 0)
                 return NULL;
         p = e.fz ? NULL : strdup(e.path);
-        lent_clear(&e);
+        lower_entry_clear(&e);
         return p;
 }
 

@@ -231,7 +231,7 @@ static int fill_metacopy(struct fs_workspace *ws, struct node *n, enum copyup_ho
         }
         n->metacopy = false;
         n->has_lower = false;
-        lent_clear(&n->lower);
+        lower_entry_clear(&n->lower);
         return 0;
 }
 
@@ -278,7 +278,7 @@ static int make_file(struct fs_workspace *ws, struct node *n, enum copyup_how ho
         if (r == 0 && how == COPYUP_META) {
                 r = json_object_set_new(rec, "metacopy", json_true()) < 0 ? -ENOMEM : 0;
                 if (r == 0)
-                        r = upper_json_set_name(rec, "origin", lent_vpath(&n->lower));
+                        r = upper_json_set_name(rec, "origin", lower_entry_vpath(&n->lower));
         }
         if (r == 0)
                 r = upper_meta_set_rec(parent, n->name, rec);
@@ -453,7 +453,7 @@ static int copyup_orphan(struct fs_workspace *ws, struct node *n, enum copyup_ho
         n->metacopy = S_ISREG(type) && how == COPYUP_META;
         if (!n->metacopy) {
                 n->has_lower = false;
-                lent_clear(&n->lower);
+                lower_entry_clear(&n->lower);
         }
         return 0;
 }
@@ -486,7 +486,7 @@ static nlink_t lower_names(struct node *n)
         if (S_ISDIR(n->type) || !n->has_lower || !n->lower.fz ||
             fstatat(n->lower.fz->fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
                 return 1;
-        return lower_fent_nlink(n->lower.fz, n->ino, st.st_nlink);
+        return lower_frozen_nlink(n->lower.fz, n->ino, st.st_nlink);
 }
 
 bool copyup_has_names_below(struct node *n)
@@ -556,7 +556,7 @@ int copyup(struct fs_workspace *ws, struct node *n, enum copyup_how how)
         n->metacopy = S_ISREG(n->type) && how == COPYUP_META;
         if (!n->metacopy) {
                 n->has_lower = false;
-                lent_clear(&n->lower);
+                lower_entry_clear(&n->lower);
         }
         return 0;
 }

@@ -174,7 +174,7 @@ struct node {
         bool metacopy; /* upper holds metadata only; data is the lower's */
         bool opaque;   /* upper dir hides the lower one */
         bool has_lower;
-        struct lent lower;
+        struct lower_entry lower;
         bool indexed;          /* its upper inode is in the link index (links.c) */
         bool reclaimed;        /* unlinked file: its size was given back to the quota */
         uint64_t reclaimed_at; /* ... at this size (quota_reclaim) */

@@ -19,13 +19,13 @@
 #include "core.h"
 #include "lib/util.h"
 
-struct cres {
+struct cow_resolved {
         bool upper;
         bool indexed; /* upper: the writable layer's link index copy (links.c), in hfd */
         int hfd;
         struct stat ust;
         bool has_lower;
-        struct lent lower;
+        struct lower_entry lower;
         bool metacopy, opaque;
         uint64_t ino;
         mode_t type;
@@ -39,7 +39,7 @@ static uint64_t rec_ino(json_t *rec)
 
 /* The lower entry that the upper entry `name` in dir merges with, if any. */
 static int rec_lower(struct fs_workspace *ws, struct node *dir, const char *name, json_t *rec,
-                     struct lent *ret)
+                     struct lower_entry *ret)
 {
         struct lower *l = dir->layer->lower;
         _cleanup_free_ char *origin = NULL;
@@ -54,12 +54,13 @@ static int rec_lower(struct fs_workspace *ws, struct node *dir, const char *name
         return lower_child(l, &dir->lower, name, ret);
 }
 
-static int resolve(struct fs_workspace *ws, struct node *dir, const char *name, struct cres *c)
+static int resolve(struct fs_workspace *ws, struct node *dir, const char *name,
+                   struct cow_resolved *c)
 {
         char en[256];
         int r;
 
-        *c = (struct cres){.hfd = -1};
+        *c = (struct cow_resolved){.hfd = -1};
         if (strnlen(name, 256) > 255)
                 return -ENAMETOOLONG;
         if (!fs_name_valid(name))
@@ -70,7 +71,7 @@ static int resolve(struct fs_workspace *ws, struct node *dir, const char *name, 
         if (dir->upper) {
                 if (fstatat(dir->ufd, en, &c->ust, AT_SYMLINK_NOFOLLOW) == 0) {
                         json_t *rec = upper_meta_rec(dir, name);
-                        struct lent le = {0};
+                        struct lower_entry le = {0};
                         c->upper = true;
                         c->type = upper_rec_type(rec, c->ust.st_mode);
                         c->ino = rec_ino(rec);
@@ -85,7 +86,7 @@ static int resolve(struct fs_workspace *ws, struct node *dir, const char *name, 
                                         c->has_lower = true;
                                         c->lower = le;
                                 } else {
-                                        lent_clear(&le);
+                                        lower_entry_clear(&le);
                                         if (r < 0 && r != -ENOENT && r != -ENOTDIR)
                                                 return r;
                                         if (c->metacopy)
@@ -106,7 +107,7 @@ static int resolve(struct fs_workspace *ws, struct node *dir, const char *name, 
                 return r == -ENOTDIR ? -ENOENT : r;
         c->has_lower = true;
         c->type = c->lower.mode & S_IFMT;
-        c->ino = lent_ino(dir->layer->part, &c->lower);
+        c->ino = lower_entry_ino(dir->layer->part, &c->lower);
         if (c->lower.fz && !S_ISDIR(c->type) &&
             (c->lower.fz->nlink > 1 || c->lower.fz->indexed || links_top_any(ws)) &&
             links_open_top(ws, c->ino, &c->hfd) == 0) {
@@ -114,22 +115,22 @@ static int resolve(struct fs_workspace *ws, struct node *dir, const char *name, 
                 if (fstatat(c->hfd, "", &c->ust, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0) {
                         r = negative_errno();
                         c->hfd = safe_close(c->hfd);
-                        lent_clear(&c->lower);
+                        lower_entry_clear(&c->lower);
                         return r;
                 }
-                lent_clear(&c->lower);
+                lower_entry_clear(&c->lower);
                 c->has_lower = false;
                 c->upper = c->indexed = true;
         }
         return 0;
 }
 
-static int node_from(struct fs_workspace *ws, struct node *dir, const char *name, struct cres *c,
-                     struct node **ret)
+static int node_from(struct fs_workspace *ws, struct node *dir, const char *name,
+                     struct cow_resolved *c, struct node **ret)
 {
         struct node *n = node_find_lookup(ws, c->ino);
         if (n && !n->unlinked) {
-                lent_clear(&c->lower);
+                lower_entry_clear(&c->lower);
                 safe_close(c->hfd);
                 *ret = n;
                 return 0;
@@ -143,7 +144,7 @@ static int node_from(struct fs_workspace *ws, struct node *dir, const char *name
         if (!n || !(n->name = strdup(name))) {
                 if (n)
                         node_free(n);
-                lent_clear(&c->lower);
+                lower_entry_clear(&c->lower);
                 safe_close(c->hfd);
                 return -ENOMEM;
         }
@@ -156,7 +157,7 @@ static int node_from(struct fs_workspace *ws, struct node *dir, const char *name
         n->opaque = c->opaque;
         n->has_lower = c->has_lower;
         n->lower = c->lower;
-        c->lower = (struct lent){0};
+        c->lower = (struct lower_entry){0};
         if (S_ISDIR(c->type) && c->upper) {
                 char en[256];
                 int r = upper_name_escape(name, en);
@@ -196,7 +197,7 @@ static int node_from(struct fs_workspace *ws, struct node *dir, const char *name
 
 int cow_lookup(struct fs_workspace *ws, struct node *parent, const char *name, struct node **ret)
 {
-        struct cres c;
+        struct cow_resolved c;
         int r = resolve(ws, parent, name, &c);
         if (r < 0)
                 return r;
@@ -245,27 +246,27 @@ int cow_layer_root(struct fs_workspace *ws, struct layer *l, struct node *parent
 
 bool cow_name_current(struct fs_workspace *ws, struct node *n)
 {
-        struct cres c;
+        struct cow_resolved c;
         bool same;
 
         if (!n->parent || n->unlinked || n->parent->kind != NODE_COW ||
             resolve(ws, n->parent, n->name, &c) < 0)
                 return false;
         same = c.ino == n->ino;
-        lent_clear(&c.lower);
+        lower_entry_clear(&c.lower);
         safe_close(c.hfd);
         return same;
 }
 
 int cow_lower_has(struct fs_workspace *ws, struct node *dir, const char *name)
 {
-        struct lent e = {0};
+        struct lower_entry e = {0};
         int r;
         (void)ws;
         if (!dir->has_lower)
                 return 0;
         r = lower_child(dir->layer->lower, &dir->lower, name, &e);
-        lent_clear(&e);
+        lower_entry_clear(&e);
         if (r == -ENOENT || r == -ENOTDIR)
                 return 0;
         return r < 0 ? r : 1;
@@ -312,7 +313,7 @@ static int name_cmp(const void *a, const void *b)
         return strcmp(((const struct cow_dirent *)a)->name, ((const struct cow_dirent *)b)->name);
 }
 
-static int lower_cb(const char *name, const struct lent *child, void *userdata)
+static int lower_cb(const char *name, const struct lower_entry *child, void *userdata)
 {
         struct listing *li = userdata;
         struct cow_dirent key = {.name = (char *)name};

@@ -25,7 +25,7 @@
 
 int frozen_getattr(struct fs_workspace *ws, struct node *n, struct stat *st)
 {
-        struct fent *f = n->lower.fz;
+        struct frozen_entry *f = n->lower.fz;
         int r;
 
         if (fstatat(f->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
@@ -42,7 +42,7 @@ int frozen_getattr(struct fs_workspace *ws, struct node *n, struct stat *st)
         }
         owner_show(ws, n, f->fd, st);
         st->st_ino = n->ino;
-        st->st_nlink = lower_fent_nlink(f, n->ino, st->st_nlink);
+        st->st_nlink = lower_frozen_nlink(f, n->ino, st->st_nlink);
         if (n->unlinked && !S_ISDIR(n->type))
                 st->st_nlink = 0; /* removed while open: its frozen name is hidden */
         return 0;
@@ -107,7 +107,7 @@ static int copy_xattrs(struct fs_workspace *ws, const char *src, const char *dst
 
 int frozen_copy_meta(struct fs_workspace *ws, struct node *n, int dst, uint64_t *ret_charged)
 {
-        struct fent *f = n->lower.fz;
+        struct frozen_entry *f = n->lower.fz;
         char src[FS_FD_PATH_MAX], dp[FS_FD_PATH_MAX];
         struct stat st;
         int r;

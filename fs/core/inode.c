@@ -32,7 +32,7 @@ struct node *node_new(struct fs_workspace *ws, enum node_kind kind, mode_t type,
 
 void node_free(struct node *n)
 {
-        lent_clear(&n->lower);
+        lower_entry_clear(&n->lower);
         safe_close(n->ufd);
         safe_close(n->hfd);
         json_decref(n->meta);

@@ -230,7 +230,7 @@ static int copyup_indexed(struct fs_workspace *ws, struct node *n, nlink_t names
         n->indexed = true;
         n->metacopy = false;
         n->has_lower = false;
-        lent_clear(&n->lower);
+        lower_entry_clear(&n->lower);
         return 0;
 fail:
         (void)unlinkat(dfd, tmp, 0);

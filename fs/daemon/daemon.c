@@ -141,7 +141,7 @@ static int build_tree(struct fs_workspace *ws)
         ws->root = synth_new(ws, NULL, NULL, NODE_SYNTH, S_IFDIR);
         if (!ws->root)
                 return -ENOMEM;
-        /* The root's times: the mount time (kept in the root's lent). */
+        /* The root's times: the mount time (kept in the root's lower_entry). */
         clock_gettime(CLOCK_REALTIME, &ws->root->lower.mtime);
         ws->root->lower.mtime.tv_nsec = 0;
         r = attach_layer(ws, &ws->repo);

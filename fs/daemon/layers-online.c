@@ -53,7 +53,7 @@
 #define NOT_CARRIED_NAMES_MAX 2048
 
 /*
- * What a node becomes (step 2), kept apart until the commit. The fent of
+ * What a node becomes (step 2), kept apart until the commit. The frozen entry of
  * an entry of the layer being frozen shares the node's own descriptor
  * (held) rather than a duplicate, so that the switch needs no descriptor
  * per node beyond what the workspace already holds: with a duplicate, a
@@ -62,34 +62,34 @@
  */
 struct rebase {
         struct node *n; /* a reference held */
-        struct lent lent;
-        int *held; /* &n->ufd or &n->hfd: the fd lent.fz shares, until apply */
+        struct lower_entry lower_entry;
+        int *held; /* &n->ufd or &n->hfd: the fd lower_entry.fz shares, until apply */
 };
 
-/* The fent lets go of the node's descriptor, which stays the node's. */
+/* The frozen entry lets go of the node's descriptor, which stays the node's. */
 static void rebase_unshare(struct rebase *rb)
 {
-        if (rb->held && rb->lent.fz)
-                rb->lent.fz->fd = -1;
+        if (rb->held && rb->lower_entry.fz)
+                rb->lower_entry.fz->fd = -1;
         rb->held = NULL;
 }
 
 struct plan {
         struct rebase *v;
         size_t n, cap;
-        struct lower *stack; /* the new stack */
-        struct lent root;    /* its root, for the layer's root node */
+        struct lower *stack;     /* the new stack */
+        struct lower_entry root; /* its root, for the layer's root node */
 };
 
 static void plan_free(struct fs_workspace *ws, struct plan *p)
 {
         for (size_t i = 0; i < p->n; i++) {
                 rebase_unshare(&p->v[i]);
-                lent_clear(&p->v[i].lent);
+                lower_entry_clear(&p->v[i].lower_entry);
                 node_unref(ws, p->v[i].n);
         }
         free(p->v);
-        lent_clear(&p->root);
+        lower_entry_clear(&p->root);
         if (p->stack)
                 lower_free(p->stack);
         *p = (struct plan){0};
@@ -139,7 +139,7 @@ static int prepare_node(struct fs_workspace *ws, struct plan *p, struct rebase *
 {
         struct node *n = rb->n;
         _cleanup_free_ char *path = rel_path(ws, n);
-        struct lent below = {0};
+        struct lower_entry below = {0};
         int *held, r;
 
         assert_wrlocked(&ws->ns_lock);
@@ -149,9 +149,9 @@ static int prepare_node(struct fs_workspace *ws, struct plan *p, struct rebase *
                 /* A lower entry: the same, seen at its path in the new view. */
                 if (!n->has_lower)
                         return 0;
-                r = lent_copy(&n->lower, &rb->lent);
+                r = lower_entry_copy(&n->lower, &rb->lower_entry);
                 if (r == 0)
-                        r = lower_stack_set_path(&rb->lent, path);
+                        r = lower_stack_set_path(&rb->lower_entry, path);
                 return r;
         }
         /* An entry of the layer being frozen: the same inode, in the new stack. */
@@ -163,16 +163,16 @@ static int prepare_node(struct fs_workspace *ws, struct plan *p, struct rebase *
         held = S_ISDIR(n->type) ? &n->ufd : &n->hfd;
         if (*held < 0)
                 return -EBADF;
-        if (n->has_lower && (r = lent_copy(&n->lower, &below)) < 0)
+        if (n->has_lower && (r = lower_entry_copy(&n->lower, &below)) < 0)
                 return r;
         r = lower_stack_adopt(p->stack, *held, n->type, n->opaque, n->metacopy,
                               S_ISDIR(n->type) ? upper_meta(n) : NULL, n->has_lower ? &below : NULL,
-                              n->ino, path, &rb->lent);
-        lent_clear(&below);
+                              n->ino, path, &rb->lower_entry);
+        lower_entry_clear(&below);
         if (r < 0)
                 return r;
         rb->held = held;
-        rb->lent.fz->indexed = n->indexed; /* a copy in the link index (links.c) */
+        rb->lower_entry.fz->indexed = n->indexed; /* a copy in the link index (links.c) */
         return 0;
 }
 
@@ -182,18 +182,18 @@ static void apply_node(struct fs_workspace *ws, struct rebase *rb)
         struct node *n = rb->n;
         (void)ws;
 
-        if (!rb->lent.path && !rb->lent.fz)
+        if (!rb->lower_entry.path && !rb->lower_entry.fz)
                 return; /* nothing planned (no lower, not upper) */
         if (rb->held)
-                *rb->held = -1; /* handed over: the fent's now */
+                *rb->held = -1; /* handed over: the frozen entry's now */
         rb->held = NULL;
         n->ufd = safe_close(n->ufd);
         n->hfd = safe_close(n->hfd);
         json_decref(n->meta);
         n->meta = NULL;
-        lent_clear(&n->lower);
-        n->lower = rb->lent;
-        rb->lent = (struct lent){0};
+        lower_entry_clear(&n->lower);
+        n->lower = rb->lower_entry;
+        rb->lower_entry = (struct lower_entry){0};
         n->has_lower = true;
         n->upper = n->metacopy = n->opaque = n->indexed = false;
         fs_dir_changed(n); /* its listing and merged nlink are read afresh */
@@ -300,7 +300,7 @@ static int checkpoint(struct fs_workspace *ws, const char *name, size_t *ret_dep
                 if (v) {
                         ws->repo.retired = v;
                         v[ws->repo.n_retired++] = old;
-                } /* else: kept alive by leaking it, as lents may still use it */
+                } /* else: kept alive by leaking it, as lower entries may still use it */
         }
         ws->repo.lower = p.stack;
         p.stack = NULL;
@@ -315,9 +315,9 @@ static int checkpoint(struct fs_workspace *ws, const char *name, size_t *ret_dep
                 root->ufd = fcntl(ws->repo.upper_fd, F_DUPFD_CLOEXEC, 3);
                 json_decref(root->meta);
                 root->meta = NULL;
-                lent_clear(&root->lower);
+                lower_entry_clear(&root->lower);
                 root->lower = p.root;
-                p.root = (struct lent){0};
+                p.root = (struct lower_entry){0};
                 root->has_lower = true;
                 (void)attr_dir_load(ws, root);
                 fs_dir_changed(root);

@@ -50,7 +50,7 @@ struct squash {
 };
 
 /* The base dir a view dir merges with, or NULL. */
-static const struct lent *base_part(const struct lent *e)
+static const struct lower_entry *base_part(const struct lower_entry *e)
 {
         while (e->fz) {
                 if (e->fz->opaque || !e->fz->below.mode)
@@ -61,7 +61,7 @@ static const struct lent *base_part(const struct lent *e)
 }
 
 /* The entry whose data a file is: itself, or what a metacopy stands for. */
-static const struct lent *data_part(const struct lent *e)
+static const struct lower_entry *data_part(const struct lower_entry *e)
 {
         while (e->fz && e->fz->metacopy)
                 e = &e->fz->below;
@@ -73,7 +73,7 @@ struct names {
         size_t n, cap;
 };
 
-static int name_add(const char *name, const struct lent *child, void *userdata)
+static int name_add(const char *name, const struct lower_entry *child, void *userdata)
 {
         struct names *ns = userdata;
         (void)child;
@@ -124,11 +124,12 @@ static int link_add(struct squash *q, uint64_t ino, int fd)
 }
 
 /* A non-dir entry of the view, written into out as en; rec gets its record. */
-static int put_file(struct squash *q, const struct lent *e, int out, const char *en, json_t *rec)
+static int put_file(struct squash *q, const struct lower_entry *e, int out, const char *en,
+                    json_t *rec)
 {
-        struct fent *f = e->fz;
+        struct frozen_entry *f = e->fz;
         char p[FS_FD_PATH_MAX];
-        const struct lent *d;
+        const struct lower_entry *d;
         int fd = -1, in = -1, k, r = 0;
         struct stat st;
 
@@ -178,7 +179,7 @@ static int put_file(struct squash *q, const struct lent *e, int out, const char 
         if (fd < 0)
                 return negative_errno();
         r = fs_layer_meta_copy(f->fd, fd);
-        if (r == 0 && lower_fent_nlink(f, e->ino, st.st_nlink) > 1)
+        if (r == 0 && lower_frozen_nlink(f, e->ino, st.st_nlink) > 1)
                 return link_add(q, e->ino, fd); /* takes fd */
         safe_close(fd);
         return r;
@@ -186,30 +187,30 @@ static int put_file(struct squash *q, const struct lent *e, int out, const char 
 
 struct whiteouts {
         struct squash *q;
-        const struct lent *dir;
+        const struct lower_entry *dir;
         json_t *wh;
 };
 
 /* A base name the view hides: a whiteout. */
-static int whiteout_cb(const char *name, const struct lent *child, void *userdata)
+static int whiteout_cb(const char *name, const struct lower_entry *child, void *userdata)
 {
         struct whiteouts *w = userdata;
-        struct lent e = {0};
+        struct lower_entry e = {0};
         int r = lower_child(w->q->stack, w->dir, name, &e);
         (void)child;
 
-        lent_clear(&e);
+        lower_entry_clear(&e);
         if (r == -ENOENT)
                 return json_object_set_new_nocheck(w->wh, name, json_integer(1)) < 0 ? -ENOMEM : 0;
         return r < 0 ? r : 0;
 }
 
 /* Write the view dir dir (which merges with base_path in the base, or none) into out. */
-static int put_dir(struct squash *q, const struct lent *dir, int out, unsigned depth)
+static int put_dir(struct squash *q, const struct lower_entry *dir, int out, unsigned depth)
 {
         struct names ns = {0};
         json_t *meta = json_pack("{s:{},s:{}}", "c", "wh"), *c, *wh;
-        const struct lent *bp = base_part(dir);
+        const struct lower_entry *bp = base_part(dir);
         int r;
 
         if (!meta)
@@ -223,7 +224,7 @@ static int put_dir(struct squash *q, const struct lent *dir, int out, unsigned d
         r = lower_list(q->stack, dir, name_add, &ns);
         for (size_t i = 0; r == 0 && i < ns.n; i++) {
                 const char *name = ns.v[i];
-                struct lent e = {0};
+                struct lower_entry e = {0};
                 json_t *rec;
                 char en[256];
 
@@ -234,7 +235,7 @@ static int put_dir(struct squash *q, const struct lent *dir, int out, unsigned d
                 }
                 if (r == 0 && !e.fz) {
                         /* A base entry: S's dir merges with the same base dir. */
-                        lent_clear(&e);
+                        lower_entry_clear(&e);
                         continue;
                 }
                 if (r == 0)
@@ -243,7 +244,7 @@ static int put_dir(struct squash *q, const struct lent *dir, int out, unsigned d
                 if (r == 0 && !rec)
                         r = -ENOMEM;
                 if (r == 0 && S_ISDIR(e.mode)) {
-                        const struct lent *cb = base_part(&e);
+                        const struct lower_entry *cb = base_part(&e);
                         _cleanup_free_ char *natural = bp ? lower_path_join(bp->path, name) : NULL;
                         _cleanup_close_ int cfd = -1;
 
@@ -270,7 +271,7 @@ static int put_dir(struct squash *q, const struct lent *dir, int out, unsigned d
                 if (r == 0 && json_object_set_nocheck(c, name, rec) < 0)
                         r = -ENOMEM;
                 json_decref(rec);
-                lent_clear(&e);
+                lower_entry_clear(&e);
                 q->entries++;
         }
         names_clear(&ns);
@@ -317,7 +318,7 @@ int fs_squash(const char *state, const char *source, struct fs_layers_report *re
         _cleanup_layers_ struct fs_layers *l = NULL;
         _cleanup_free_ char *rel = NULL, *top_from = NULL;
         struct squash q = {0};
-        struct lent root = {0};
+        struct lower_entry root = {0};
         char id[FS_LAYER_ID_LEN + 1];
         bool committed = false;
         size_t depth;
@@ -418,7 +419,7 @@ int fs_squash(const char *state, const char *source, struct fs_layers_report *re
         rep->depth = 1;
         r = fs_layers_gc(l, "squash", rep, ret_error);
 out:
-        lent_clear(&root);
+        lower_entry_clear(&root);
         for (size_t i = 0; i < q.n_links; i++)
                 safe_close(q.links[i].fd);
         free(q.links);

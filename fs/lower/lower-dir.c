@@ -37,7 +37,7 @@ static bool type_shown(mode_t m)
         return S_ISREG(m) || S_ISDIR(m) || S_ISLNK(m) || S_ISFIFO(m);
 }
 
-static void fill_from_stat(const struct stat *st, struct lent *e)
+static void fill_from_stat(const struct stat *st, struct lower_entry *e)
 {
         e->mode = st->st_mode & ~(mode_t)(S_ISUID | S_ISGID);
         e->size = (uint64_t)st->st_size;
@@ -46,7 +46,7 @@ static void fill_from_stat(const struct stat *st, struct lent *e)
         e->ctime = st->st_ctim;
 }
 
-static int dir_root(struct lower *l, struct lent *ret)
+static int dir_root(struct lower *l, struct lower_entry *ret)
 {
         struct stat st;
         char *p;
@@ -55,12 +55,13 @@ static int dir_root(struct lower *l, struct lent *ret)
         p = strdup("");
         if (!p)
                 return -ENOMEM;
-        *ret = (struct lent){.path = p};
+        *ret = (struct lower_entry){.path = p};
         fill_from_stat(&st, ret);
         return 0;
 }
 
-static int dir_child(struct lower *l, const struct lent *dir, const char *name, struct lent *ret)
+static int dir_child(struct lower *l, const struct lower_entry *dir, const char *name,
+                     struct lower_entry *ret)
 {
         _cleanup_close_ int dfd = -1;
         struct stat st;
@@ -76,12 +77,12 @@ static int dir_child(struct lower *l, const struct lent *dir, const char *name, 
         p = lower_path_join(dir->path, name);
         if (!p)
                 return -ENOMEM;
-        *ret = (struct lent){.path = p};
+        *ret = (struct lower_entry){.path = p};
         fill_from_stat(&st, ret);
         return 0;
 }
 
-static int dir_lookup_path(struct lower *l, const char *path, struct lent *ret)
+static int dir_lookup_path(struct lower *l, const char *path, struct lower_entry *ret)
 {
         _cleanup_close_ int fd = -1;
         struct stat st;
@@ -97,19 +98,20 @@ static int dir_lookup_path(struct lower *l, const char *path, struct lent *ret)
         p = strdup(path);
         if (!p)
                 return -ENOMEM;
-        *ret = (struct lent){.path = p};
+        *ret = (struct lower_entry){.path = p};
         fill_from_stat(&st, ret);
         return 0;
 }
 
-static int dir_size(struct lower *l, struct lent *e)
+static int dir_size(struct lower *l, struct lower_entry *e)
 {
         (void)l;
         e->size_known = true;
         return 0;
 }
 
-static int dir_list(struct lower *l, const struct lent *dir, lower_list_fn fn, void *userdata)
+static int dir_list(struct lower *l, const struct lower_entry *dir, lower_list_fn fn,
+                    void *userdata)
 {
         _cleanup_closedir_ DIR *d = NULL;
         struct dirent *de;
@@ -125,7 +127,7 @@ static int dir_list(struct lower *l, const struct lent *dir, lower_list_fn fn, v
         }
         while ((de = readdir(d))) {
                 struct stat st;
-                struct lent e = {0};
+                struct lower_entry e = {0};
                 if (streq(de->d_name, ".") || streq(de->d_name, ".."))
                         continue;
                 if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
@@ -140,7 +142,7 @@ static int dir_list(struct lower *l, const struct lent *dir, lower_list_fn fn, v
         return r;
 }
 
-static int dir_open_data(struct lower *l, const struct lent *e, int *ret_fd)
+static int dir_open_data(struct lower *l, const struct lower_entry *e, int *ret_fd)
 {
         int fd = open_beneath(l->root_fd, e->path, O_RDONLY | O_NONBLOCK);
         if (fd < 0)
@@ -149,7 +151,7 @@ static int dir_open_data(struct lower *l, const struct lent *e, int *ret_fd)
         return 0;
 }
 
-static int dir_readlink(struct lower *l, const struct lent *e, char **ret)
+static int dir_readlink(struct lower *l, const struct lower_entry *e, char **ret)
 {
         _cleanup_close_ int fd = open_beneath(l->root_fd, e->path, O_PATH);
         char buf[4097];

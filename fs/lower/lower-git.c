@@ -114,7 +114,7 @@ static struct thread_git *thread_git(struct lower *l)
  */
 static void fill_from_entry(const struct tree_index *tree, const char *dir, size_t dir_len,
                             const struct tree_ent *te, struct lower *l, bool attr_scope,
-                            struct lent *e)
+                            struct lower_entry *e)
 {
         git_filemode_t fm = te->mode;
         e->oid = te->oid;
@@ -199,26 +199,27 @@ static void tree_put(struct lower *l, struct tree_index *t)
         tree_cache_put(l->trees, t);
 }
 
-static int git_root(struct lower *l, struct lent *ret)
+static int git_root(struct lower *l, struct lower_entry *ret)
 {
         char *p = strdup("");
         if (!p)
                 return -ENOMEM;
-        *ret = (struct lent){.path = p,
-                             .oid = l->tree_oid,
-                             .mode = S_IFDIR | 0755,
-                             .size = 4096,
-                             .size_known = true,
-                             .mtime = l->time,
-                             .ctime = l->time};
+        *ret = (struct lower_entry){.path = p,
+                                    .oid = l->tree_oid,
+                                    .mode = S_IFDIR | 0755,
+                                    .size = 4096,
+                                    .size_known = true,
+                                    .mtime = l->time,
+                                    .ctime = l->time};
         return 0;
 }
 
-static int git_child(struct lower *l, const struct lent *dir, const char *name, struct lent *ret)
+static int git_child(struct lower *l, const struct lower_entry *dir, const char *name,
+                     struct lower_entry *ret)
 {
         struct tree_index *tree = NULL;
         const struct tree_ent *te;
-        struct lent e = {0};
+        struct lower_entry e = {0};
         int r = tree_get(l, &dir->oid, &tree);
         if (r < 0)
                 return r;
@@ -294,11 +295,11 @@ static int path_walk(struct lower *l, const char *path, struct tree_ent *ret, bo
         }
 }
 
-static int git_lookup_path(struct lower *l, const char *path, struct lent *ret)
+static int git_lookup_path(struct lower *l, const char *path, struct lower_entry *ret)
 {
         struct tree_index *tree = NULL;
         struct tree_ent te;
-        struct lent e = {0};
+        struct lower_entry e = {0};
         const char *slash = strrchr(path, '/');
         bool scope;
         int r;
@@ -389,7 +390,7 @@ static int attr_index_fill(struct lower *l, struct thread_git *t, const char *pa
  * the thread's index first). The answer and a key naming the attribute
  * values go into e->conv and e->conv_key.
  */
-static int conv_decide(struct lower *l, struct thread_git *t, struct lent *e)
+static int conv_decide(struct lower *l, struct thread_git *t, struct lower_entry *e)
 {
         int g;
         git_attr_options o = GIT_ATTR_OPTIONS_INIT;
@@ -428,7 +429,8 @@ static int conv_decide(struct lower *l, struct thread_git *t, struct lent *e)
 }
 
 /* The blob as a fresh checkout writes it, through libgit2's filters. */
-static int conv_apply(struct lower *l, struct thread_git *t, const struct lent *e, git_buf *out)
+static int conv_apply(struct lower *l, struct thread_git *t, const struct lower_entry *e,
+                      git_buf *out)
 {
         git_filter_options fo = GIT_FILTER_OPTIONS_INIT;
         git_filter_list *fl = NULL;
@@ -450,7 +452,8 @@ static int conv_apply(struct lower *l, struct thread_git *t, const struct lent *
 }
 
 /* The cache file of a converted checkout: <oid>.<key>, made once (tmp + rename). */
-static int conv_open(struct lower *l, struct thread_git *t, const struct lent *e, int *ret_fd)
+static int conv_open(struct lower *l, struct thread_git *t, const struct lower_entry *e,
+                     int *ret_fd)
 {
         char name[GIT_OID_HEXSZ + 16], tmp[GIT_OID_HEXSZ + 48];
         git_buf buf = GIT_BUF_INIT;
@@ -492,7 +495,7 @@ out:
         return r;
 }
 
-static int git_size(struct lower *l, struct lent *e)
+static int git_size(struct lower *l, struct lower_entry *e)
 {
         int g;
         struct thread_git *t = thread_git(l);
@@ -538,7 +541,7 @@ static int git_size(struct lower *l, struct lent *e)
 static int worktree_size(struct lower *l, const char *path, const git_oid *oid, uint64_t *size,
                          bool *ret_converted)
 {
-        struct lent e = {
+        struct lower_entry e = {
                 .path = (char *)path, .oid = *oid, .mode = S_IFREG | 0644, .attr_scope = true};
         struct thread_git *t = thread_git(l);
         int r;
@@ -649,7 +652,7 @@ static int lower_git_read_blob(struct lower *l, const git_oid *oid, char **ret, 
         return 0;
 }
 
-static int git_read_file(struct lower *l, struct lent *e, char **ret, size_t *ret_len)
+static int git_read_file(struct lower *l, struct lower_entry *e, char **ret, size_t *ret_len)
 {
         struct thread_git *t = thread_git(l);
         git_buf buf = GIT_BUF_INIT;
@@ -676,7 +679,8 @@ static int git_read_file(struct lower *l, struct lent *e, char **ret, size_t *re
         return r;
 }
 
-static int git_list(struct lower *l, const struct lent *dir, lower_list_fn fn, void *userdata)
+static int git_list(struct lower *l, const struct lower_entry *dir, lower_list_fn fn,
+                    void *userdata)
 {
         struct tree_index *tree = NULL;
         int r = tree_get(l, &dir->oid, &tree);
@@ -688,7 +692,7 @@ static int git_list(struct lower *l, const struct lent *dir, lower_list_fn fn, v
         size_t dir_len = strlen(dir->path);
         for (size_t i = 0; i < tree->n; i++) {
                 const struct tree_ent *te = &tree->ents[i];
-                struct lent e = {0};
+                struct lower_entry e = {0};
                 fill_from_entry(tree, dir->path, dir_len, te, l, scope, &e);
                 r = fn(tree_ent_name(tree, te), &e, userdata);
                 if (r < 0)
@@ -734,10 +738,10 @@ out:
         return r;
 }
 
-static int git_open_data(struct lower *l, const struct lent *e, int *ret_fd)
+static int git_open_data(struct lower *l, const struct lower_entry *e, int *ret_fd)
 {
         char hex[GIT_OID_HEXSZ + 1];
-        struct lent c = *e;
+        struct lower_entry c = *e;
         struct thread_git *t = thread_git(l);
         int fd, r;
 
@@ -763,7 +767,7 @@ static int git_open_data(struct lower *l, const struct lent *e, int *ret_fd)
         return 0;
 }
 
-static int git_readlink(struct lower *l, const struct lent *e, char **ret)
+static int git_readlink(struct lower *l, const struct lower_entry *e, char **ret)
 {
         int g;
         struct thread_git *t = thread_git(l);
@@ -805,7 +809,8 @@ static void git_free(struct lower *l)
 
 /* A file of at most max bytes, as checked out, in memory (its blob, converted
  * if its attributes say so). */
-static int git_read_small(struct lower *l, struct lent *e, size_t max, char **ret, size_t *ret_len)
+static int git_read_small(struct lower *l, struct lower_entry *e, size_t max, char **ret,
+                          size_t *ret_len)
 {
         int r;
 

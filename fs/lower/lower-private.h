@@ -17,17 +17,20 @@
 
 struct lower_ops {
         bool git; /* a git tree: it has a commit, its time and objects (lower_is_git) */
-        int (*root)(struct lower *l, struct lent *ret);
-        int (*child)(struct lower *l, const struct lent *dir, const char *name, struct lent *ret);
-        int (*lookup_path)(struct lower *l, const char *path, struct lent *ret);
-        int (*size)(struct lower *l, struct lent *e);
-        int (*list)(struct lower *l, const struct lent *dir, lower_list_fn fn, void *userdata);
-        int (*open_data)(struct lower *l, const struct lent *e, int *ret_fd);
-        int (*readlink)(struct lower *l, const struct lent *e, char **ret);
+        int (*root)(struct lower *l, struct lower_entry *ret);
+        int (*child)(struct lower *l, const struct lower_entry *dir, const char *name,
+                     struct lower_entry *ret);
+        int (*lookup_path)(struct lower *l, const char *path, struct lower_entry *ret);
+        int (*size)(struct lower *l, struct lower_entry *e);
+        int (*list)(struct lower *l, const struct lower_entry *dir, lower_list_fn fn,
+                    void *userdata);
+        int (*open_data)(struct lower *l, const struct lower_entry *e, int *ret_fd);
+        int (*readlink)(struct lower *l, const struct lower_entry *e, char **ret);
         void (*free)(struct lower *l);
         /* A small file in memory (git: its blob); NULL: none (-EOPNOTSUPP). A
          * stack's passes its base's entries on. */
-        int (*read_small)(struct lower *l, struct lent *e, size_t max, char **ret, size_t *ret_len);
+        int (*read_small)(struct lower *l, struct lower_entry *e, size_t max, char **ret,
+                          size_t *ret_len);
 };
 
 struct lower {
@@ -51,7 +54,7 @@ struct lower {
 };
 
 /* A frozen layer of a stack (lower-stack.c), shared by the entries found in it. */
-struct flayer {
+struct frozen_layer {
         _Atomic unsigned refs;
         unsigned k;
         int root_fd;
@@ -59,10 +62,10 @@ struct flayer {
         json_t *aliases;      /* its link index's counts (links.c), NULL until read */
         int has_index;        /* it holds a link index: 1 yes, 0 no, -1 not looked yet */
         char id[33];
-        struct flayer *below; /* a reference; NULL: view k-1 is the base */
-        struct lower *base;   /* not owned */
+        struct frozen_layer *below; /* a reference; NULL: view k-1 is the base */
+        struct lower *base;         /* not owned */
         unsigned part;
 };
-void lower_flayer_unref(struct flayer *f);
+void lower_frozen_layer_unref(struct frozen_layer *f);
 
 extern const struct lower_ops lower_git_ops, lower_dir_ops, lower_stack_ops;

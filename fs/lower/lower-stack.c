@@ -12,13 +12,13 @@
  * view k is resolved exactly as cow.c resolves one over the base, one
  * layer at a time, top down.
  *
- * Entries of a frozen layer carry a struct fent: the inode (an fd), a
+ * Entries of a frozen layer carry a struct frozen_entry: the inode (an fd), a
  * dir's sidecar and what the entry continues into below. Fents are
- * reference-counted and hold their layer, so a lent stays usable (read,
+ * reference-counted and hold their layer, so a lower_entry stays usable (read,
  * list, copy up) whatever happens to the stack it came from: a checkpoint
  * while mounted pushes a layer and builds a new stack, and nodes and open
  * files keep the entries they have. Base entries stay the base's own
- * lents (their path is the base path, for git's attributes), with their
+ * lower entries (their path is the base path, for git's attributes), with their
  * view path in vpath when a redirect above makes it differ.
  *
  * Trust: frozen layers hold the agent's names, but were written by the
@@ -39,7 +39,7 @@
 
 struct lower_stack {
         struct lower l; /* first: a struct lower * is a struct lower_stack * */
-        struct flayer *top;
+        struct frozen_layer *top;
         struct lower *base;
 };
 
@@ -48,9 +48,9 @@ static struct lower_stack *stack_of(struct lower *l)
         return (struct lower_stack *)l;
 }
 
-static struct fent *fent_new(struct flayer *layer, int fd)
+static struct frozen_entry *frozen_entry_new(struct frozen_layer *layer, int fd)
 {
-        struct fent *f = calloc(1, sizeof(*f));
+        struct frozen_entry *f = calloc(1, sizeof(*f));
 
         if (!f) {
                 safe_close(fd);
@@ -65,17 +65,17 @@ static struct fent *fent_new(struct flayer *layer, int fd)
         return f;
 }
 
-static json_t *meta_of(const struct lent *dir)
+static json_t *meta_of(const struct lower_entry *dir)
 {
         return dir->fz ? (json_t *)dir->fz->meta : NULL;
 }
 
-static json_t *meta_rec(const struct lent *dir, const char *name)
+static json_t *meta_rec(const struct lower_entry *dir, const char *name)
 {
         return json_object_get(json_object_get(meta_of(dir), "c"), name);
 }
 
-static bool meta_whiteout(const struct lent *dir, const char *name)
+static bool meta_whiteout(const struct lower_entry *dir, const char *name)
 {
         return json_object_get(json_object_get(meta_of(dir), "wh"), name) != NULL;
 }
@@ -89,7 +89,7 @@ static json_t *meta_load(int dirfd)
         return m ? m : json_object();
 }
 
-static int set_view_path(struct lent *e, const char *vp)
+static int set_view_path(struct lower_entry *e, const char *vp)
 {
         char *p = strdup(vp);
 
@@ -116,18 +116,19 @@ static int set_view_path(struct lent *e, const char *vp)
  */
 struct view {
         struct lower *base;
-        struct flayer *top;
+        struct frozen_layer *top;
 };
 
-static int view_root(struct flayer *f, struct lower *base, struct lent *ret);
-static int view_child(const struct view *v, const struct lent *dir, const char *name,
-                      struct lent *ret);
+static int view_root(struct frozen_layer *f, struct lower *base, struct lower_entry *ret);
+static int view_child(const struct view *v, const struct lower_entry *dir, const char *name,
+                      struct lower_entry *ret);
 
 /* Look path up in view k (f; NULL: the base). */
-static int view_lookup(struct flayer *f, struct lower *base, const char *path, struct lent *ret)
+static int view_lookup(struct frozen_layer *f, struct lower *base, const char *path,
+                       struct lower_entry *ret)
 {
         struct view v = {.base = base, .top = f};
-        struct lent cur = {0};
+        struct lower_entry cur = {0};
         const char *p = path;
         int r;
 
@@ -137,7 +138,7 @@ static int view_lookup(struct flayer *f, struct lower *base, const char *path, s
         while (r == 0 && *p) {
                 const char *e = strchrnul(p, '/');
                 char name[256];
-                struct lent next = {0};
+                struct lower_entry next = {0};
 
                 if ((size_t)(e - p) >= sizeof(name)) {
                         r = -ENAMETOOLONG;
@@ -146,12 +147,12 @@ static int view_lookup(struct flayer *f, struct lower *base, const char *path, s
                 memcpy(name, p, (size_t)(e - p));
                 name[e - p] = 0;
                 r = view_child(&v, &cur, name, &next);
-                lent_clear(&cur);
+                lower_entry_clear(&cur);
                 cur = next;
                 p = *e ? e + 1 : e;
         }
         if (r < 0) {
-                lent_clear(&cur);
+                lower_entry_clear(&cur);
                 return r == -ENOTDIR ? -ENOENT : r;
         }
         *ret = cur;
@@ -159,8 +160,9 @@ static int view_lookup(struct flayer *f, struct lower *base, const char *path, s
 }
 
 /* What the entry of layer k continues into below: a dir's merged dir, a metacopy's data. */
-static int entry_below(struct fent *f, const struct view *v, const struct lent *parent,
-                       const char *name, json_t *rec, struct lent *ret)
+static int entry_below(struct frozen_entry *f, const struct view *v,
+                       const struct lower_entry *parent, const char *name, json_t *rec,
+                       struct lower_entry *ret)
 {
         _cleanup_free_ char *origin = upper_json_get_name(rec, "origin");
         struct view below = {.base = v->base, .top = f->layer->below};
@@ -179,12 +181,13 @@ static int entry_below(struct fent *f, const struct view *v, const struct lent *
  * topmost such copy is the file. Returns an O_PATH fd on it (*ret: its
  * layer), or -1.
  */
-static int index_find(const struct view *v, struct flayer *own, uint64_t ino, struct flayer **ret)
+static int index_find(const struct view *v, struct frozen_layer *own, uint64_t ino,
+                      struct frozen_layer **ret)
 {
         char name[sizeof(LINKS_DIR) + 20];
 
         snprintf(name, sizeof(name), LINKS_DIR "/%016llx", (unsigned long long)ino);
-        for (struct flayer *f = v->top; f && f->k > own->k; f = f->below) {
+        for (struct frozen_layer *f = v->top; f && f->k > own->k; f = f->below) {
                 int fd, has = __atomic_load_n(&f->has_index, __ATOMIC_RELAXED);
                 if (has < 0) {
                         has = faccessat(f->root_fd, LINKS_DIR, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
@@ -202,12 +205,12 @@ static int index_find(const struct view *v, struct flayer *own, uint64_t ino, st
 }
 
 /* The entry `name` (stored as en, stat st) of layer k's dir `parent`. */
-static int make_entry(const struct view *v, const struct lent *parent, const char *name,
+static int make_entry(const struct view *v, const struct lower_entry *parent, const char *name,
                       const char *en, const struct stat *st_name, const char *vpath,
-                      struct lent *ret)
+                      struct lower_entry *ret)
 {
-        struct fent *pf = parent->fz, *f;
-        struct flayer *layer = pf->layer;
+        struct frozen_entry *pf = parent->fz, *f;
+        struct frozen_layer *layer = pf->layer;
         json_t *rec = meta_rec(parent, name), *jino = json_object_get(rec, "ino");
         mode_t type = upper_rec_type(rec, st_name->st_mode);
         uint64_t ino =
@@ -234,7 +237,7 @@ static int make_entry(const struct view *v, const struct lent *parent, const cha
                             (dir ? O_RDONLY | O_DIRECTORY : O_PATH) | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0)
                 return negative_errno();
-        f = fent_new(layer, fd);
+        f = frozen_entry_new(layer, fd);
         if (!f)
                 return -ENOMEM;
         f->type = type;
@@ -242,7 +245,7 @@ static int make_entry(const struct view *v, const struct lent *parent, const cha
         f->nlink = st->st_nlink;
         f->opaque = dir && json_is_true(json_object_get(rec, "opaque"));
         f->metacopy = !indexed && S_ISREG(type) && json_is_true(json_object_get(rec, "metacopy"));
-        *ret = (struct lent){
+        *ret = (struct lower_entry){
                 .path = strdup(vpath),
                 .mode = type | (st->st_mode & (dir ? 01777 : 0777)),
                 .size = (uint64_t)st->st_size,
@@ -253,43 +256,43 @@ static int make_entry(const struct view *v, const struct lent *parent, const cha
                 .fz = f,
         };
         if (!ret->path) {
-                lent_clear(ret);
+                lower_entry_clear(ret);
                 return -ENOMEM;
         }
         if (dir) {
                 f->meta = meta_load(fd);
                 if (!f->meta) {
-                        lent_clear(ret);
+                        lower_entry_clear(ret);
                         return -ENOMEM;
                 }
                 if (!f->opaque) {
                         r = entry_below(f, v, parent, name, rec, &f->below);
                         if (r == 0 && !S_ISDIR(f->below.mode))
-                                lent_clear(&f->below); /* a file there: nothing to merge */
+                                lower_entry_clear(&f->below); /* a file there: nothing to merge */
                         else if (r < 0 && r != -ENOENT && r != -ENOTDIR) {
-                                lent_clear(ret);
+                                lower_entry_clear(ret);
                                 return r;
                         }
                 }
         } else if (f->metacopy) {
                 r = entry_below(f, v, parent, name, rec, &f->below);
                 if (r == 0 && !S_ISREG(f->below.mode)) {
-                        lent_clear(&f->below);
+                        lower_entry_clear(&f->below);
                         r = -EIO;
                 }
                 if (r < 0) {
-                        lent_clear(ret);
+                        lower_entry_clear(ret);
                         return r == -ENOENT ? -EIO : r; /* its data is gone: never happens */
                 }
         }
         return 0;
 }
 
-static int view_child(const struct view *v, const struct lent *dir, const char *name,
-                      struct lent *ret)
+static int view_child(const struct view *v, const struct lower_entry *dir, const char *name,
+                      struct lower_entry *ret)
 {
         struct lower *base = v->base;
-        _cleanup_free_ char *vp = lower_path_join(lent_vpath(dir), name);
+        _cleanup_free_ char *vp = lower_path_join(lower_entry_vpath(dir), name);
         char en[256];
         struct stat st;
         int r;
@@ -302,7 +305,7 @@ static int view_child(const struct view *v, const struct lent *dir, const char *
                 /* A dir of the base: its entry, at its own path, seen at vp. */
                 r = lower_child(base, dir, name, ret);
                 if (r == 0 && dir->vpath && (r = set_view_path(ret, vp)) < 0)
-                        lent_clear(ret);
+                        lower_entry_clear(ret);
                 return r;
         }
         r = upper_name_escape(name, en);
@@ -316,13 +319,13 @@ static int view_child(const struct view *v, const struct lent *dir, const char *
                 return -ENOENT;
         r = view_child(v, &dir->fz->below, name, ret);
         if (r == 0 && (r = set_view_path(ret, vp)) < 0)
-                lent_clear(ret);
+                lower_entry_clear(ret);
         return r;
 }
 
-static int view_root(struct flayer *f, struct lower *base, struct lent *ret)
+static int view_root(struct frozen_layer *f, struct lower *base, struct lower_entry *ret)
 {
-        struct fent *e;
+        struct frozen_entry *e;
         struct stat st;
         int fd, r;
 
@@ -333,58 +336,59 @@ static int view_root(struct flayer *f, struct lower *base, struct lent *ret)
                 safe_close(fd);
                 return negative_errno();
         }
-        e = fent_new(f, fd);
+        e = frozen_entry_new(f, fd);
         if (!e)
                 return -ENOMEM;
         e->type = S_IFDIR;
         e->meta = meta_load(fd);
-        *ret = (struct lent){.path = strdup(""),
-                             .mode = S_IFDIR | (st.st_mode & 01777),
-                             .size = (uint64_t)st.st_size,
-                             .size_known = true,
-                             .mtime = st.st_mtim,
-                             .ctime = st.st_ctim,
-                             .ino = lower_ino(f->part, ""),
-                             .fz = e};
+        *ret = (struct lower_entry){.path = strdup(""),
+                                    .mode = S_IFDIR | (st.st_mode & 01777),
+                                    .size = (uint64_t)st.st_size,
+                                    .size_known = true,
+                                    .mtime = st.st_mtim,
+                                    .ctime = st.st_ctim,
+                                    .ino = lower_ino(f->part, ""),
+                                    .fz = e};
         if (!ret->path || !e->meta) {
-                lent_clear(ret);
+                lower_entry_clear(ret);
                 return -ENOMEM;
         }
         r = view_root(f->below, base, &e->below);
         if (r < 0)
-                lent_clear(ret);
+                lower_entry_clear(ret);
         return r;
 }
 
-static int stack_root(struct lower *l, struct lent *ret)
+static int stack_root(struct lower *l, struct lower_entry *ret)
 {
         return view_root(stack_of(l)->top, stack_of(l)->base, ret);
 }
 
-static int stack_child(struct lower *l, const struct lent *dir, const char *name, struct lent *ret)
+static int stack_child(struct lower *l, const struct lower_entry *dir, const char *name,
+                       struct lower_entry *ret)
 {
         struct view v = {.base = stack_of(l)->base, .top = stack_of(l)->top};
 
         return view_child(&v, dir, name, ret);
 }
 
-static int stack_lookup_path(struct lower *l, const char *path, struct lent *ret)
+static int stack_lookup_path(struct lower *l, const char *path, struct lower_entry *ret)
 {
         return view_lookup(stack_of(l)->top, stack_of(l)->base, path, ret);
 }
 
 /* The entry whose data a file is: itself, or what a metacopy points at. */
-static const struct lent *data_of(const struct lent *e)
+static const struct lower_entry *data_of(const struct lower_entry *e)
 {
         while (e->fz && e->fz->metacopy)
                 e = &e->fz->below;
         return e;
 }
 
-static int stack_size(struct lower *l, struct lent *e)
+static int stack_size(struct lower *l, struct lower_entry *e)
 {
         struct lower *base = stack_of(l)->base;
-        struct fent *f = e->fz;
+        struct frozen_entry *f = e->fz;
         int r = 0;
 
         if (!f)
@@ -401,7 +405,7 @@ static int stack_size(struct lower *l, struct lent *e)
         return r;
 }
 
-static int stack_open_data(struct lower *l, const struct lent *e, int *ret_fd)
+static int stack_open_data(struct lower *l, const struct lower_entry *e, int *ret_fd)
 {
         char p[FS_FD_PATH_MAX];
         int fd;
@@ -417,17 +421,17 @@ static int stack_open_data(struct lower *l, const struct lent *e, int *ret_fd)
         return 0;
 }
 
-static int stack_read_small(struct lower *l, struct lent *e, size_t max, char **ret,
+static int stack_read_small(struct lower *l, struct lower_entry *e, size_t max, char **ret,
                             size_t *ret_len)
 {
-        struct lent *d = (struct lent *)data_of(e);
+        struct lower_entry *d = (struct lower_entry *)data_of(e);
 
         if (d->fz)
                 return -EOPNOTSUPP; /* a frozen file: read from its inode */
         return lower_read_small(stack_of(l)->base, d, max, ret, ret_len);
 }
 
-static int stack_readlink(struct lower *l, const struct lent *e, char **ret)
+static int stack_readlink(struct lower *l, const struct lower_entry *e, char **ret)
 {
         char buf[PATH_MAX + 1];
         ssize_t n;
@@ -446,7 +450,7 @@ static int stack_readlink(struct lower *l, const struct lent *e, char **ret)
 
 struct hide {
         const struct hide *up; /* the layer above's, or NULL */
-        const struct lent *dir;
+        const struct lower_entry *dir;
         char **names; /* this layer's names, sorted */
         size_t n;
 };
@@ -455,7 +459,7 @@ struct lister {
         lower_list_fn fn;
         void *userdata;
         const struct hide *hide;
-        const struct lent *base_dir; /* base level: its path, for the inos */
+        const struct lower_entry *base_dir; /* base level: its path, for the inos */
         unsigned part;
 };
 
@@ -473,10 +477,10 @@ static bool hidden(const struct hide *h, const char *name)
         return false;
 }
 
-static int base_cb(const char *name, const struct lent *child, void *userdata)
+static int base_cb(const char *name, const struct lower_entry *child, void *userdata)
 {
         struct lister *ls = userdata;
-        struct lent c = *child;
+        struct lower_entry c = *child;
         _cleanup_free_ char *p = NULL;
 
         if (hidden(ls->hide, name))
@@ -488,7 +492,7 @@ static int base_cb(const char *name, const struct lent *child, void *userdata)
         return ls->fn(name, &c, ls->userdata);
 }
 
-static int list_view(struct lower *base, unsigned part, const struct lent *dir,
+static int list_view(struct lower *base, unsigned part, const struct lower_entry *dir,
                      const struct hide *up, lower_list_fn fn, void *userdata)
 {
         _cleanup_closedir_ DIR *d = NULL;
@@ -511,7 +515,7 @@ static int list_view(struct lower *base, unsigned part, const struct lent *dir,
                 const char *name = upper_name_unescape(de->d_name);
                 json_t *rec, *ino;
                 struct stat st;
-                struct lent c = {0};
+                struct lower_entry c = {0};
 
                 if (!name || streq(de->d_name, ".") || streq(de->d_name, ".."))
                         continue;
@@ -551,14 +555,15 @@ static int list_view(struct lower *base, unsigned part, const struct lent *dir,
         return r;
 }
 
-static int stack_list(struct lower *l, const struct lent *dir, lower_list_fn fn, void *userdata)
+static int stack_list(struct lower *l, const struct lower_entry *dir, lower_list_fn fn,
+                      void *userdata)
 {
         return list_view(stack_of(l)->base, stack_of(l)->top->part, dir, NULL, fn, userdata);
 }
 
 static void stack_free(struct lower *l)
 {
-        lower_flayer_unref(stack_of(l)->top);
+        lower_frozen_layer_unref(stack_of(l)->top);
         free(stack_of(l));
 }
 
@@ -583,7 +588,7 @@ int lower_stack_push(struct lower *below, unsigned part, int root_fd, const char
                      struct lower **ret)
 {
         struct lower_stack *s = calloc(1, sizeof(*s));
-        struct flayer *f = calloc(1, sizeof(*f));
+        struct frozen_layer *f = calloc(1, sizeof(*f));
 
         if (!s || !f) {
                 free(s);
@@ -614,22 +619,23 @@ int lower_stack_push(struct lower *below, unsigned part, int root_fd, const char
         return 0;
 }
 
-int lower_stack_set_path(struct lent *e, const char *vpath)
+int lower_stack_set_path(struct lower_entry *e, const char *vpath)
 {
         return set_view_path(e, vpath);
 }
 
 int lower_stack_adopt(struct lower *l, int fd, mode_t type, bool opaque, bool metacopy, void *meta,
-                      struct lent *below, uint64_t ino, const char *path, struct lent *ret)
+                      struct lower_entry *below, uint64_t ino, const char *path,
+                      struct lower_entry *ret)
 {
-        struct fent *f;
+        struct frozen_entry *f;
         struct stat st;
 
         if (!lower_is_stack(l))
                 return -EINVAL;
         if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) < 0)
                 return negative_errno();
-        f = fent_new(stack_of(l)->top, -1);
+        f = frozen_entry_new(stack_of(l)->top, -1);
         if (!f)
                 return -ENOMEM;
         f->fd = fd;
@@ -639,9 +645,9 @@ int lower_stack_adopt(struct lower *l, int fd, mode_t type, bool opaque, bool me
         f->meta = meta ? json_incref(meta) : (S_ISDIR(type) ? meta_load(fd) : NULL);
         if (below) {
                 f->below = *below;
-                *below = (struct lent){0};
+                *below = (struct lower_entry){0};
         }
-        *ret = (struct lent){
+        *ret = (struct lower_entry){
                 .path = strdup(path),
                 .mode = (type & S_IFMT) | (st.st_mode & (S_ISDIR(type) ? 01777 : 0777)),
                 .size = (uint64_t)st.st_size,
@@ -653,7 +659,7 @@ int lower_stack_adopt(struct lower *l, int fd, mode_t type, bool opaque, bool me
         };
         if (!ret->path || (S_ISDIR(type) && !f->meta)) {
                 f->fd = -1; /* the caller's still */
-                lent_clear(ret);
+                lower_entry_clear(ret);
                 return -ENOMEM;
         }
         return 0;
@@ -665,15 +671,15 @@ size_t lower_stack_layers(const struct lower *l, int *fds, size_t max)
 
         if (!lower_is_stack(l))
                 return 0;
-        for (const struct flayer *f = ((const struct lower_stack *)l)->top; f && n < max;
+        for (const struct frozen_layer *f = ((const struct lower_stack *)l)->top; f && n < max;
              f = f->below)
                 fds[n++] = f->root_fd;
         return n;
 }
 
-nlink_t lower_fent_nlink(struct fent *f, uint64_t ino, nlink_t host)
+nlink_t lower_frozen_nlink(struct frozen_entry *f, uint64_t ino, nlink_t host)
 {
-        struct flayer *l = f->layer;
+        struct frozen_layer *l = f->layer;
         unsigned a;
 
         if (S_ISDIR(f->type) || (host <= 1 && !f->indexed) ||

@@ -21,10 +21,10 @@
 
 /* The references of frozen entries and layers (lower-stack.c makes them):
  * here, so that lower.c's entry helpers need not call into a kind. */
-void lower_flayer_unref(struct flayer *f)
+void lower_frozen_layer_unref(struct frozen_layer *f)
 {
         while (f && atomic_fetch_sub(&f->refs, 1) == 1) {
-                struct flayer *below = f->below;
+                struct frozen_layer *below = f->below;
                 safe_close(f->root_fd);
                 json_decref(f->aliases);
                 pthread_mutex_destroy(&f->lock);
@@ -33,33 +33,33 @@ void lower_flayer_unref(struct flayer *f)
         }
 }
 
-void lower_fent_ref(struct fent *f)
+void lower_frozen_entry_ref(struct frozen_entry *f)
 {
         atomic_fetch_add(&f->refs, 1);
 }
 
-void lower_fent_unref(struct fent *f)
+void lower_frozen_entry_unref(struct frozen_entry *f)
 {
         if (!f || atomic_fetch_sub(&f->refs, 1) != 1)
                 return;
         safe_close(f->fd);
         json_decref(f->meta);
-        lent_clear(&f->below);
-        lower_flayer_unref(f->layer);
+        lower_entry_clear(&f->below);
+        lower_frozen_layer_unref(f->layer);
         pthread_mutex_destroy(&f->lock);
         free(f);
 }
 
-void lent_clear(struct lent *e)
+void lower_entry_clear(struct lower_entry *e)
 {
         free(e->path);
         free(e->vpath);
         if (e->fz)
-                lower_fent_unref(e->fz);
-        *e = (struct lent){0};
+                lower_frozen_entry_unref(e->fz);
+        *e = (struct lower_entry){0};
 }
 
-int lent_copy(const struct lent *from, struct lent *to)
+int lower_entry_copy(const struct lower_entry *from, struct lower_entry *to)
 {
         char *p = strdup(from->path ? from->path : "");
         char *v = from->vpath ? strdup(from->vpath) : NULL;
@@ -72,11 +72,11 @@ int lent_copy(const struct lent *from, struct lent *to)
         to->path = p;
         to->vpath = v;
         if (to->fz)
-                lower_fent_ref(to->fz);
+                lower_frozen_entry_ref(to->fz);
         return 0;
 }
 
-uint64_t lent_ino(unsigned part, const struct lent *e)
+uint64_t lower_entry_ino(unsigned part, const struct lower_entry *e)
 {
         return e->ino ? e->ino : lower_ino(part, e->path);
 }
@@ -128,52 +128,54 @@ const char *lower_objects_dir(const struct lower *l)
         return l->objects_dir;
 }
 
-int lower_root(struct lower *l, struct lent *ret)
+int lower_root(struct lower *l, struct lower_entry *ret)
 {
         return l->ops->root(l, ret);
 }
 
-int lower_child(struct lower *l, const struct lent *dir, const char *name, struct lent *ret)
+int lower_child(struct lower *l, const struct lower_entry *dir, const char *name,
+                struct lower_entry *ret)
 {
         if (!S_ISDIR(dir->mode))
                 return -ENOTDIR;
         return l->ops->child(l, dir, name, ret);
 }
 
-int lower_lookup_path(struct lower *l, const char *path, struct lent *ret)
+int lower_lookup_path(struct lower *l, const char *path, struct lower_entry *ret)
 {
         return l->ops->lookup_path(l, path, ret);
 }
 
-int lower_size(struct lower *l, struct lent *e)
+int lower_size(struct lower *l, struct lower_entry *e)
 {
         if (e->size_known)
                 return 0;
         return l->ops->size(l, e);
 }
 
-int lower_list(struct lower *l, const struct lent *dir, lower_list_fn fn, void *userdata)
+int lower_list(struct lower *l, const struct lower_entry *dir, lower_list_fn fn, void *userdata)
 {
         if (!S_ISDIR(dir->mode))
                 return -ENOTDIR;
         return l->ops->list(l, dir, fn, userdata);
 }
 
-int lower_open_data(struct lower *l, const struct lent *e, int *ret_fd)
+int lower_open_data(struct lower *l, const struct lower_entry *e, int *ret_fd)
 {
         if (!S_ISREG(e->mode))
                 return -EINVAL;
         return l->ops->open_data(l, e, ret_fd);
 }
 
-int lower_read_small(struct lower *l, struct lent *e, size_t max, char **ret, size_t *ret_len)
+int lower_read_small(struct lower *l, struct lower_entry *e, size_t max, char **ret,
+                     size_t *ret_len)
 {
         if (!l->ops->read_small)
                 return -EOPNOTSUPP; /* a plain directory: open its file */
         return l->ops->read_small(l, e, max, ret, ret_len);
 }
 
-int lower_readlink(struct lower *l, const struct lent *e, char **ret)
+int lower_readlink(struct lower *l, const struct lower_entry *e, char **ret)
 {
         if (!S_ISLNK(e->mode))
                 return -EINVAL;

@@ -31,7 +31,7 @@
 
 struct lower;
 
-struct lent {
+struct lower_entry {
         char *path;    /* relative to the lower root, "" for the root; owned */
         git_oid oid;   /* git lower: tree or blob id */
         mode_t mode;   /* type and permission bits (setuid/setgid never set) */
@@ -47,14 +47,14 @@ struct lent {
         uint8_t conv;
         uint32_t conv_key;
         /* a stack lower (lower-stack.c) also fills: */
-        uint64_t ino;    /* st_ino, when not lower_ino(part, path) (0) */
-        char *vpath;     /* the path in the view, when it is not path (a base entry below a
-                            redirect); owned */
-        struct fent *fz; /* an entry of a frozen layer (a reference), or NULL */
+        uint64_t ino;            /* st_ino, when not lower_ino(part, path) (0) */
+        char *vpath;             /* the path in the view, when it is not path (a base entry below a
+                                    redirect); owned */
+        struct frozen_entry *fz; /* an entry of a frozen layer (a reference), or NULL */
 };
 
-void lent_clear(struct lent *e);
-int lent_copy(const struct lent *from, struct lent *to);
+void lower_entry_clear(struct lower_entry *e);
+int lower_entry_copy(const struct lower_entry *from, struct lower_entry *to);
 
 /*
  * Open a git lower at rev of the repository at source. cache_dirfd holds the
@@ -75,32 +75,34 @@ int64_t lower_commit_time(const struct lower *l);
 /* The object directory of a git source (for /.cloister/objects), else NULL. */
 const char *lower_objects_dir(const struct lower *l);
 
-int lower_root(struct lower *l, struct lent *ret);
+int lower_root(struct lower *l, struct lower_entry *ret);
 /* -ENOENT when dir has no child name. ret is untouched on failure. */
-int lower_child(struct lower *l, const struct lent *dir, const char *name, struct lent *ret);
+int lower_child(struct lower *l, const struct lower_entry *dir, const char *name,
+                struct lower_entry *ret);
 /* Look an entry up by relative path (for redirects). */
-int lower_lookup_path(struct lower *l, const char *path, struct lent *ret);
+int lower_lookup_path(struct lower *l, const char *path, struct lower_entry *ret);
 /*
  * Fill e->size (git: from the object header, without inflating, unless the
  * base's .gitattributes convert the file on checkout: then the converted
  * file is made in the blob cache and its size taken).
  */
-int lower_size(struct lower *l, struct lent *e);
+int lower_size(struct lower *l, struct lower_entry *e);
 
-typedef int (*lower_list_fn)(const char *name, const struct lent *child, void *userdata);
+typedef int (*lower_list_fn)(const char *name, const struct lower_entry *child, void *userdata);
 /* Call fn for every child of dir; children's size may be unknown. A negative fn return stops. */
-int lower_list(struct lower *l, const struct lent *dir, lower_list_fn fn, void *userdata);
+int lower_list(struct lower *l, const struct lower_entry *dir, lower_list_fn fn, void *userdata);
 
 /* A read-only fd with the file's data (git: the inflated cache file). */
-int lower_open_data(struct lower *l, const struct lent *e, int *ret_fd);
+int lower_open_data(struct lower *l, const struct lower_entry *e, int *ret_fd);
 /*
  * The data of a small file in memory (git: the inflated blob, without a
  * cache file), if it is at most max bytes; -EFBIG if larger, -EOPNOTSUPP for
  * a plain-directory lower. *ret is malloc'd (NULL for an empty file).
  */
-int lower_read_small(struct lower *l, struct lent *e, size_t max, char **ret, size_t *ret_len);
+int lower_read_small(struct lower *l, struct lower_entry *e, size_t max, char **ret,
+                     size_t *ret_len);
 /* The target of a symlink, NUL-terminated, malloc'd. */
-int lower_readlink(struct lower *l, const struct lent *e, char **ret);
+int lower_readlink(struct lower *l, const struct lower_entry *e, char **ret);
 
 /*
  * For a process that opens no other repository than l's source, once it has
@@ -150,53 +152,54 @@ void lower_git_cursor_done(struct lower *l, struct lower_git_cursor *c);
  * frozen layer on top, whose tree root_fd is (taken, O_RDONLY|O_DIRECTORY).
  * below is the base (a git or dir lower) or a stack pushed on it; the new
  * stack shares below's layers and refers to the base, which must outlive
- * every stack on it. Entries of the frozen layers carry a struct fent.
+ * every stack on it. Entries of the frozen layers carry a struct frozen_entry.
  */
 int lower_stack_push(struct lower *below, unsigned part, int root_fd, const char *id,
                      struct lower **ret);
 bool lower_is_stack(const struct lower *l);
 /*
- * A lent for an entry of the top frozen layer of stack l, from what a node
+ * A lower_entry for an entry of the top frozen layer of stack l, from what a node
  * held of it while it was writable (a checkpoint while mounted): its fd
- * (the fent's to close once this returns 0; still the caller's on an
+ * (the frozen entry's to close once this returns 0; still the caller's on an
  * error), a dir's sidecar (a json_t *, a reference is taken; NULL: read
  * it), what it merges with below (moved from *below), its st_ino and path.
  */
 int lower_stack_adopt(struct lower *l, int fd, mode_t type, bool opaque, bool metacopy, void *meta,
-                      struct lent *below, uint64_t ino, const char *path, struct lent *ret);
-/* Give a lent of a stack its path in the view (a base entry's goes to vpath). */
-int lower_stack_set_path(struct lent *e, const char *vpath);
+                      struct lower_entry *below, uint64_t ino, const char *path,
+                      struct lower_entry *ret);
+/* Give a lower_entry of a stack its path in the view (a base entry's goes to vpath). */
+int lower_stack_set_path(struct lower_entry *e, const char *vpath);
 /* The root fds of a stack's frozen layers, top first (borrowed); how many. */
 size_t lower_stack_layers(const struct lower *l, int *fds, size_t max);
 
-/* An entry of a frozen layer: what a stack lower's lent carries (lent.fz). */
-struct flayer;
-struct fent {
+/* An entry of a frozen layer: what a stack lower's lower_entry carries (lower_entry.fz). */
+struct frozen_layer;
+struct frozen_entry {
         _Atomic unsigned refs;
-        struct flayer *layer; /* a reference */
-        unsigned k;           /* its layer: 1 = the lowest frozen one */
-        int fd;               /* a dir: O_RDONLY|O_DIRECTORY; else O_PATH|O_NOFOLLOW */
-        mode_t type;          /* the agent's type (a device placeholder's too) */
+        struct frozen_layer *layer; /* a reference */
+        unsigned k;                 /* its layer: 1 = the lowest frozen one */
+        int fd;                     /* a dir: O_RDONLY|O_DIRECTORY; else O_PATH|O_NOFOLLOW */
+        mode_t type;                /* the agent's type (a device placeholder's too) */
         bool opaque, metacopy;
-        bool indexed;         /* fd is a copy in a layer's link index (links.c) */
-        nlink_t nlink;        /* host links of the inode when found */
-        void *meta;           /* dirs: the layer dir's sidecar (json_t *), read at lookup */
-        pthread_mutex_t lock; /* below.size, filled once */
-        struct lent below;    /* a dir: the dir it merges with below (mode 0: none);
-                                 a metacopy: the entry its data is */
+        bool indexed;             /* fd is a copy in a layer's link index (links.c) */
+        nlink_t nlink;            /* host links of the inode when found */
+        void *meta;               /* dirs: the layer dir's sidecar (json_t *), read at lookup */
+        pthread_mutex_t lock;     /* below.size, filled once */
+        struct lower_entry below; /* a dir: the dir it merges with below (mode 0: none);
+                              a metacopy: the entry its data is */
 };
 /* st_nlink of a frozen file as the view counts it (links.c), from its host count. */
-nlink_t lower_fent_nlink(struct fent *f, uint64_t ino, nlink_t host);
-void lower_fent_ref(struct fent *f);
-void lower_fent_unref(struct fent *f);
+nlink_t lower_frozen_nlink(struct frozen_entry *f, uint64_t ino, nlink_t host);
+void lower_frozen_entry_ref(struct frozen_entry *f);
+void lower_frozen_entry_unref(struct frozen_entry *f);
 
 /* The path of e in the view it was found in. */
-static inline const char *lent_vpath(const struct lent *e)
+static inline const char *lower_entry_vpath(const struct lower_entry *e)
 {
         return e->vpath ? e->vpath : e->path;
 }
 /* st_ino of a lower entry of part. */
-uint64_t lent_ino(unsigned part, const struct lent *e);
+uint64_t lower_entry_ino(unsigned part, const struct lower_entry *e);
 
 /* Join a relative lower path and a name ("" + "a" = "a", "a" + "b" = "a/b"). */
 char *lower_path_join(const char *dir, const char *name);

@@ -61,7 +61,7 @@ static void handle_free(struct fs_workspace *ws, struct handle *h)
         safe_close(h->lower_fd);
         safe_close(h->stale_fd);
         free(h->buf);
-        lent_clear(&h->lent);
+        lower_entry_clear(&h->lower_entry);
         if (h->node) {
                 unsigned refs;
                 pthread_mutex_lock(&ws->itable_lock);
@@ -146,7 +146,7 @@ static int open_cow(struct fs_workspace *ws, fuse_req_t req, struct node *n, int
                         r = upper_open(n, O_RDONLY | O_NONBLOCK, &h->fd);
                         h->is_upper = true;
                 } else if (n->has_lower) {
-                        r = lent_copy(&n->lower, &h->lent);
+                        r = lower_entry_copy(&n->lower, &h->lower_entry);
                         h->lazy_lower = r == 0;
                 } else {
                         r = -ENOENT;
@@ -416,10 +416,10 @@ static void do_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
                 pthread_mutex_lock(&n->lock);
                 if (h->lazy_lower) {
                         /* Small blobs are served from memory: no cache file to write. */
-                        r = lower_read_small(n->layer->lower, &h->lent, FS_SMALL_BLOB, &h->buf,
-                                             &h->len);
+                        r = lower_read_small(n->layer->lower, &h->lower_entry, FS_SMALL_BLOB,
+                                             &h->buf, &h->len);
                         if (r == -EFBIG || r == -EOPNOTSUPP)
-                                r = lower_open_data(n->layer->lower, &h->lent, &h->fd);
+                                r = lower_open_data(n->layer->lower, &h->lower_entry, &h->fd);
                         h->lazy_lower = r < 0;
                 }
                 pthread_mutex_unlock(&n->lock);

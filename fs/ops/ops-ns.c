@@ -522,13 +522,13 @@ static json_t *moved_rec(struct node *n)
         r = upper_rec_add_type(rec, n->type);
         if (r == 0 && S_ISDIR(n->type)) {
                 if (n->has_lower)
-                        r = upper_json_set_name(rec, "origin", lent_vpath(&n->lower));
+                        r = upper_json_set_name(rec, "origin", lower_entry_vpath(&n->lower));
                 else
                         r = json_object_set_new(rec, "opaque", json_true());
         } else if (r == 0 && n->metacopy) {
                 r = json_object_set_new(rec, "metacopy", json_true());
                 if (r == 0)
-                        r = upper_json_set_name(rec, "origin", lent_vpath(&n->lower));
+                        r = upper_json_set_name(rec, "origin", lower_entry_vpath(&n->lower));
         }
         if (r < 0) {
                 json_decref(rec);

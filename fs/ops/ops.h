@@ -31,18 +31,18 @@
  */
 struct handle {
         struct node *node;
-        int fd;           /* files: the host fd (upper, lower data or mirror) */
-        bool writable;    /* an upper fd opened for writing */
-        bool is_upper;    /* fd is the node's upper file */
-        int lower_fd;     /* reads of a metacopy opened for writing: the lower data */
-        int stale_fd;     /* the lower fd replaced by the upper one, kept for reads in flight */
-        bool lazy_lower;  /* lower data not opened yet: done at the first read, so opens served
-                             from the page cache cost nothing */
-        struct lent lent; /* lazy_lower: the lower entry opened, the handle's own copy (the
-                             node's may go with a copy-up meanwhile) */
-        _Atomic int refs; /* the open file, plus each read replying from buf */
-        char *buf;        /* control files and small blobs: the content, freed only with
-                             the handle (reads reply from it unlocked); dirs: unused */
+        int fd;          /* files: the host fd (upper, lower data or mirror) */
+        bool writable;   /* an upper fd opened for writing */
+        bool is_upper;   /* fd is the node's upper file */
+        int lower_fd;    /* reads of a metacopy opened for writing: the lower data */
+        int stale_fd;    /* the lower fd replaced by the upper one, kept for reads in flight */
+        bool lazy_lower; /* lower data not opened yet: done at the first read, so opens served
+                            from the page cache cost nothing */
+        struct lower_entry lower_entry; /* lazy_lower: the lower entry opened, the handle's own copy
+                             (the node's may go with a copy-up meanwhile) */
+        _Atomic int refs;               /* the open file, plus each read replying from buf */
+        char *buf; /* control files and small blobs: the content, freed only with
+                      the handle (reads reply from it unlocked); dirs: unused */
         size_t len;
         struct cow_dirent *ents; /* dirs: a snapshot, in cookie order (ops-entry.c) */
         bool listed;
