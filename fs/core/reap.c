@@ -4,7 +4,7 @@
  *
  * Closing the last fd of an unlinked file is when the host filesystem frees
  * its blocks: 90 ms for a 256 MiB file on ext4. That close came in FORGET or
- * RELEASE, which fs/loop.c answers inline while no other worker reads
+ * RELEASE, which fs/ops/loop.c answers inline while no other worker reads
  * /dev/fuse, and from node_free under itable_lock: every request of the mount
  * waited for it (docs/bench-log/append.md). Such fds go to one thread
  * that closes them. Nothing reads them again, and the quota was given the

@@ -1,26 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * upper.c: the upper tree's names and per-directory sidecars.
- *
- * Names: the upper tree keeps the agent's names verbatim (gitdir and
- * review read it as a plain tree), except that names starting with the
- * reserved prefix ".cloister~" are stored as ".cloister~=" + name. Every
- * other name with that prefix is ours, so no name the agent picks (".wh.x",
- * ".cloister~meta", ...) can ever be taken for a marker.
- *
- * Sidecar: each upper directory may hold ".cloister~meta", a JSON object
- *   {"wh": {"name": 1, ...},                 whiteouts: hidden lower names
- *    "c":  {"name": {"ino": N,               the child's st_ino if not its own
- *                    "origin": "lower/path", a redirect (renamed lower entry)
- *                    "metacopy": true,       data still in the lower
- *                    "opaque": true}}}       dir hides the lower dir
- * replaced atomically (write + rename), so SIGKILL leaves the old or the new
- * one. Names are arbitrary bytes but JSON strings must be UTF-8: on disk a
- * name that is not UTF-8 moves to "whx" / "cx" (same shape, keyed by the
- * name's lowercase hex) and an origin that is not UTF-8 is "origin_hex"
- * (next to a lossy "origin"). In memory "wh" and "c" hold every name
- * verbatim (jansson's *_nocheck setters). Old sidecars simply lack the hex
- * sections. Trust boundary: all access is through the directory's fd with
+ * upper.c: a node's upper half: its sidecar as loaded and changed in
+ * memory (whiteouts and records, each save settled with the quota), the
+ * pin on a non-directory's upper file, its stat as the agent sees it, and
+ * opening it. How names and sidecars look on disk is format/sidecar.c's.
+ * Trust boundary: all access is through the directory's fd with
  * single-component names and O_NOFOLLOW.
  */
 #include <dirent.h>

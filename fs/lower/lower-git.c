@@ -331,7 +331,7 @@ static const char *const conv_attrs[] = {"text", "eol", "crlf", "ident"};
  * Why an index: libgit2 reads attributes from a commit by walking the
  * commit's tree to each folder's .gitattributes, and checks each cached
  * file against the commit's root tree, for every query. With no tree in
- * libgit2's object cache (fs/daemon.c) that was three to four parses of the
+ * libgit2's object cache (fs/daemon/daemon.c) that was three to four parses of the
  * root tree (530 entries in git.git) per stat of a file in attribute scope.
  * From the index, a cached file costs one lookup in the index.
  */

@@ -8,7 +8,7 @@
  * a memory budget, least recently used first out.
  *
  * libgit2 keeps no tree over 4 KiB in its object cache (and the daemon
- * turns its tree cache off, fs/daemon.c), so without this a folder of a
+ * turns its tree cache off, fs/daemon/daemon.c), so without this a folder of a
  * few hundred entries was read from the pack, delta-resolved and parsed
  * again on every lookup in it. docs/fs-design.md ("The tree cache") has
  * the numbers.
@@ -75,7 +75,7 @@ void tree_cache_put(struct tree_cache *c, struct tree_index *t);
 void tree_cache_stats(struct tree_cache *c, struct tree_cache_stats *ret);
 
 /*
- * Notes: what the workspace index build learns of a file (fs/gitindex.c),
+ * Notes: what the workspace index build learns of a file (fs/core/gitindex.c),
  * kept for the lookups that follow (the first git status stats every
  * file): e, an entry of t seen as the folder dir (its path from the root,
  * dir_len bytes), is shown as stored, size bytes, with no conversion. A
