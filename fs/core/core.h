@@ -385,7 +385,7 @@ void node_mark_unlinked(struct fs_workspace *ws, struct node *n);
 char *node_path(const struct node *n);
 void node_table_free(struct fs_workspace *ws);
 
-/* upper.c: names, sidecars and attributes of the upper tree */
+/* upper.c: a node's upper half: its sidecar in memory, pin, stat and open */
 json_t *upper_meta(struct node *dir);
 /* Make dir's sidecar durable (fsync, fsyncdir): saves do not wait for the disk. */
 int upper_meta_sync(struct node *dir);

@@ -11,7 +11,7 @@
  *
  * May call: every folder below it (ops/, core/, layers/, lower/, format/)
  * and journal/, gitdir/, lib/. Nothing in fs/ calls daemon/.
- * tests/lint/layers.py checks both the includes and the calls.
+ * tests/lint/fs-layers.py checks both the includes and the calls.
  */
 #pragma once
 

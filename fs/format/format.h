@@ -9,7 +9,7 @@
  * values only, so that every other folder of fs/ can use it.
  *
  * May call: lib/ only. Nothing here knows a struct node or a workspace.
- * tests/lint/layers.py checks both the includes and the calls.
+ * tests/lint/fs-layers.py checks both the includes and the calls.
  */
 #pragma once
 

@@ -12,7 +12,7 @@
  * lower/, format/, journal/, gitdir/ and lib/. daemon/ calls in (session.c
  * fills its fuse_lowlevel_ops with the admit_* and ops_* handlers); nothing
  * here calls daemon/.
- * tests/lint/layers.py checks both the includes and the calls.
+ * tests/lint/fs-layers.py checks both the includes and the calls.
  */
 #pragma once
 
