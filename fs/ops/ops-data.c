@@ -190,23 +190,19 @@ static void handle_publish(struct fs_workspace *ws, struct handle *h, struct nod
                 handle_track(ws, h); /* a checkpoint may move it (layers-online.c) */
 }
 
-void ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+/* Open n for fi: *ret_h is its handle, published (handle_publish). */
+static int do_open(fuse_req_t req, struct fs_workspace *ws, struct node *n,
+                   struct fuse_file_info *fi, struct handle **ret_h)
 {
-        struct fs_workspace *ws = req_ws(req);
-        struct node *n = ino_node(ws, ino);
         int acc = fi->flags & O_ACCMODE;
         struct handle *h;
         int r;
 
-        if (S_ISDIR(n->type)) {
-                fuse_reply_err(req, EISDIR);
-                return;
-        }
+        if (S_ISDIR(n->type))
+                return -EISDIR;
         h = handle_new();
-        if (!h) {
-                fuse_reply_err(req, ENOMEM);
-                return;
-        }
+        if (!h)
+                return -ENOMEM;
         switch (n->kind) {
         case NODE_CTL:
                 if (acc != O_RDONLY || (fi->flags & O_TRUNC)) {
@@ -232,8 +228,7 @@ void ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         }
         if (r < 0) {
                 handle_free(ws, h);
-                fuse_reply_err(req, -r);
-                return;
+                return r;
         }
         /*
          * An O_DIRECT read on a cached handle that comes back short (at EOF)
@@ -245,27 +240,39 @@ void ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
         if ((fi->flags & O_DIRECT) && acc == O_RDONLY && n->kind != NODE_CTL)
                 fi->direct_io = 1;
         handle_publish(ws, h, n, fi);
-        if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted */
+        *ret_h = h;
+        return 0;
+}
+
+void ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        struct fs_workspace *ws = req_ws(req);
+        struct handle *h = NULL;
+        int r = do_open(req, ws, ino_node(ws, ino), fi, &h);
+
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted */
                 handle_free(ws, h);
 }
 
-void ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-                struct fuse_file_info *fi)
+/*
+ * Create name in p (or open it, if it exists by now) for fi: *e is its
+ * entry and *ret_h its handle, published (handle_publish).
+ */
+static int do_create(fuse_req_t req, struct fs_workspace *ws, struct node *p, const char *name,
+                     mode_t mode, struct fuse_file_info *fi, struct fuse_entry_param *e,
+                     struct handle **ret_h)
 {
-        struct fs_workspace *ws = req_ws(req);
-        struct node *p = ino_node(ws, parent), *n = NULL, *existing = NULL;
-        struct fuse_entry_param e;
+        struct node *n = NULL, *existing = NULL;
         struct handle *h = NULL;
         struct stat st;
         char en[256];
         int fd = -1, r, acc = fi->flags & O_ACCMODE;
         bool charged = false, dir_begun = false;
 
-        if (p->kind != NODE_COW) {
-                fuse_reply_err(req,
-                               p->kind == NODE_MIRROR || p->kind == NODE_SYNTH ? EROFS : ENOTDIR);
-                return;
-        }
+        if (p->kind != NODE_COW)
+                return p->kind == NODE_MIRROR || p->kind == NODE_SYNTH ? -EROFS : -ENOTDIR;
         pthread_rwlock_wrlock(&ws->ns_lock);
         fs_dir_changed(p);
         r = cow_lookup(ws, p, name, &existing);
@@ -274,8 +281,7 @@ void ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode
                 pthread_rwlock_unlock(&ws->ns_lock);
                 if (fi->flags & O_EXCL) {
                         node_forget(ws, existing, 1);
-                        fuse_reply_err(req, EEXIST);
-                        return;
+                        return -EEXIST;
                 }
                 h = handle_new();
                 r = h ? open_cow(ws, req, existing, fi->flags, h, fi) : -ENOMEM;
@@ -360,19 +366,43 @@ reply:
                         node_forget(ws, n, 1);
                 if (h)
                         handle_free(ws, h);
+                return r;
+        }
+        ops_fill_entry(ws, n, &st, e);
+        handle_publish(ws, h, n, fi);
+        *ret_h = h;
+        return 0;
+}
+
+void ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                struct fuse_file_info *fi)
+{
+        struct fs_workspace *ws = req_ws(req);
+        struct fuse_entry_param e;
+        struct handle *h = NULL;
+        int r = do_create(req, ws, ino_node(ws, parent), name, mode, fi, &e, &h);
+
+        if (r < 0) {
                 fuse_reply_err(req, -r);
                 return;
         }
-        ops_fill_entry(ws, n, &st, &e);
-        handle_publish(ws, h, n, fi);
-        if (fuse_reply_create(req, &e, fi) == -ENOENT)
+        if (fuse_reply_create(req, &e, fi) == -ENOENT) /* interrupted */
                 handle_free(ws, h);
         shed_repay(ws);
 }
 
-static void do_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
+/* What a read replies: bytes of memory (control files, small blobs) or a
+ * splice from an fd. Both stay valid while the read holds its reference. */
+struct read_reply {
+        bool from_mem;
+        const char *mem;
+        size_t len;
+        struct fuse_bufvec buf;
+};
+
+static int do_read(struct fs_workspace *ws, struct handle *h, size_t size, off_t off,
+                   struct read_reply *ret)
 {
-        struct fuse_bufvec buf = FUSE_BUFVEC_INIT(size);
         const char *mem;
         size_t len;
         int fd;
@@ -380,7 +410,6 @@ static void do_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
         if (!h->is_upper && h->node->kind == NODE_COW && h->node->upper && !h->node->metacopy) {
                 /* Opened on the lower data, but the file has been written since
                  * (through another handle): read what it holds now, as ext4 would. */
-                struct fs_workspace *ws = req_ws(req);
                 int ufd = -1, r;
                 pthread_rwlock_rdlock(&ws->ns_lock);
                 pthread_mutex_lock(&h->node->lock);
@@ -409,7 +438,6 @@ static void do_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
                 pthread_rwlock_unlock(&ws->ns_lock);
         }
         if (h->lazy_lower) {
-                struct fs_workspace *ws = req_ws(req);
                 struct node *n = h->node;
                 int r = 0;
                 pthread_rwlock_rdlock(&ws->ns_lock);
@@ -424,10 +452,8 @@ static void do_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
                 }
                 pthread_mutex_unlock(&n->lock);
                 pthread_rwlock_unlock(&ws->ns_lock);
-                if (r < 0) {
-                        fuse_reply_err(req, -r);
-                        return;
-                }
+                if (r < 0)
+                        return r;
         }
         /* A consistent view of what this read serves from; it stays valid while
          * the read holds its reference on h (see above). */
@@ -438,39 +464,48 @@ static void do_read(fuse_req_t req, struct handle *h, size_t size, off_t off)
         pthread_mutex_unlock(&h->node->lock);
         if (fd < 0) { /* control files and small blobs: from memory */
                 size_t start = MIN((size_t)off, len);
-                fuse_reply_buf(req, mem ? mem + start : NULL, MIN(size, len - start));
-                return;
+                ret->from_mem = true;
+                ret->mem = mem ? mem + start : NULL;
+                ret->len = MIN(size, len - start);
+                return 0;
         }
-        buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
-        buf.buf[0].fd = fd;
-        buf.buf[0].pos = off;
+        ret->buf = FUSE_BUFVEC_INIT(size);
+        ret->buf.buf[0].flags = FUSE_BUF_IS_FD | FUSE_BUF_FD_SEEK;
+        ret->buf.buf[0].fd = fd;
+        ret->buf.buf[0].pos = off;
         if (h->writable && h->node->metacopy) {
                 /* Opened for writing but not written yet: the data is still the lower's. */
-                struct fs_workspace *ws = req_ws(req);
                 int r = 0;
                 pthread_rwlock_rdlock(&ws->ns_lock);
                 pthread_mutex_lock(&h->node->lock);
                 if (h->node->metacopy && h->lower_fd < 0)
                         r = lower_open_data(h->node->layer->lower, &h->node->lower, &h->lower_fd);
                 if (h->node->metacopy && h->lower_fd >= 0)
-                        buf.buf[0].fd = h->lower_fd;
+                        ret->buf.buf[0].fd = h->lower_fd;
                 pthread_mutex_unlock(&h->node->lock);
                 pthread_rwlock_unlock(&ws->ns_lock);
-                if (r < 0) {
-                        fuse_reply_err(req, -r);
-                        return;
-                }
+                if (r < 0)
+                        return r;
         }
-        fuse_reply_data(req, &buf, FUSE_BUF_SPLICE_MOVE);
+        return 0;
 }
 
 void ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
         struct fs_workspace *ws = req_ws(req);
         struct handle *h = fi_handle(fi);
+        struct read_reply rr = {0};
+        int r;
+
         (void)ino;
         atomic_fetch_add(&h->refs, 1);
-        do_read(req, h, size, off);
+        r = do_read(ws, h, size, off, &rr);
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else if (rr.from_mem)
+                fuse_reply_buf(req, rr.mem, rr.len);
+        else
+                fuse_reply_data(req, &rr.buf, FUSE_BUF_SPLICE_MOVE);
         handle_put(ws, h);
 }
 
