@@ -45,34 +45,15 @@ DEFINITION = re.compile(r"^(?!static\b|typedef\b|struct\b[^(]*;|extern\b)[A-Za-z
                         r"\b([a-z_]\w*)\s*\([^;{}]*\)\s*\n\{", re.M)
 
 
+# A comment, or a string or char literal (escapes included), as one match.
+NOISE = re.compile(r"/\*.*?\*/|//[^\n]*|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
+# A name called ("name("), or whose address is taken ("= name;", "&name").
+CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(|(?:=|&)\s*([A-Za-z_]\w*)\s*[,;)]")
+
+
 def strip(text):
     """text with comments and string and char literals blanked, lines kept."""
-    out = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            out.append(re.sub(r"[^\n]", " ", text[i:j]))
-            i = j
-        elif text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            out.append(" " * (j - i))
-            i = j
-        elif c in "\"'":
-            j = i + 1
-            while j < n and text[j] != c and text[j] != "\n":
-                j += 2 if text[j] == "\\" else 1
-            j = min(j + 1, n)
-            body = re.sub(r"[^\n]", " ", text[i + 1:j - 1])
-            out.append(c + body + (text[j - 1] if j - 1 > i else ""))
-            i = j
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+    return NOISE.sub(lambda m: re.sub(r"[^\n]", " ", m.group(0)), text)
 
 
 def sources(root):
@@ -134,23 +115,22 @@ def check(root):
                                 f"{folder_list(allowed)})")
 
     # Calls: the non-static functions each folder's .c files define.
+    code = {rel: strip(text) for rel, text in texts.items()}
     defined = {}
     for folder, rel in files:
         if rel.endswith(".c"):
-            for m in DEFINITION.finditer(strip(texts[rel])):
+            for m in DEFINITION.finditer(code[rel]):
                 defined.setdefault(m.group(1), {})[folder] = rel
     owner = {name: next(iter(by.items())) for name, by in defined.items() if len(by) == 1}
-    if owner:
-        call = re.compile(r"(?:\b(" + "|".join(map(re.escape, sorted(owner))) + r")\s*\()|"
-                          r"(?:(?:=|&)\s*(" + "|".join(map(re.escape, sorted(owner))) +
-                          r")\b\s*[,;)])")
     for folder, rel in files:
         allowed = ALLOWED.get(folder)
-        if allowed is None or not owner:
+        if allowed is None:
             continue
-        for no, line in enumerate(strip(texts[rel]).splitlines(), 1):
-            for m in call.finditer(line):
+        for no, line in enumerate(code[rel].splitlines(), 1):
+            for m in CALL.finditer(line):
                 name = m.group(1) or m.group(2)
+                if name not in owner:
+                    continue
                 there, where = owner[name]
                 if there not in allowed:
                     verb = "names" if rel.endswith(".h") else "calls"
