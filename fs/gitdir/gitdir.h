@@ -5,7 +5,7 @@
  *
  * The FUSE daemon calls gitdir_prepare() once, at the first mount of a state,
  * on the empty `.git` directory it creates in the repo's upper layer, and
- * gitdir_write_index_msg() once the mount serves (fs/gitindex.c). What they
+ * gitdir_write_index_msg() once the mount serves (fs/core/gitindex.c). What they
  * write (docs/workspace-git.md has the details and the reasons):
  *   HEAD, refs/heads/<branch>  the base revision, on a branch named after the
  *                              source's branch (or cloister/<name>)

@@ -60,7 +60,7 @@ int ops_workspace_summary(const struct config *c, json_t **ret, char **ret_error
         struct statfs sf;
 
         (void)ret_error;
-        /* The mount reports the quota as its size (fs/quota.c): used = size - free. */
+        /* The mount reports the quota as its size (fs/core/quota.c): used = size - free. */
         if (m && statfs(c->workspace.mountpoint, &sf) == 0) {
                 used = json_integer(
                         (json_int_t)(c->limits.bytes -

@@ -28,7 +28,7 @@ check unlink_lower_file_hides_it bash -c "rm '$M/workspace/docs/guide.md' && [ !
 check mkdir_and_rmdir_work bash -c "mkdir '$M/workspace/d' && rmdir '$M/workspace/d' && [ ! -e '$M/workspace/d' ]"
 check rmdir_with_hidden_lower_entries_is_enotempty bash -c "! rmdir '$M/workspace/src' 2>/dev/null && [ -e '$M/workspace/src/main.c' ]"
 check rename_lower_dir_moves_its_content bash -c "mv '$M/workspace/src' '$M/workspace/source' && [ \"\$(cat '$M/workspace/source/lib/a.c')\" = lib ] && [ ! -e '$M/workspace/src' ]"
-# Sidecars are replaced by exchange + unlink (fs/upper.c): no temporary stays.
+# Sidecars are replaced by exchange + unlink (fs/core/upper.c): no temporary stays.
 check sidecar_saves_leave_no_temporary bash -c "grep -q guide.md '$S/fs/repo/docs/.cloister~meta' && [ -z \"\$(find '$S/fs' -name '.cloister~meta.tmp')\" ]"
 check fsync_and_fsyncdir_sync_the_sidecar python3 -c "import os; os.fsync(os.open('$M/workspace/docs', os.O_RDONLY)); os.fsync(os.open('$M/workspace/README', os.O_WRONLY | os.O_APPEND))"
 check ino_is_stable_across_copy_up bash -c "i=\$(stat -c %i '$M/workspace/run.sh'); chmod 700 '$M/workspace/run.sh'; [ \"\$(stat -c %i '$M/workspace/run.sh')\" = \"\$i\" ]"

@@ -82,7 +82,7 @@ wait
 same concurrent_writers_leave_the_full_size "$(stat -c %s "$W/shared")" $((8 * 1048576))
 check concurrent_writers_each_own_their_region bash -c "for i in 0 1 2 3 4 5 6 7; do c=\$(printf \"\\\\\$(printf '%03o' \$((65 + i)))\"); n=\$(dd if='$W/shared' bs=1048576 skip=\$i count=1 status=none | tr -d \"\$c\" | wc -c); [ \"\$n\" = 0 ] || exit 1; done"
 # A removed file's blocks are freed when the daemon closes its last fd, in a
-# thread of its own (fs/reap.c): that close must still come, and soon.
+# thread of its own (fs/core/reap.c): that close must still come, and soon.
 head -c $((64 * 1024 * 1024)) /dev/zero >"$W/gone.bin"
 check removed_file_is_held_while_it_has_a_name bash -c "ls -l /proc/$(cat "$S/mount.pid")/fd | grep -q '/gone.bin\$'"
 rm "$W/gone.bin"

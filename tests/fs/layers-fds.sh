@@ -5,7 +5,7 @@
 # hands its own descriptor over to the frozen entry it becomes. Under an
 # RLIMIT_NOFILE of 1,024, with 340 written files held open (their nodes
 # hold a descriptor each and their handles another, and the daemon drops
-# no entry in use: fs/shed.c), the checkpoint succeeds; a second
+# no entry in use: fs/ops/shed.c), the checkpoint succeeds; a second
 # descriptor per node, as the switch once took, would not fit. The daemon
 # holds no more descriptors afterwards than before. A file open for
 # writing whose copy into the new layer cannot fit the quota is named, the

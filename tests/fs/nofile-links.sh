@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# Hard links under a low RLIMIT_NOFILE (fs/shed.c): a file with two names
+# Hard links under a low RLIMIT_NOFILE (fs/ops/shed.c): a file with two names
 # has two entries in the kernel's cache, and dropping the one the daemon
 # knew left the other holding the node and its descriptor. The outside
 # review's 400 linked pairs at a limit of 512 made the daemon hold 511

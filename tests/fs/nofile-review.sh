@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# What the shed cannot drop, an agent can pin (fs/shed.c): files it keeps
+# What the shed cannot drop, an agent can pin (fs/ops/shed.c): files it keeps
 # open, and directories, whose entries are never dropped. The outside
 # review's agent pinned every descriptor of a daemon at a limit of 512
 # with 480 directories, and the host's `cloister diff` then failed with

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# More files than the daemon has descriptors (fs/shed.c): each cached
+# More files than the daemon has descriptors (fs/ops/shed.c): each cached
 # node of a host inode holds one, so under an RLIMIT_NOFILE of 2,048 the
 # agent could once create only about two thousand files before EMFILE, far
 # below [limits] files. The daemon now has the kernel drop unused entries
@@ -19,7 +19,7 @@ files = 20000
 ")
 W=$(mnt_of "$C")/workspace
 # One thread for git: a burst of parallel lookups (core.preloadIndex) can
-# outrun a round at a limit as small as this one (fs/shed.c says why).
+# outrun a round at a limit as small as this one (fs/ops/shed.c says why).
 G() { git -c safe.directory='*' -c user.name=t -c user.email=t@e -c core.preloadIndex=false "$@"; }
 
 mount_nofile "$C" $LIMIT
@@ -49,7 +49,7 @@ for d in range(3):
         assert open("%s/d%d/f%05d" % (w, d, i)).read() == "%d %d\n" % (d, i), (d, i)
 ' "$W"
 # ls_ino DIR OUT: every name's inode number. A lookup that outruns the
-# shed fails with EMFILE and wakes a round (fs/shed.c), at a limit this
+# shed fails with EMFILE and wakes a round (fs/ops/shed.c), at a limit this
 # small even under a serial stream on a loaded machine: that one is asked
 # again, as the kernel's other callers would; anything else is a failure.
 ls_ino() {

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# [limits] bytes bounds the host blocks the upper store uses (fs/quota.c):
+# [limits] bytes bounds the host blocks the upper store uses (fs/core/quota.c):
 # a file costs its size or its blocks, whichever is more. The outside
 # review's case: with bytes = 4M, `fallocate -n -l 200M` (KEEP_SIZE: size
 # 0) allocated 200 MiB on the host and df inside showed 4.0K used. Now it

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# [limits] bytes counts directories too (fs/quota.c): their own host blocks
+# [limits] bytes counts directories too (fs/core/quota.c): their own host blocks
 # and their sidecars' (.cloister~meta). Before, neither was counted, and an
 # ext4 directory keeps its largest size after its entries go: an agent
 # could fill a directory with long names, empty it, and do it again in the

@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "fs-private.h"
+#include "core.h"
 #include "lower-sizes.h"
 #include "lower-tree.h"
 #include "state.h"
@@ -154,7 +154,7 @@ static void make_repo(const char *path, git_oid *ret_commit)
         git_repository_free(repo);
 }
 
-static int count_cb(const char *name, const struct lent *child, void *userdata)
+static int count_cb(const char *name, const struct lower_entry *child, void *userdata)
 {
         (void)name;
         (void)child;
@@ -166,7 +166,7 @@ START_TEST(git_lower_reads_lazily_what_the_tree_holds)
 {
         char repo[128], cache[128], buf[16];
         struct lower *l = NULL;
-        struct lent root = {0}, a = {0}, e = {0}, dir = {0}, b = {0};
+        struct lower_entry root = {0}, a = {0}, e = {0}, dir = {0}, b = {0};
         git_oid commit;
         char *target = NULL;
         int cfd, fd, n = 0;
@@ -196,25 +196,25 @@ START_TEST(git_lower_reads_lazily_what_the_tree_holds)
         ck_assert_int_eq(faccessat(cfd, git_oid_tostr_s(&a.oid), F_OK, 0), 0); /* cached by oid */
         ck_assert_int_eq(lower_child(l, &root, "run.sh", &e), 0);
         ck_assert_int_eq(e.mode, S_IFREG | 0755);
-        lent_clear(&e);
+        lower_entry_clear(&e);
         ck_assert_int_eq(lower_child(l, &root, "link", &e), 0);
         ck_assert_int_eq(e.mode, S_IFLNK | 0777);
         ck_assert_int_eq(lower_readlink(l, &e, &target), 0);
         ck_assert_str_eq(target, "a.txt");
         free(target);
-        lent_clear(&e);
+        lower_entry_clear(&e);
         ck_assert_int_eq(lower_child(l, &root, "missing", &e), -ENOENT);
         ck_assert_int_eq(lower_child(l, &root, "dir", &dir), 0);
         ck_assert_int_eq(lower_child(l, &dir, "b", &b), 0);
         ck_assert_str_eq(b.path, "dir/b");
-        lent_clear(&b);
+        lower_entry_clear(&b);
         ck_assert_int_eq(lower_lookup_path(l, "dir/b", &b), 0);
         ck_assert_int_eq(lower_size(l, &b), 0);
         ck_assert_uint_eq(b.size, 3);
-        lent_clear(&b);
-        lent_clear(&dir);
-        lent_clear(&a);
-        lent_clear(&root);
+        lower_entry_clear(&b);
+        lower_entry_clear(&dir);
+        lower_entry_clear(&a);
+        lower_entry_clear(&root);
         lower_free(l);
         close(cfd);
         git_libgit2_shutdown();
@@ -279,7 +279,7 @@ START_TEST(git_errors_say_what_happened)
 {
         char repo[128], cache[128], obj[256];
         struct lower *l = NULL;
-        struct lent root = {0}, a = {0};
+        struct lower_entry root = {0}, a = {0};
         git_oid commit;
         char *err = NULL;
         int cfd, fd = -1;
@@ -313,8 +313,8 @@ START_TEST(git_errors_say_what_happened)
         ck_assert_int_eq(lower_size(l, &a), -EIO);
         ck_assert_int_eq(lower_open_data(l, &a, &fd), -EIO);
         ck_assert_int_eq(fd, -1);
-        lent_clear(&a);
-        lent_clear(&root);
+        lower_entry_clear(&a);
+        lower_entry_clear(&root);
         lower_free(l);
         close(cfd);
         git_libgit2_shutdown();
@@ -613,7 +613,7 @@ START_TEST(dir_lower_shows_symlinks_without_following_them)
 {
         char src[128], p[192];
         struct lower *l = NULL;
-        struct lent root = {0}, e = {0};
+        struct lower_entry root = {0}, e = {0};
         char *target = NULL;
 
         snprintf(src, sizeof(src), "%s/src", tmpdir);
@@ -627,10 +627,10 @@ START_TEST(dir_lower_shows_symlinks_without_following_them)
         ck_assert_int_eq(lower_readlink(l, &e, &target), 0);
         ck_assert_str_eq(target, "/etc");
         free(target);
-        lent_clear(&e);
+        lower_entry_clear(&e);
         /* A path through the link must not resolve (RESOLVE_NO_SYMLINKS). */
         ck_assert_int_ne(lower_lookup_path(l, "esc/passwd", &e), 0);
-        lent_clear(&root);
+        lower_entry_clear(&root);
         lower_free(l);
 }
 END_TEST

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The git lower's tree cache ([limits] tree_cache, fs/lower-tree.c) under a
+# The git lower's tree cache ([limits] tree_cache, fs/lower/lower-tree.c) under a
 # budget far smaller than one folder's index, so that nearly every lookup
 # and listing evicts and rebuilds: the mount must show exactly the tree,
 # lookups in a folder of 3,000 entries must find each one, and listings

@@ -38,8 +38,8 @@ plant() {
 }
 lines() { wc -l <"$src/$1" | tr -d ' '; }
 
-plant "fs_including_the_config_fails" fs/inode.c '#include "config.h"' \
-        "fs/inode.c:$(($(lines fs/inode.c) + 1)): includes \"config.h\" from mounts/"
+plant "fs_including_the_config_fails" fs/core/inode.c '#include "config.h"' \
+        "fs/core/inode.c:$(($(lines fs/core/inode.c) + 1)): includes \"config.h\" from mounts/"
 plant "broker_including_a_sandbox_path_fails" broker/keys.c '#include "mounts/sandbox/sandbox.h"' \
         "broker/keys.c:$(($(lines broker/keys.c) + 1)): includes \"mounts/sandbox/sandbox.h\" from mounts/"
 plant "broker_including_fs_fails" broker/audit.c '#include "fs.h"' \

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # index-deferred.sh: the workspace .git/index is built after the mount
-# serves (fs/gitindex.c). A lookup of it waits until it is in place, so git
+# serves (fs/core/gitindex.c). A lookup of it waits until it is in place, so git
 # never sees an empty index; it is built once per state, survives remounts,
 # is not rebuilt after the agent deletes it, and is rebuilt after a daemon
 # killed before finishing it.

@@ -233,7 +233,7 @@ expect_eq converted_file_is_crlf_as_a_checkout_writes_it "$(printf 'echo off\r\n
         "$(od -c <"$AW/w.bat")"
 
 # --- the blob sizes the build learned outlive the mount -----------------------
-# The build writes every blob's size to the blob cache (fs/lower-sizes.c),
+# The build writes every blob's size to the blob cache (fs/lower/lower-sizes.c),
 # sorted by id: a daemon started on this state sizes a file from it, not
 # from an object header, which walks the blob's delta chain in the pack.
 sizes_file=$tmp/attrs-state/fs/cache/sizes

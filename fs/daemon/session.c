@@ -1,0 +1,294 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * session.c: the FUSE session: the ops table, connection setup and the
+ * serving (the loop itself is loop.c).
+ *
+ * Mount options: default_permissions (the kernel checks modes), nosuid and
+ * nodev (setuid bits and device nodes are metadata only, attr.c), allow_other
+ * when root (the sandbox runs the agent as another uid). The writeback cache
+ * stays off: quotas must fail the write(2) that crosses them, and with
+ * writeback the error would surface only at close or never.
+ */
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "core.h"
+#include "daemon.h"
+#include "ops.h"
+#include "state.h"
+#include "lib/util.h"
+
+/*
+ * Why a FUSE mount failed, as far as can be told (libfuse keeps the
+ * errno): /dev/fuse that can't be opened; root without CAP_SYS_ADMIN (a
+ * container's capabilities); or else the kernel's refusal of mount itself
+ * (a seccomp profile or an LSM). Not /dev/fuse when it opens fine.
+ */
+static const char *mount_hint(void)
+{
+        struct __user_cap_header_struct h = {.version = _LINUX_CAPABILITY_VERSION_3};
+        struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = {};
+        int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+
+        if (fd < 0)
+                return "/dev/fuse cannot be opened";
+        close(fd);
+        if (geteuid() == 0 && syscall(SYS_capget, &h, d) == 0 &&
+            !(d[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective & CAP_TO_MASK(CAP_SYS_ADMIN)))
+                return "this process lacks CAP_SYS_ADMIN, which the mount takes; "
+                       "in a container: --cap-add SYS_ADMIN";
+        return "/dev/fuse opens: the mount itself was refused, by a seccomp profile or an LSM "
+               "that denies mount, or a missing privilege";
+}
+
+static void ops_init(void *userdata, struct fuse_conn_info *conn)
+{
+        (void)userdata;
+        if (conn->capable & FUSE_CAP_SPLICE_READ)
+                conn->want |= FUSE_CAP_SPLICE_READ;
+        if (conn->capable & FUSE_CAP_SPLICE_WRITE)
+                conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
+        if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+                conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+        if (conn->capable & FUSE_CAP_READDIRPLUS)
+                conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
+        if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
+                conn->want |= FUSE_CAP_CACHE_SYMLINKS;
+        conn->want &= ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_POSIX_ACL |
+                                  FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_EXPORT_SUPPORT);
+        conn->max_write = 1 << 20;
+        conn->max_readahead = 1 << 20;
+        conn->time_gran = 1;
+}
+
+/* Every mutating handler goes through the journal's gate, and every one that
+ * may leave the daemon holding a descriptor through the descriptors' (admit.c). */
+const struct fuse_lowlevel_ops fs_ops = {
+        .init = ops_init,
+        .lookup = admit_lookup,
+        .forget = ops_forget,
+        .forget_multi = ops_forget_multi,
+        .getattr = ops_getattr_req,
+        .setattr = admit_setattr,
+        .readlink = ops_readlink,
+        .mknod = admit_mknod,
+        .mkdir = admit_mkdir,
+        .unlink = admit_unlink,
+        .rmdir = admit_rmdir,
+        .symlink = admit_symlink,
+        .rename = admit_rename,
+        .link = admit_link,
+        .open = admit_open,
+        .read = ops_read,
+        .write_buf = admit_write_buf,
+        .flush = ops_flush,
+        .release = ops_release,
+        .fsync = ops_fsync,
+        .opendir = ops_opendir,
+        .readdir = ops_readdir,
+        .readdirplus = ops_readdirplus,
+        .releasedir = ops_releasedir,
+        .fsyncdir = ops_fsyncdir,
+        .statfs = ops_statfs,
+        .setxattr = admit_setxattr,
+        .getxattr = ops_getxattr,
+        .listxattr = ops_listxattr,
+        .removexattr = admit_removexattr,
+        .create = admit_create,
+        .fallocate = admit_fallocate,
+        .lseek = ops_lseek,
+};
+
+static int write_pid(struct fs_workspace *ws)
+{
+        char buf[32];
+        _cleanup_close_ int fd = -1;
+        int n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+        fd = openat(ws->state_fd, "mount.pid.tmp",
+                    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 || write(fd, buf, (size_t)n) != n)
+                return negative_errno();
+        if (renameat(ws->state_fd, "mount.pid.tmp", ws->state_fd, "mount.pid") < 0)
+                return negative_errno();
+        return 0;
+}
+
+/* fs/mount.start: our start time, so a reused pid is never taken for us. */
+static int write_start(struct fs_workspace *ws)
+{
+        unsigned long long t;
+        char buf[32];
+        _cleanup_close_ int fsdir = -1, fd = -1;
+        int n, r = fs_proc_starttime(getpid(), &t);
+        if (r < 0)
+                return r;
+        n = snprintf(buf, sizeof(buf), "%llu\n", t);
+        fsdir = openat(ws->state_fd, "fs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fsdir < 0)
+                return negative_errno();
+        fd = openat(fsdir, "mount.start.tmp", O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                    0644);
+        if (fd < 0 || write(fd, buf, (size_t)n) != n ||
+            renameat(fsdir, "mount.start.tmp", fsdir, "mount.start") < 0)
+                return negative_errno();
+        return 0;
+}
+
+static void raise_nofile(void)
+{
+        struct rlimit rl;
+        /* Nodes of upper dirs and files hold fds, as in passthrough_ll. */
+        if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+                rl.rlim_cur = rl.rlim_max;
+                (void)setrlimit(RLIMIT_NOFILE, &rl);
+        }
+}
+
+int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
+{
+        struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+        _cleanup_free_ char *opts = NULL;
+        int r;
+
+        /*
+         * Named before mount.pid names us: fs_mount_probe takes a pid whose
+         * name is not cloister's for a dead daemon and detaches its mount.
+         * Started as /proc/self/exe (cloister run, cloister diff), we would
+         * be called "exe", and a second `cloister mount` would stack a
+         * second daemon on the same state.
+         */
+        (void)prctl(PR_SET_NAME, "cloister-fs");
+        raise_nofile();
+        shed_init(ws);
+        /*
+         * The kernel applies the caller's umask to the mode of every mkdir,
+         * create and mknod before sending it (we don't ask for
+         * FUSE_CAP_DONT_MASK: without ACLs there is nothing to do with the
+         * umask ourselves), so the daemon creates exactly the mode it gets;
+         * its own umask must not mask it again. Every file the daemon makes
+         * for itself names its mode.
+         */
+        umask(0);
+        r = attr_probe(ws);
+        if (r < 0) {
+                if (ret_error &&
+                    asprintf(ret_error, "cannot probe the upper layer: %s", strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
+        r = state_mkdir_p(ws->mountpoint, 0755);
+        if (r < 0) {
+                if (ret_error && asprintf(ret_error, "cannot create mountpoint '%s': %s",
+                                          ws->mountpoint, strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
+        /* The fsname names the state too (fs_mount_owner): a mount, even a
+         * dead one, is then known for whose it is. */
+        char id[FS_STATE_ID_MAX];
+        r = fs_state_id(ws->state, id);
+        if (r < 0) {
+                if (ret_error && asprintf(ret_error, "cannot stat the state directory '%s': %s",
+                                          ws->state, strerror(-r)) < 0)
+                        *ret_error = NULL;
+                return r;
+        }
+        if (asprintf(&opts,
+                     "default_permissions,nosuid,nodev,fsname=cloister:%s:%s,subtype=cloister%s",
+                     ws->name, id, geteuid() == 0 ? ",allow_other" : "") < 0)
+                return -ENOMEM;
+        if (fuse_opt_add_arg(&args, "cloister") < 0 || fuse_opt_add_arg(&args, "-o") < 0 ||
+            fuse_opt_add_arg(&args, opts) < 0) {
+                fuse_opt_free_args(&args);
+                return -ENOMEM;
+        }
+        ws->se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), ws);
+        fuse_opt_free_args(&args);
+        if (!ws->se) {
+                if (ret_error)
+                        *ret_error = strdup("cannot create the FUSE session");
+                return -EIO;
+        }
+        if (fuse_set_signal_handlers(ws->se) < 0) {
+                r = -EIO;
+                goto out_destroy;
+        }
+        if (fuse_session_mount(ws->se, ws->mountpoint) != 0) {
+                if (ret_error && asprintf(ret_error, "cannot mount FUSE at '%s' (%s)",
+                                          ws->mountpoint, mount_hint()) < 0)
+                        *ret_error = NULL;
+                r = -EIO;
+                goto out_signals;
+        }
+        /* Served from here on: lookups of .git/index wait for this thread. */
+        r = gitindex_start(ws);
+        if (r < 0) {
+                if (ret_error &&
+                    asprintf(ret_error, "cannot start building .git/index: %s", strerror(-r)) < 0)
+                        *ret_error = NULL;
+                goto out_unmount;
+        }
+        /* Checkpoints while mounted (layers-online.c). */
+        r = layers_online_start(ws, ret_error);
+        if (r < 0)
+                goto out_unmount;
+        r = shed_start(ws);
+        if (r < 0) {
+                if (ret_error &&
+                    asprintf(ret_error, "cannot start the descriptor watch: %s", strerror(-r)) < 0)
+                        *ret_error = NULL;
+                goto out_unmount;
+        }
+        r = write_start(ws);
+        if (r == 0)
+                r = write_pid(ws);
+        if (r < 0) {
+                if (ret_error && asprintf(ret_error, "cannot write %s/mount.pid: %s", ws->state,
+                                          strerror(-r)) < 0)
+                        *ret_error = NULL;
+                goto out_unmount;
+        }
+        if (ready_fd >= 0) {
+                char c = 1;
+                (void)!write(ready_fd, &c, 1);
+                close(ready_fd);
+        }
+        /* Workers are kept once started (no idle limit): each one holds its own
+         * libgit2 repository handle, which is worth not reopening per burst. */
+        r = fs_loop_run(ws->se, 16);
+        r = r < 0 ? r : 0;
+        shed_stop(ws); /* it notifies the session */
+        (void)unlinkat(ws->state_fd, "mount.pid", 0);
+out_unmount:
+        fuse_session_unmount(ws->se);
+out_signals:
+        fuse_remove_signal_handlers(ws->se);
+out_destroy:
+        shed_stop(ws);
+        layers_online_stop(ws); /* before the session goes: a checkpoint may run */
+        gitindex_stop(ws);      /* it may still notify the session */
+        fuse_session_destroy(ws->se);
+        ws->se = NULL;
+        if (ws->has_home && !ws->home_persist) {
+                _cleanup_close_ int home = -1;
+                int fsdir = state_open_dir(ws->state_fd, "fs", false);
+                if (fsdir >= 0) {
+                        home = state_open_dir(fsdir, "home", false);
+                        close(fsdir);
+                }
+                if (home >= 0)
+                        (void)state_rm_rf_at(home, "upper", 0);
+        }
+        if (ws->journal)
+                (void)journal_flush(ws->journal);
+        return r;
+}
