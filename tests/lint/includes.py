@@ -47,7 +47,8 @@ def project_files(root):
         rel_dir = os.path.relpath(dirpath, root)
         if rel_dir == ".":
             dirnames[:] = [d for d in dirnames
-                           if not d.startswith(".") and not d.startswith("build")]
+                           if not d.startswith(".") and not d.startswith("build")
+                           and d != "subprojects"]
         for f in filenames:
             if f.endswith(SOURCES) or f == "meson.build":
                 out.append(os.path.normpath(os.path.join(rel_dir, f)))

@@ -102,14 +102,34 @@ fi
 # run-time programs by name.
 depends=$(dpkg-deb -f "$deb" Depends)
 echo "# Depends: $depends"
+# libfuse: the system's where it is 3.18 or later; else the vendored one
+# (subprojects/libfuse), linked statically, which needs liburing and libnuma
+# for its io_uring transport and must not make the package ask for the
+# system's older libfuse3-3.
+if pkg-config --atleast-version=3.18 fuse3 2>/dev/null; then
+        fuse_libs=(libfuse3-4)
+        fuse_not=""
+else
+        fuse_libs=(liburing2 libnuma1)
+        fuse_not=libfuse3-3
+fi
 good=0
-for p in bubblewrap fuse3 libfuse3-3 libgit2-1.5 libsodium23 libseccomp2 libssl3 libinih1 libjansson4; do
+for p in bubblewrap fuse3 "${fuse_libs[@]}" libgit2-1.5 libsodium23 libseccomp2 libssl3 libinih1 libjansson4; do
         grep -Eq "(^|, )$p( |,|$)" <<<"$depends" || {
                 echo "# $p is not in Depends"
                 good=1
         }
 done
+if [ -n "$fuse_not" ] && grep -Eq "(^|, )$fuse_not( |,|$)" <<<"$depends"; then
+        echo "# $fuse_not is in Depends, though the vendored libfuse is linked statically"
+        good=1
+fi
 ok $good "Depends has bubblewrap, fuse3 and every library cloister links"
+
+# The vendored libfuse is built into cloister, never shipped as a library.
+leaked=$(dpkg-deb -c "$deb" | awk '{print $6}' | grep -E '^\./usr/include/|libfuse3\.(a|so)|/fuse3\.pc$')
+[ -z "$leaked" ] || echo "$leaked" | sed 's/^/# shipped: /'
+ok "$([ -z "$leaked" ] && echo 0 || echo 1)" "the package ships no libfuse library, header or .pc"
 
 good=0
 for f in ./usr/bin/cloister ./usr/bin/git-credential-cloister ./usr/share/man/man1/cloister-run.1.gz \
