@@ -463,8 +463,14 @@ static void changes(struct page *p, json_t *r)
              "<section><details open><summary><h2>Changes (%" PRId64 " files, +%" PRId64
              " -%" PRId64 ")</h2></summary>\n",
              num(stat, "changed"), num(stat, "insertions"), num(stat, "deletions"));
-        put(p, "<table><tr><th>File</th><th>Status</th><th>+</th><th>-</th><th>Written by "
-               "command</th></tr>\n");
+        /* A long index is folded: the page opens at once, and the reader unfolds it. */
+        putf(p,
+             "<details%s class=\"index\"><summary>File index (%zu files)</summary>\n"
+             "<table><tr><th>File</th><th>Status</th><th>+</th><th>-</th><th>Written by "
+             "command</th></tr>\n",
+             json_array_size(json_object_get(stat, "files")) <= REPORT_INDEX_OPEN_MAX ? " open"
+                                                                                      : "",
+             json_array_size(json_object_get(stat, "files")));
         json_array_foreach (json_object_get(stat, "files"), i, f) {
                 if (!room(p))
                         break;
@@ -481,7 +487,7 @@ static void changes(struct page *p, json_t *r)
                 run_list(p, json_object_get(f, "runs"));
                 put(p, "</td></tr>\n");
         }
-        put(p, "</table>\n");
+        put(p, "</table></details>\n");
         json_t *lo = json_object_get(stat, "left_out");
         if (json_array_size(lo)) {
                 put(p, "<h3>Left out of the patch</h3><ul>");
@@ -623,13 +629,23 @@ static void timeline(struct page *p, json_t *r)
         }
         double y = 24 + (double)(lanes ? lanes : 1) * 14;
         putf(p, "<text x=\"2\" y=\"%.0f\" font-size=\"9\">writes</text>", y + 8);
-        json_array_foreach (writes, i, w) {
-                putf(p, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\" stroke=\"#666\"/>\n",
-                     10 + xpos(json_number_value(json_object_get(w, "time")), t0, t1, W),
-                     10 + xpos(json_number_value(json_object_get(w, "time")), t0, t1, W), y + 10,
-                     y + 18);
-                if (!room(p))
-                        break;
+        /*
+         * The writes' ticks: one path of at most one tick per pixel, however
+         * many writes (thousands in a build), so the picture stays light.
+         */
+        if (json_array_size(writes)) {
+                double last = -1;
+                put(p, "<path stroke=\"#666\" d=\"");
+                json_array_foreach (writes, i, w) {
+                        double x = floor(10 + xpos(json_number_value(json_object_get(w, "time")),
+                                                   t0, t1, W));
+                        if (x == last)
+                                continue;
+                        last = x;
+                        putf(p, "M%.0f %.0fv8", x, y + 10);
+                }
+                putf(p, "\"><title>%zu journal entries", json_array_size(writes));
+                put(p, "</title></path>\n");
         }
         y += 22;
         json_array_foreach (net, i, w) {
@@ -760,7 +776,9 @@ static const char STYLE[] =
         ".w{background:#f0f0f0;border-radius:3px;padding:0 2px}"
         ".cut{background:#fff3cd;padding:.5em}summary{cursor:pointer;margin:.6em 0}"
         "details.file{margin-left:1em}ul.verdicts{list-style:none;padding-left:0}"
-        ".who{color:#555;font-style:italic}";
+        ".who{color:#555;font-style:italic}"
+        /* What is off screen is not laid out until scrolled to: a long report opens at once. */
+        "section,details.file{content-visibility:auto;contain-intrinsic-size:auto 2em}";
 
 int report_html_write(FILE *out, json_t *report, size_t max_bytes)
 {

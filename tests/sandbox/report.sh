@@ -52,7 +52,7 @@ contains report_says_where "$(cat "$T/err")" "$T/r.html"
 html=$(tr -d '\0' <"$T/r.html")
 
 # Only the page's own elements: none of the agent's.
-own=" <b <body <circle <code <details <div <h1 <h2 <h3 <head <html <li <line <meta <p <pre <rect <section <span <style <summary <svg <table <td <text <th <title <tr <ul "
+own=" <b <body <circle <code <details <div <h1 <h2 <h3 <head <html <li <line <meta <p <path <pre <rect <section <span <style <summary <svg <table <td <text <th <title <tr <ul "
 other=$(grep -o '<[a-zA-Z][a-zA-Z0-9-]*' "$T/r.html" | sort -u | while read -r t; do
         [[ $own == *" $t "* ]] || printf '%s ' "$t"
 done)
@@ -103,6 +103,13 @@ size=$(stat -c %s "$T/r.html")
 [ "$size" -le $((20 * 1024 * 1024)) ] && ok default_report_under_20_mib || not_ok default_report_under_20_mib "$size bytes"
 contains big_file_named_as_left_out "$html" "<li><code>big.txt</code>: "
 contains last_of_many_files_listed "$html" "<code>many/f9999</code>"
+# ...and light to open: the writes' ticks are one path (not one element
+# per write), and an index of 10,000 files starts folded.
+ticks=$(grep -c '<line ' "$T/r.html")
+[ "$ticks" -le 10 ] && ok timeline_marks_stay_few_for_thousands_of_writes ||
+        not_ok timeline_marks_stay_few_for_thousands_of_writes "$ticks <line> elements"
+contains writes_are_one_path "$html" '<path stroke="#666" d="M'
+contains long_file_index_starts_folded "$html" '<details class="index"><summary>File index ('
 
 # --json: the same data.
 "$CLOISTER" report --json "$CFG" >"$T/r.json"
