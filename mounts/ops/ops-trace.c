@@ -26,7 +26,10 @@
  * are given instead.
  *
  * Bounded: OPS_TRACE_FILES_MAX files are followed (then new ones are not),
- * OPS_TRACE_EXTENTS_MAX ranges and OPS_TRACE_RUNS_MAX commands each.
+ * OPS_TRACE_EXTENTS_MAX ranges and OPS_TRACE_RUNS_MAX commands each, and
+ * the renames of folders look at OPS_TRACE_SCAN_MAX names in all (each
+ * looks at every name followed): past that, no hunk is traced to the byte
+ * ("file"), so a journal made to be slow to replay is not.
  *
  * Trust: every path is the agent's; they are only compared, and turned
  * into JSON text by ops_json_text() as the report's are.
@@ -42,6 +45,8 @@
 #define OPS_TRACE_FILES_MAX   1000000
 #define OPS_TRACE_EXTENTS_MAX 512
 #define OPS_TRACE_RUNS_MAX    16
+/* Names looked at, over all the renames of folders in the journal. */
+#define OPS_TRACE_SCAN_MAX (64u * 1024 * 1024)
 
 struct extent {
         uint64_t start, end; /* [start, end) */
@@ -74,6 +79,8 @@ struct ops_trace {
         struct coarse_dir coarse[64];
         size_t n_coarse;
         bool coarse_overflow; /* more coarse directories than that: nothing is precise */
+        size_t scan_budget;   /* names a rename may still look at (OPS_TRACE_SCAN_MAX) */
+        bool scan_spent;      /* a rename went unfollowed: nothing is precise */
 };
 
 int ops_trace_new(const char *root, json_t *runs, ops_trace **ret)
@@ -89,6 +96,7 @@ int ops_trace_new(const char *root, json_t *runs, ops_trace **ret)
                 return -ENOMEM;
         }
         t->root_len = strlen(root);
+        t->scan_budget = OPS_TRACE_SCAN_MAX;
         while (t->root_len > 1 && t->root[t->root_len - 1] == '/')
                 t->root[--t->root_len] = 0;
         t->runs = runs;
@@ -261,21 +269,32 @@ static void move_keys(ops_trace *t, const char *from, const char *to)
 
         if (!moved)
                 return;
-        /* The name itself: a file (or a directory the journal saw as one). */
         if ((v = json_object_get(t->map, from))) {
+                /* A file, which has nothing below it. */
                 if (to)
                         json_object_set_nocheck(moved, to, v);
                 json_object_del(t->map, from);
-        }
-        /* Below it, when it is a directory ("" is the root: never renamed). */
-        json_object_foreach_safe(t->map, tmp, k, v)
-        {
-                if (!*from || strncmp(k, from, fl) != 0 || k[fl] != '/')
-                        continue;
-                _cleanup_free_ char *nk = NULL;
-                if (to && asprintf(&nk, "%s%s", to, k + fl) >= 0)
-                        json_object_set_nocheck(moved, nk, v);
-                json_object_del(t->map, k);
+        } else if (*from) {
+                /*
+                 * Maybe a directory ("" is the root: never renamed): every
+                 * followed name is looked at, so the renames of folders are
+                 * paid for from a budget; past it, nothing is traced to the
+                 * byte any more.
+                 */
+                if (t->scan_budget < json_object_size(t->map)) {
+                        t->scan_spent = true;
+                        return;
+                }
+                t->scan_budget -= json_object_size(t->map);
+                json_object_foreach_safe(t->map, tmp, k, v)
+                {
+                        if (strncmp(k, from, fl) != 0 || k[fl] != '/')
+                                continue;
+                        _cleanup_free_ char *nk = NULL;
+                        if (to && asprintf(&nk, "%s%s", to, k + fl) >= 0)
+                                json_object_set_nocheck(moved, nk, v);
+                        json_object_del(t->map, k);
+                }
         }
         if (!to)
                 return;
@@ -417,7 +436,7 @@ void ops_trace_annotate(ops_trace *t, json_t *stat)
                 struct tfile *f = path ? file_get(t, path, false) : NULL;
                 uint32_t runs[OPS_TRACE_RUNS_MAX];
                 size_t n_runs = f ? f->n_runs : 0;
-                bool imprecise = !f || f->imprecise || t->coarse_overflow;
+                bool imprecise = !f || f->imprecise || t->coarse_overflow || t->scan_spent;
 
                 if (f)
                         memcpy(runs, f->runs, n_runs * sizeof(*runs));
