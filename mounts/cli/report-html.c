@@ -419,7 +419,7 @@ static void commands(struct page *p, json_t *r)
         put(p, "</table></details></section>\n");
 }
 
-/* A list of run numbers as links to their rows: "#2 #5"; "\xe2\x80\x94" for none. */
+/* A list of run numbers, as the Commands table numbers them: "#2 #5"; a dash for none. */
 static void run_list(struct page *p, json_t *runs)
 {
         json_t *n;
