@@ -419,70 +419,41 @@ static void commands(struct page *p, json_t *r)
         put(p, "</table></details></section>\n");
 }
 
-/* The run whose span holds t: the last one started at or before it that had not ended; 0 if none,
- * else its number. */
-static size_t run_at(json_t *runs, double t)
+/* A list of run numbers, as the Commands table numbers them: "#2 #5"; a dash for none. */
+static void run_list(struct page *p, json_t *runs)
 {
-        size_t lo = 0, hi = json_array_size(runs);
+        json_t *n;
+        size_t i;
 
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if ((double)num(json_array_get(runs, mid), "start_ms") / 1000.0 <= t)
-                        lo = mid + 1;
-                else
-                        hi = mid;
+        if (!json_array_size(runs)) {
+                put(p, "\xe2\x80\x94");
+                return;
         }
-        /* Runs overlap (several at once): look back a little for one still running. */
-        for (size_t i = lo, seen = 0; i > 0 && seen < 16; i--, seen++) {
-                json_t *run = json_array_get(runs, i - 1);
-                if (!json_is_true(json_object_get(run, "ended")) ||
-                    (double)num(run, "end_ms") / 1000.0 + 0.001 >= t)
-                        return i;
-        }
-        return 0;
+        json_array_foreach (runs, i, n)
+                putf(p, "%s#%" PRId64, i ? " " : "", (int64_t)json_integer_value(n));
 }
 
-/*
- * Which commands wrote each file: {"path in the repo": "#2 #5"}, from the
- * journal's writes (sandbox paths under the repo's path) and the runs'
- * spans. One pass over the writes.
- */
-static json_t *writers_by_path(json_t *r)
+/* The line after a hunk's "@@": the commands that wrote it, and how that is known. */
+static void hunk_writers(struct page *p, json_t *h)
 {
-        json_t *runs = json_object_get(json_object_get(r, "runs"), "runs"), *w;
-        json_t *writes = json_object_get(json_object_get(r, "journal"), "writes");
-        const char *root = str(json_object_get(r, "status"), "repo_path") ?: "/workspace";
-        size_t rl = strlen(root), i;
-        json_t *map = json_object();
+        const char *how = str(h, "traced");
 
-        json_array_foreach (writes, i, w) {
-                size_t n = run_at(runs, json_number_value(json_object_get(w, "time")));
-                char tag[32];
-
-                snprintf(tag, sizeof(tag), "#%zu", n);
-                /* Both names of a rename: its new one is the file the diff shows. */
-                for (int k = 0; n && k < 2; k++) {
-                        const char *path = str(w, k ? "path2" : "path");
-                        if (!path || strncmp(path, root, rl) != 0 || path[rl] != '/')
-                                continue;
-                        path += rl + 1;
-                        const char *had = str(map, path);
-                        if (!had) {
-                                json_object_set_new(map, path, json_string(tag));
-                        } else if (!strstr(had, tag) && strlen(had) < 200) {
-                                _cleanup_free_ char *both = NULL;
-                                if (asprintf(&both, "%s %s", had, tag) >= 0)
-                                        json_object_set_new(map, path, json_string(both));
-                        }
-                }
+        put(p, "<span class=\"who\">");
+        if (streq_ptr(how, "bytes")) {
+                put(p, "written by ");
+                run_list(p, json_object_get(h, "runs"));
+        } else if (streq_ptr(how, "file")) {
+                put(p, "bytes not traced; the file was written by ");
+                run_list(p, json_object_get(h, "runs"));
+        } else {
+                put(p, "no command of the run record wrote it");
         }
-        return map;
+        put(p, "</span>\n");
 }
 
 /* A unified patch, file by file, each in its own <details>. */
 static void changes(struct page *p, json_t *r)
 {
-        _cleanup_(json_decrefp) json_t *writers = writers_by_path(r);
         json_t *ch = json_object_get(r, "changes"), *stat = json_object_get(ch, "stat");
         json_t *patch = json_object_get(json_object_get(ch, "patch"), "patch"), *f, *l;
         const char *s = json_string_value(patch), *end;
@@ -492,8 +463,14 @@ static void changes(struct page *p, json_t *r)
              "<section><details open><summary><h2>Changes (%" PRId64 " files, +%" PRId64
              " -%" PRId64 ")</h2></summary>\n",
              num(stat, "changed"), num(stat, "insertions"), num(stat, "deletions"));
-        put(p, "<table><tr><th>File</th><th>Status</th><th>+</th><th>-</th><th>Written by "
-               "command</th></tr>\n");
+        /* A long index is folded: the page opens at once, and the reader unfolds it. */
+        putf(p,
+             "<details%s class=\"index\"><summary>File index (%zu files)</summary>\n"
+             "<table><tr><th>File</th><th>Status</th><th>+</th><th>-</th><th>Written by "
+             "command</th></tr>\n",
+             json_array_size(json_object_get(stat, "files")) <= REPORT_INDEX_OPEN_MAX ? " open"
+                                                                                      : "",
+             json_array_size(json_object_get(stat, "files")));
         json_array_foreach (json_object_get(stat, "files"), i, f) {
                 if (!room(p))
                         break;
@@ -507,10 +484,10 @@ static void changes(struct page *p, json_t *r)
                      "</td><td class=\"add\">%" PRId64 "</td><td class=\"del\">%" PRId64
                      "</td><td>",
                      num(f, "added"), num(f, "removed"));
-                text(p, str(writers, str(f, "path") ?: ""));
+                run_list(p, json_object_get(f, "runs"));
                 put(p, "</td></tr>\n");
         }
-        put(p, "</table>\n");
+        put(p, "</table></details>\n");
         json_t *lo = json_object_get(stat, "left_out");
         if (json_array_size(lo)) {
                 put(p, "<h3>Left out of the patch</h3><ul>");
@@ -528,8 +505,14 @@ static void changes(struct page *p, json_t *r)
         if (num(stat, "ignored"))
                 putf(p, "<p>%" PRId64 " path(s) left out by the ignore rules.</p>\n",
                      num(stat, "ignored"));
-        /* The hunks: the patch cut at each "diff --git". */
-        for (; s && *s; s = end) {
+        /*
+         * The hunks: the patch cut at each "diff --git", the k-th section
+         * the stat's k-th file (one diff gave both), its "@@" lines its
+         * hunks, each followed by the commands that wrote it; a section
+         * whose "@@" lines are not its file's hunks gets none.
+         */
+        json_t *files = json_object_get(stat, "files");
+        for (size_t k = 0; s && *s; s = end, k++) {
                 end = strstr(s + 1, "\ndiff --git ");
                 end = end ? end + 1 : s + strlen(s);
                 if (!room(p))
@@ -538,6 +521,8 @@ static void changes(struct page *p, json_t *r)
                 put(p, "<details class=\"file\"><summary><code>");
                 report_html_escape(p->f, s, hl, REPORT_LINE_MAX);
                 put(p, "</code></summary><pre>");
+                json_t *hunks = json_object_get(json_array_get(files, k), "hunks");
+                size_t hunk = 0;
                 for (const char *q = s; q < end;) {
                         const char *nl = memchr(q, '\n', (size_t)(end - q));
                         size_t ll = nl ? (size_t)(nl - q) : (size_t)(end - q);
@@ -549,6 +534,18 @@ static void changes(struct page *p, json_t *r)
                                 putf(p, "<span class=\"%s\">", cls);
                         report_html_escape(p->f, q, ll, REPORT_LINE_MAX);
                         put(p, cls ? "</span>\n" : "\n");
+                        if (*q == '@' && ll > 2 && q[1] == '@') {
+                                json_t *h = json_array_get(hunks, hunk++);
+                                unsigned a, b = 1, c;
+                                /* "@@ -a[,b] +c[,d] @@": the same hunk when a and c are its starts.
+                                 */
+                                if (h &&
+                                    (sscanf(q, "@@ -%u,%u +%u", &a, &b, &c) == 3 ||
+                                     sscanf(q, "@@ -%u +%u", &a, &c) == 2) &&
+                                    (int64_t)a == num(h, "old_start") &&
+                                    (int64_t)c == num(h, "new_start"))
+                                        hunk_writers(p, h);
+                        }
                         q += ll + 1;
                         if (!room(p))
                                 break;
@@ -632,13 +629,23 @@ static void timeline(struct page *p, json_t *r)
         }
         double y = 24 + (double)(lanes ? lanes : 1) * 14;
         putf(p, "<text x=\"2\" y=\"%.0f\" font-size=\"9\">writes</text>", y + 8);
-        json_array_foreach (writes, i, w) {
-                putf(p, "<line x1=\"%.1f\" x2=\"%.1f\" y1=\"%.0f\" y2=\"%.0f\" stroke=\"#666\"/>\n",
-                     10 + xpos(json_number_value(json_object_get(w, "time")), t0, t1, W),
-                     10 + xpos(json_number_value(json_object_get(w, "time")), t0, t1, W), y + 10,
-                     y + 18);
-                if (!room(p))
-                        break;
+        /*
+         * The writes' ticks: one path of at most one tick per pixel, however
+         * many writes (thousands in a build), so the picture stays light.
+         */
+        if (json_array_size(writes)) {
+                double last = -1;
+                put(p, "<path stroke=\"#666\" d=\"");
+                json_array_foreach (writes, i, w) {
+                        double x = floor(10 + xpos(json_number_value(json_object_get(w, "time")),
+                                                   t0, t1, W));
+                        if (x == last)
+                                continue;
+                        last = x;
+                        putf(p, "M%.0f %.0fv8", x, y + 10);
+                }
+                putf(p, "\"><title>%zu journal entries", json_array_size(writes));
+                put(p, "</title></path>\n");
         }
         y += 22;
         json_array_foreach (net, i, w) {
@@ -768,7 +775,10 @@ static const char STYLE[] =
         ".del{color:#b52a25}.hunk{color:#6f42c1}.meta{color:#666;font-size:12px}"
         ".w{background:#f0f0f0;border-radius:3px;padding:0 2px}"
         ".cut{background:#fff3cd;padding:.5em}summary{cursor:pointer;margin:.6em 0}"
-        "details.file{margin-left:1em}ul.verdicts{list-style:none;padding-left:0}";
+        "details.file{margin-left:1em}ul.verdicts{list-style:none;padding-left:0}"
+        ".who{color:#555;font-style:italic}"
+        /* What is off screen is not laid out until scrolled to: a long report opens at once. */
+        "section,details.file{content-visibility:auto;contain-intrinsic-size:auto 2em}";
 
 int report_html_write(FILE *out, json_t *report, size_t max_bytes)
 {

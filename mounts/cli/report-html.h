@@ -12,6 +12,8 @@
 
 /* The page's size bound: past it sections are cut, with a note that says so. */
 #define REPORT_HTML_MAX_DEFAULT (20u * 1024 * 1024)
+/* A file index of more files than this is folded (closed) when the page opens. */
+#define REPORT_INDEX_OPEN_MAX 500
 /* Characters shown of one line of a hunk, of one value; the rest is counted. */
 #define REPORT_LINE_MAX 2000
 

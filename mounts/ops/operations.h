@@ -47,6 +47,8 @@ int ops_diff(const struct config *c, const char *config_path, bool stat, json_t 
              char **ret_error);
 typedef struct review review;
 int ops_review_json(review *r, bool stat, json_t **ret);
+/* The same, with hunks: each stat file also has "hunks" (hunks_json(), ops-workspace.c). */
+int ops_review_json_full(review *r, bool stat, bool hunks, json_t **ret);
 /*
  * The paths whose change the review left out (review_left_out()), set on o:
  * "left_out": [{"path", "reason", "detail", "size"}] (always, maybe empty;
@@ -93,9 +95,13 @@ struct ops_since {
 int ops_since_open(const struct config *c, const char *checkpoint, struct ops_since *sv,
                    char **ret_error);
 int ops_since_close(struct ops_since *sv);
-/* ops_diff()'s stat and patch both, from checkpoint's tree instead of the base. */
+/*
+ * ops_diff()'s stat and patch both, from one review: from checkpoint's tree
+ * instead of the base, or with checkpoint NULL from the base. With hunks,
+ * the stat's files have "hunks" (ops_review_json_full()).
+ */
 int ops_diff_since(const struct config *c, const char *config_path, const char *checkpoint,
-                   json_t **ret_stat, json_t **ret_patch, char **ret_error);
+                   bool hunks, json_t **ret_stat, json_t **ret_patch, char **ret_error);
 
 /*
  * `export --commit` (or with commits, `--commits`: the agent's own commits):
@@ -296,7 +302,8 @@ int ops_runlog_read(const struct config *c, json_t **ret, char **ret_error);
  * "since": {"checkpoint", "time"} or null, "status" (ops_status), "verdicts":
  * {"audit_chain", "net_chain", "runs_chain": {"file", "present", "verified",
  * "lines", "error"?}, "requests_refused"}, "runs" (ops_runlog_read),
- * "changes": {"stat", "patch"} (ops_diff, or ops_diff_since), "journal": {"present",
+ * "changes": {"stat" (its files with "runs" and "hunks": ops_trace_annotate()), "patch"}
+ * (ops_diff_since), "journal": {"present",
  * "complete", "detail", "writes": [{"time", "op", "path", "pid", "comm"}],
  * "entries", "more"}, "net" and "tokens": {"lines", "more", "refused"} (the
  * net.jsonl and audit.jsonl lines), "checkpoints" (ops_checkpoint_list)}.
@@ -306,6 +313,28 @@ int ops_runlog_read(const struct config *c, json_t **ret, char **ret_error);
  */
 int ops_report(const struct config *c, const char *config_path, const char *since, json_t **ret,
                char **ret_error);
+
+/*
+ * Which command wrote each hunk (ops-trace.c): the journal's writes
+ * replayed into each file's byte ranges and the command of each. root is
+ * the repository's path in the sandbox; runs the report's runs (borrowed,
+ * numbered from 1 in their order). Feed it every journal record in the
+ * reader's order, then ops_trace_annotate() sets on each file of a stat
+ * with hunks (ops_review_json_full()) "runs" (every command that touched
+ * it) and on each hunk "runs" and "traced": "bytes" (the commands whose
+ * writes put its changed bytes there), "file" (not known to the byte: the
+ * file's commands instead) or "none".
+ */
+struct journal_record;
+typedef struct ops_trace ops_trace;
+int ops_trace_new(const char *root, json_t *runs, ops_trace **ret);
+void ops_trace_free(ops_trace *t);
+static inline void ops_trace_freep(ops_trace **t)
+{
+        ops_trace_free(*t);
+}
+void ops_trace_feed(ops_trace *t, const struct journal_record *rec);
+void ops_trace_annotate(ops_trace *t, json_t *stat);
 
 /* n bytes as a JSON string: invalid UTF-8 as U+FFFD, NUL as a space. */
 json_t *ops_json_text(const char *p, size_t n);

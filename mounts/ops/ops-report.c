@@ -7,8 +7,9 @@
  * it; --json prints it.
  *
  * It reads what the other operations and logs already give (ops_status,
- * ops_diff or with --since ops_diff_since, ops_runlog_read, ops_checkpoint_list, the journal
- * reader, broker_audit_verify); nothing here interprets a log anew.
+ * ops_diff_since (from the base, or with --since a checkpoint), ops_runlog_read,
+ * ops_checkpoint_list, the journal reader, broker_audit_verify); nothing here interprets a log
+ * anew, but for the journal's writes replayed to trace each hunk to its commands (ops-trace.c).
  *
  * Trust: every string in the result may be the agent's (paths, contents,
  * command lines, hosts): the renderer escapes it. Every list is bounded
@@ -89,8 +90,11 @@ static json_t *log_lines(const char *dir, const char *file, double since, size_t
                          (json_int_t)refused);
 }
 
-/* The journal: its verdict and its writes (time, op, path, pid), bounded. */
-static json_t *journal_summary(const struct config *c, double since)
+/*
+ * The journal: its verdict and its writes (time, op, path, pid), bounded.
+ * Every record, listed or not, before since or not, is fed to trace.
+ */
+static json_t *journal_summary(const struct config *c, double since, ops_trace *trace)
 {
         _cleanup_close_ int dfd = -1;
         journal_reader *rd = NULL;
@@ -109,6 +113,8 @@ static json_t *journal_summary(const struct config *c, double since)
                                  (json_int_t)0, "detail",
                                  r == -ENOENT ? "no journal yet" : strerror(-r));
         while ((r = journal_reader_next(rd, &rec)) > 0) {
+                if (trace)
+                        ops_trace_feed(trace, &rec);
                 if (rec.mark || rec.time < since)
                         continue;
                 total++;
@@ -163,8 +169,9 @@ int ops_report(const struct config *c, const char *config_path, const char *sinc
         _cleanup_(json_decrefp) json_t *o = json_object(), *status = NULL, *stat = NULL,
                                        *patch = NULL, *runs = NULL, *cps = NULL;
         _cleanup_free_ char *error = NULL;
+        _cleanup_(ops_trace_freep) ops_trace *trace = NULL;
         double since_t = 0;
-        json_t *net;
+        json_t *net, *jsum;
         size_t i;
         int r;
 
@@ -185,13 +192,8 @@ int ops_report(const struct config *c, const char *config_path, const char *sinc
         r = ops_status(c, &status, ret_error);
         if (r < 0)
                 return r;
-        if (since) {
-                r = ops_diff_since(c, config_path, since, &stat, &patch, ret_error);
-        } else {
-                r = ops_diff(c, config_path, true, &stat, ret_error);
-                if (r == 0)
-                        r = ops_diff(c, config_path, false, &patch, ret_error);
-        }
+        /* One review (one mount) for the stat with its hunks and the patch. */
+        r = ops_diff_since(c, config_path, since, true, &stat, &patch, ret_error);
         if (r < 0)
                 return r;
         r = ops_runlog_read(c, &runs, ret_error);
@@ -205,6 +207,12 @@ int ops_report(const struct config *c, const char *config_path, const char *sinc
                 }
                 json_object_set_new(runs, "runs", kept);
         }
+        r = ops_trace_new(json_string_value(json_object_get(status, "repo_path")) ?: "/workspace",
+                          json_object_get(runs, "runs"), &trace);
+        if (r < 0)
+                return r;
+        jsum = journal_summary(c, since_t, trace);
+        ops_trace_annotate(trace, stat);
         net = log_lines(c->broker.dir, PROXY_AUDIT_FILE, since_t, OPS_REPORT_LINES_MAX);
 
         json_object_set_new(o, "workspace", json_string(c->workspace.name));
@@ -225,7 +233,7 @@ int ops_report(const struct config *c, const char *config_path, const char *sinc
                                       json_integer_value(json_object_get(net, "refused"))));
         json_object_set(o, "runs", runs);
         json_object_set_new(o, "changes", json_pack("{s:O, s:O}", "stat", stat, "patch", patch));
-        json_object_set_new(o, "journal", journal_summary(c, since_t));
+        json_object_set_new(o, "journal", jsum);
         json_object_set_new(o, "net", net);
         json_object_set_new(
                 o, "tokens",

@@ -80,7 +80,7 @@ int ops_since_open(const struct config *c, const char *cp, struct ops_since *sv,
 }
 
 int ops_diff_since(const struct config *c, const char *config_path, const char *checkpoint,
-                   json_t **ret_stat, json_t **ret_patch, char **ret_error)
+                   bool hunks, json_t **ret_stat, json_t **ret_patch, char **ret_error)
 {
         _cleanup_(json_decrefp) json_t *stat = NULL, *patch = NULL;
         struct ops_review x = {0};
@@ -90,21 +90,21 @@ int ops_diff_since(const struct config *c, const char *config_path, const char *
 
         k = ops_review_open(c, config_path, &(struct ops_review_options){.in_memory = true}, &x,
                             ret_error);
-        if (k == 0)
+        if (k == 0 && checkpoint)
                 k = ops_since_open(c, checkpoint, &since, ret_error);
-        if (k == 0) {
+        if (k == 0 && checkpoint) {
                 review_workspace_options(since.x.w, &so);
                 k = review_since(x.r, &so);
         }
         if (k == 0)
                 k = review_build(x.r);
         if (k == 0)
-                k = ops_review_json(x.r, true, &stat);
+                k = ops_review_json_full(x.r, true, hunks, &stat);
         if (k == 0)
                 k = ops_review_json(x.r, false, &patch);
         if (k < 0 && x.r && ret_error && !*ret_error)
                 *ret_error = strdup(review_error(x.r));
-        if (k < 0 && ret_error && *ret_error) {
+        if (k < 0 && checkpoint && ret_error && *ret_error) {
                 char *e = NULL;
                 if (asprintf(&e, "checkpoint %s: %s", checkpoint, *ret_error) >= 0) {
                         free(*ret_error);

@@ -201,7 +201,34 @@ static const char *status_name(git_delta_t s)
         }
 }
 
-static int stat_json(review *r, git_diff *diff, json_t **ret)
+/* Delta i's hunks: [{"old_start", "old_lines", "new_start", "new_lines", "bytes": [start, end] or
+ * null}]. */
+static int hunks_json(review *r, git_diff *diff, size_t i, json_t **ret)
+{
+        _cleanup_free_ struct review_hunk *h = NULL;
+        json_t *a;
+        size_t n = 0;
+        int k = review_hunks(r, diff, i, &h, &n);
+
+        if (k < 0)
+                return k;
+        a = json_array();
+        for (size_t j = 0; a && j < n; j++)
+                json_array_append_new(
+                        a, json_pack("{s:I, s:I, s:I, s:I, s:o}", "old_start",
+                                     (json_int_t)h[j].old_start, "old_lines",
+                                     (json_int_t)h[j].old_lines, "new_start",
+                                     (json_int_t)h[j].new_start, "new_lines",
+                                     (json_int_t)h[j].new_lines, "bytes",
+                                     h[j].change_start == REVIEW_HUNK_NO_BYTES
+                                             ? json_null()
+                                             : json_pack("[I, I]", (json_int_t)h[j].change_start,
+                                                         (json_int_t)h[j].change_end)));
+        *ret = a;
+        return a ? 0 : -ENOMEM;
+}
+
+static int stat_json(review *r, git_diff *diff, bool hunks, json_t **ret)
 {
         _cleanup_(json_decrefp) json_t *files = json_array();
         size_t n = git_diff_num_deltas(diff);
@@ -226,6 +253,15 @@ static int stat_json(review *r, git_diff *diff, json_t **ret)
                         json_object_set_new(
                                 e, "from",
                                 ops_json_text(d->old_file.path, strlen(d->old_file.path)));
+                if (hunks) {
+                        json_t *h = NULL;
+                        k = hunks_json(r, diff, i, &h);
+                        if (k < 0) {
+                                json_decref(e);
+                                return k;
+                        }
+                        json_object_set_new(e, "hunks", h);
+                }
                 json_array_append_new(files, e);
                 ins += (json_int_t)a;
                 del += (json_int_t)b;
@@ -269,6 +305,11 @@ void ops_left_out_json(const review *r, json_t *o)
 
 int ops_review_json(review *r, bool stat, json_t **ret)
 {
+        return ops_review_json_full(r, stat, false, ret);
+}
+
+int ops_review_json_full(review *r, bool stat, bool hunks, json_t **ret)
+{
         struct review_home_change *home = NULL;
         size_t n_home = 0;
         git_diff *diff = NULL;
@@ -278,7 +319,7 @@ int ops_review_json(review *r, bool stat, json_t **ret)
         if (stat) {
                 k = review_diff(r, &diff);
                 if (k == 0)
-                        k = stat_json(r, diff, &o);
+                        k = stat_json(r, diff, hunks, &o);
                 git_diff_free(diff);
         } else {
                 char *text = NULL;

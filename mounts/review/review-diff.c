@@ -8,9 +8,12 @@
  * Patches carry full object ids and binary files as "GIT binary patch", so
  * that `git apply` on a clone at the base reproduces the workspace exactly.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <git2/sys/repository.h>
 #include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "journal.h"
 #include "review-private.h"
@@ -208,6 +211,109 @@ int review_line_stats(review *r, git_diff *diff, size_t i, size_t *ret_added, si
         int g = line_stats(diff, i, ret_added, ret_removed);
 
         return g < 0 ? review_git_fail(r, g, "counting the lines of change %zu", i) : 0;
+}
+
+/* A forward cursor over a blob's lines: the offset of line `line` (1-based), never going back. */
+struct line_cursor {
+        const char *buf;
+        size_t size, pos;
+        uint32_t line;
+};
+
+static uint64_t line_offset(struct line_cursor *c, uint32_t line)
+{
+        while (c->line < line && c->pos < c->size) {
+                const char *nl = memchr(c->buf + c->pos, '\n', c->size - c->pos);
+                c->pos = nl ? (size_t)(nl - c->buf) + 1 : c->size;
+                c->line++;
+        }
+        return c->pos;
+}
+
+int review_hunks(review *r, git_diff *diff, size_t i, struct review_hunk **ret, size_t *ret_n)
+{
+        _cleanup_free_ struct review_hunk *v = NULL;
+        git_patch *patch = NULL;
+        git_blob *blob = NULL;
+        git_repository *repo = NULL;
+        struct line_cursor cur = {.line = 1};
+        size_t n = 0;
+        int g, k;
+
+        k = review_diff_repo(r, &repo);
+        if (k < 0)
+                return k;
+        g = git_patch_from_diff(&patch, diff, i);
+        if (g < 0)
+                return review_git_fail(r, g, "the hunks of change %zu", i);
+        n = patch ? git_patch_num_hunks(patch) : 0;
+        if (n) {
+                const git_diff_delta *d = git_patch_get_delta(patch);
+                /* The new side's bytes, to turn line numbers into offsets (no new side: deleted).
+                 */
+                if (d->status != GIT_DELTA_DELETED) {
+                        g = git_blob_lookup(&blob, repo, &d->new_file.id);
+                        if (g == 0) {
+                                cur.buf = git_blob_rawcontent(blob);
+                                cur.size = (size_t)git_blob_rawsize(blob);
+                        }
+                }
+                v = calloc(n, sizeof(*v));
+                if (!v) {
+                        git_blob_free(blob);
+                        git_patch_free(patch);
+                        return -ENOMEM;
+                }
+        }
+        for (size_t h = 0; g == 0 && h < n; h++) {
+                const git_diff_hunk *hunk;
+                size_t lines;
+                /* New-side line numbers: the first changed place, and past the last added line. */
+                uint32_t next = 0, first = 0, end = 0;
+
+                g = git_patch_get_hunk(&hunk, &lines, patch, h);
+                if (g < 0)
+                        break;
+                next = (uint32_t)hunk->new_start;
+                for (size_t l = 0; g == 0 && l < lines; l++) {
+                        const git_diff_line *line;
+                        g = git_patch_get_line_in_hunk(&line, patch, h, l);
+                        if (g < 0)
+                                break;
+                        if (line->origin == GIT_DIFF_LINE_ADDITION) {
+                                if (!first)
+                                        first = (uint32_t)line->new_lineno;
+                                end = (uint32_t)line->new_lineno + 1;
+                        } else if (line->origin == GIT_DIFF_LINE_DELETION && !first) {
+                                first = next;
+                        }
+                        if (line->new_lineno > 0)
+                                next = (uint32_t)line->new_lineno + 1;
+                }
+                if (!first)
+                        first = next;
+                if (end < first)
+                        end = first;
+                v[h] = (struct review_hunk){
+                        .old_start = (uint32_t)hunk->old_start,
+                        .old_lines = (uint32_t)hunk->old_lines,
+                        .new_start = (uint32_t)hunk->new_start,
+                        .new_lines = (uint32_t)hunk->new_lines,
+                        .change_start = REVIEW_HUNK_NO_BYTES,
+                        .change_end = REVIEW_HUNK_NO_BYTES,
+                };
+                if (cur.buf) {
+                        v[h].change_start = line_offset(&cur, first);
+                        v[h].change_end = line_offset(&cur, end);
+                }
+        }
+        git_blob_free(blob);
+        git_patch_free(patch);
+        if (g < 0)
+                return review_git_fail(r, g, "the hunks of change %zu", i);
+        *ret = n ? TAKE_PTR(v) : NULL;
+        *ret_n = n;
+        return 0;
 }
 
 /*

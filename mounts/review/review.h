@@ -168,6 +168,21 @@ int review_print(review *r, enum review_format fmt, FILE *out);
  * review_error() says why, and *ret_added and *ret_removed are untouched.
  */
 int review_line_stats(review *r, git_diff *diff, size_t i, size_t *ret_added, size_t *ret_removed);
+/*
+ * Delta i's hunks, as the patch numbers them, each with the bytes of the
+ * new file its change is at: [change_start, change_end) holds its added
+ * lines; a hunk that only removes lines has an empty range at the place
+ * they were. Both are REVIEW_HUNK_NO_BYTES for a deleted file. For
+ * `cloister report`, which joins them to the journal's write offsets. A
+ * binary or unchanged delta has none (*ret NULL, *ret_n 0). On failure a
+ * negative errno, review_error() says why.
+ */
+#define REVIEW_HUNK_NO_BYTES UINT64_MAX
+struct review_hunk {
+        uint32_t old_start, old_lines, new_start, new_lines; /* the "@@" line's numbers */
+        uint64_t change_start, change_end;
+};
+int review_hunks(review *r, git_diff *diff, size_t i, struct review_hunk **ret, size_t *ret_n);
 
 /* A change in the hidden home: never its contents. */
 struct review_home_change {

@@ -300,10 +300,28 @@ contains proxy_only_verify_checks_the_net_log "$out" "net.jsonl: "
 contains proxy_only_verify_says_the_chain_is_intact "$out" "chain intact"
 contains proxy_only_verify_says_there_is_no_broker_log "$out" "audit.jsonl: none (the workspace has no broker)"
 cp "$B3/net.jsonl" "$T/net3.jsonl"
+cp "$B3/net.head" "$T/net3.head"
 sed -i '2s/"ms":/"ms":9/' "$B3/net.jsonl"
 out=$("$CLOISTER" audit verify "$T/ws3.ini" 2>&1)
 is proxy_only_edited_net_log_fails "$?" 1
 contains proxy_only_edited_net_log_names_the_line "$out" "line 2"
+# A start reads the log's end only: over a line edited further back it
+# starts (audit verify finds that edit, before and after its new lines);
+# over a last line edited, it checks the log whole and refuses.
+start_proxy "$T/ws3.ini" p3b && ok proxy_starts_reading_only_the_net_logs_end ||
+        not_ok proxy_starts_reading_only_the_net_logs_end "$(tail -3 "$T/proxy.log")"
+X3=$(cat "$T/p3b.addr")
+curl -s -x "http://$X3" -o /dev/null "http://plain.test:$PP/after-restart"
+kill "$PROXY_PID" && wait "$PROXY_PID" 2>/dev/null
+out=$("$CLOISTER" audit verify "$T/ws3.ini" 2>&1)
+is an_edit_further_back_is_still_found_after_later_lines "$?" 1
+contains an_edit_further_back_is_still_named "$out" "line 2"
+cp "$T/net3.jsonl" "$B3/net.jsonl"
+cp "$T/net3.head" "$B3/net.head"
+sed -i '$s/"ms":/"ms":9/' "$B3/net.jsonl"
+start_proxy "$T/ws3.ini" p3c && not_ok proxy_refuses_a_net_log_edited_at_its_end "it started" ||
+        ok proxy_refuses_a_net_log_edited_at_its_end
+contains proxy_names_the_edited_last_line "$(tail -2 "$T/proxy.log")" "net.jsonl"
 rm "$B3/net.jsonl"
 out=$("$CLOISTER" audit verify "$T/ws3.ini" 2>&1)
 is proxy_only_deleted_net_log_fails "$?" 1

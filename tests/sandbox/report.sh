@@ -4,10 +4,11 @@
 # report.sh: `cloister report` of a real session whose agent is hostile:
 # file names, contents and command lines made of <script>, "><img
 # onerror>, javascript: links, a bidirectional override, ANSI escapes,
-# invalid UTF-8, NUL bytes and a 1 MB line, and 2,000 changed files. The
-# page must hold all of it as text only (no element, attribute or URL of
-# the agent's), carry its Content-Security-Policy and load nothing, show
-# the numbers the other commands show, and stay within its size bound.
+# invalid UTF-8, NUL bytes and a 1 MB line, 10,000 changed files and a
+# 1 GiB file. The page must hold all of it as text only (no element,
+# attribute or URL of the agent's), carry its Content-Security-Policy and
+# load nothing, show the numbers the other commands show, stay within its
+# size bound, and name for each hunk the command that wrote it.
 
 . "$CLOISTER_SRC/tests/sandbox/lib.sh"
 
@@ -16,6 +17,10 @@ T=$(mktemp -d /tmp/cloister-report.XXXXXX)
 chmod 755 "$T"
 at_exit "rm -rf '$T'"
 ws_new "$T/a"
+# A file of the base for the per-hunk trace below (line 50 at byte 138).
+seq 100 >"$REPO/nums.txt"
+git -C "$REPO" add nums.txt
+git -C "$REPO" -c user.name=t -c user.email=t@t commit -q -m nums
 preflight
 
 # The agent's session: hostile names, contents and commands.
@@ -28,11 +33,18 @@ printf "x\n" > $'"'"'bad\xff\xfe'"'"'
 printf "<script>alert(2)</script>\n<a href=\"javascript:alert(3)\">x</a>\n\e[2J\xe2\x80\xae\xff\n" > hostile.txt
 printf "a\0b\0c" > nul.bin
 head -c 1048576 /dev/zero | tr "\0" "A" > longline.txt
-mkdir many && for i in $(seq 2000); do echo $i > many/f$i; done
+mkdir many && for i in $(seq 10000); do echo $i > many/f$i; done
+yes "a line of text" | head -c 1073741824 > big.txt
 echo ok' >/dev/null
 is agent_session_ran "$?" 0
 crun "$CFG" -- sh -c 'echo "<script>alert(4)</script>"; exit 3' >/dev/null
 crun "$CFG" -- true "\"><img src=x onerror=alert(5)>" 'javascript:alert(6)' >/dev/null
+# Runs #5-#8: each writes one place of nums.txt (its bytes in place, or a
+# new file renamed over it by sed -i): each hunk names its own command.
+crun "$CFG" -- sh -c 'printf "ONE\n" | dd of=nums.txt conv=notrunc status=none'
+crun "$CFG" -- sh -c 'printf FIFTY | dd of=nums.txt bs=1 seek=138 conv=notrunc status=none'
+crun "$CFG" -- sh -c 'echo tail >> nums.txt'
+crun "$CFG" -- sed -i 's/^hello$/bye/' hello.txt
 
 "$CLOISTER" report "$CFG" -o "$T/r.html" 2>"$T/err"
 is report_is_written "$?" 0
@@ -40,7 +52,7 @@ contains report_says_where "$(cat "$T/err")" "$T/r.html"
 html=$(tr -d '\0' <"$T/r.html")
 
 # Only the page's own elements: none of the agent's.
-own=" <b <body <circle <code <details <div <h1 <h2 <h3 <head <html <li <line <meta <p <pre <rect <section <span <style <summary <svg <table <td <text <th <title <tr <ul "
+own=" <b <body <circle <code <details <div <h1 <h2 <h3 <head <html <li <line <meta <p <path <pre <rect <section <span <style <summary <svg <table <td <text <th <title <tr <ul "
 other=$(grep -o '<[a-zA-Z][a-zA-Z0-9-]*' "$T/r.html" | sort -u | while read -r t; do
         [[ $own == *" $t "* ]] || printf '%s ' "$t"
 done)
@@ -78,6 +90,27 @@ contains exit_code_shown "$html" '<td class="bad">3'
 contains command_is_shown_as_text "$html" "&quot;&gt;&lt;img src=x onerror=alert(5)&gt;</span>"
 contains hunk_traced_to_command "$html" "<code>hostile.txt</code></td><td>added</td><td class=\"add\">3</td><td class=\"del\">0</td><td>#2</td>"
 
+# Each hunk names the command whose writes put its bytes there.
+nums=$(sed -n '/^<details class="file"><summary><code>diff --git a\/nums.txt/,/<\/details>/p' "$T/r.html")
+contains first_hunk_written_by_its_command "$nums" $'@@ -1,5 +1,4 @@</span>\n<span class="who">written by #5</span>'
+contains middle_hunk_written_by_its_command "$nums" $'@@ -47,8 +46,7 @@</span>\n<span class="who">written by #6</span>'
+contains appended_hunk_written_by_its_command "$nums" $'@@ -98,3 +96,4 @@</span>\n<span class="who">written by #7</span>'
+contains renamed_over_file_traced_to_sed "$html" $'@@ -1 +1 @@</span>\n<span class="who">written by #8</span>'
+contains file_index_names_all_its_writers "$html" "<code>nums.txt</code></td><td>modified</td><td class=\"add\">3</td><td class=\"del\">4</td><td>#5 #6 #7</td>"
+
+# Scale: 10,000 changed files and a 1 GiB file, within the default bound.
+size=$(stat -c %s "$T/r.html")
+[ "$size" -le $((20 * 1024 * 1024)) ] && ok default_report_under_20_mib || not_ok default_report_under_20_mib "$size bytes"
+contains big_file_named_as_left_out "$html" "<li><code>big.txt</code>: "
+contains last_of_many_files_listed "$html" "<code>many/f9999</code>"
+# ...and light to open: the writes' ticks are one path (not one element
+# per write), and an index of 10,000 files starts folded.
+ticks=$(grep -c '<line ' "$T/r.html")
+[ "$ticks" -le 10 ] && ok timeline_marks_stay_few_for_thousands_of_writes ||
+        not_ok timeline_marks_stay_few_for_thousands_of_writes "$ticks <line> elements"
+contains writes_are_one_path "$html" '<path stroke="#666" d="M'
+contains long_file_index_starts_folded "$html" '<details class="index"><summary>File index ('
+
 # --json: the same data.
 "$CLOISTER" report --json "$CFG" >"$T/r.json"
 python3 - "$T/r.json" "$files" "$runs" <<'EOF' && ok json_has_the_same_counts || not_ok json_has_the_same_counts "$(head -c 300 "$T/r.json")"
@@ -86,6 +119,11 @@ d = json.load(open(sys.argv[1]))
 assert d["changes"]["stat"]["changed"] == int(sys.argv[2]), d["changes"]["stat"]["changed"]
 assert len(d["runs"]["runs"]) == int(sys.argv[3])
 assert d["verdicts"]["runs_chain"]["verified"] is True
+f = {f["path"]: f for f in d["changes"]["stat"]["files"]}
+h = f["nums.txt"]["hunks"]
+assert [x["runs"] for x in h] == [[5], [6], [7]], h
+assert all(x["traced"] == "bytes" for x in h), h
+assert f["nums.txt"]["runs"] == [5, 6, 7], f["nums.txt"]
 EOF
 
 # Bounded: a small bound cuts the page, visibly, and holds.
