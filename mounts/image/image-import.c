@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "image-private.h"
 #include "lib/util.h"
 
@@ -250,6 +251,53 @@ out:
         *ret_digest = TAKE_PTR(digest);
         if (ret_new)
                 *ret_new = is_new;
+        return 0;
+}
+
+int image_workspace_import(const struct config *c, char **ret_digest, char **ret_error)
+{
+        _cleanup_free_ char *store = NULL, *digest = NULL;
+        struct image_limits l = {
+                .max_file = c->image.max_file,
+                .max_size = c->image.max_size,
+                .max_entries = c->image.max_entries,
+                .allow_setuid = c->image.allow_setuid,
+        };
+        int r;
+
+        *ret_digest = NULL;
+        if (!c->image.source)
+                return 0;
+        r = image_store_path(&store);
+        if (r < 0)
+                return image_errorf(ret_error, r, "cannot tell where the image store is: %s",
+                                    strerror(-r));
+        /*
+         * A directory layout is read again each time (its index, manifest and
+         * config: a few reads), so a source that has moved on is refused; an
+         * archive or a dir: source, whose digest costs unpacking or hashing it
+         * whole, is not when the store holds the digest the config names.
+         */
+        if (c->image.digest && !startswith(c->image.source, "oci:") &&
+            image_lookup(store, c->image.digest, NULL, NULL, NULL) == 0) {
+                digest = strdup(c->image.digest); /* stored: the source is not read again */
+                if (!digest)
+                        return -ENOMEM;
+        } else {
+                r = image_import(store, c->image.source, &l, &digest, NULL, ret_error);
+                if (r < 0)
+                        return image_errorf(ret_error, r, "[image] source %s: %s", c->image.source,
+                                            strerror(-r));
+                if (c->image.digest && !streq(digest, c->image.digest))
+                        return image_errorf(ret_error, -EBADMSG,
+                                            "[image] source %s is %s, not the %s that [image] "
+                                            "digest names: refused",
+                                            c->image.source, digest, c->image.digest);
+        }
+        r = image_workspace_state_write(c, digest);
+        if (r < 0)
+                return image_errorf(ret_error, r, "%s/image: %s", c->workspace.state, strerror(-r));
+        *ret_digest = TAKE_PTR(digest);
         return 0;
 }
 

@@ -86,6 +86,22 @@ int image_remove(const char *store, const char *digest, char **ret_error);
 int image_gc(const char *store, char **ret_json, char **ret_error);
 
 /*
+ * A workspace's [image] (image-workspace.c). resolve: the root and digest
+ * `cloister run` uses (both NULL without [image]); refused when the image
+ * is not in the store, or when [image] digest and the digest the last
+ * mount imported differ (both named). import: what `cloister mount` does,
+ * import source unless the store holds [image] digest, refuse a source
+ * whose digest is not [image] digest, and record the digest in the state.
+ */
+struct config;
+int image_workspace_resolve(const struct config *c, char **ret_root, char **ret_digest,
+                            char **ret_error);
+int image_workspace_import(const struct config *c, char **ret_digest, char **ret_error);
+int image_workspace_state_write(const struct config *c, const char *digest);
+/* The digest a workspace runs on: [image] digest, else the last mount's; -ENOENT: none. */
+int image_workspace_digest(const struct config *c, char ret[static IMAGE_DIGEST_LEN + 1]);
+
+/*
  * Build a Debian image with mmdebstrap (suite, comma-separated packages)
  * and import it. Reproducible under SOURCE_DATE_EPOCH (set from the
  * argument when not 0). -ENOENT: mmdebstrap is not installed.

@@ -29,6 +29,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -78,9 +79,15 @@ static int host_file_read(const char *path, char **ret)
         return 0;
 }
 
-static const char *agent_shell(void)
+/* bash where the sandbox's root (the host's, or [image]'s) has it. */
+static const char *agent_shell(const struct sandbox_options *o)
 {
-        return access("/usr/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
+        char path[PATH_MAX];
+
+        if (!o->image_root)
+                return access("/usr/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
+        snprintf(path, sizeof(path), "%s/bin/bash", o->image_root);
+        return faccessat(AT_FDCWD, path, X_OK, AT_SYMLINK_NOFOLLOW) == 0 ? "/bin/bash" : "/bin/sh";
 }
 
 static char *fmt(const char *format, ...) __attribute__((format(printf, 1, 2)));
@@ -131,7 +138,7 @@ int sandbox_etc_prepare(const struct sandbox_options *o, const struct sandbox_tm
         e->gid = o->host_uid ? o->host_gid : (gid_t)-1;
         r = file_add(e, "passwd",
                      fmt("%s:x:%u:%u:cloister agent:%s:%s\n", c->run.user, SANDBOX_AGENT_UID,
-                         SANDBOX_AGENT_GID, c->home.path, agent_shell()));
+                         SANDBOX_AGENT_GID, c->home.path, agent_shell(o)));
         if (r >= 0)
                 r = file_add(e, "group", fmt("%s:x:%u:\n", c->run.user, SANDBOX_AGENT_GID));
         if (r >= 0)
