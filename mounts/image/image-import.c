@@ -336,21 +336,24 @@ int image_build_debian(const char *store, const char *suite, const char *package
                 goto out;
         }
         if (pid == 0) {
-                const char *argv[] = {"mmdebstrap",
-                                      "--quiet",
-                                      "--mode=root",
-                                      "--variant=apt",
-                                      "--format=directory",
-                                      include,
-                                      "--aptopt=Acquire::Retries \"2\"",
-                                      suite,
-                                      root,
-                                      mirror,
-                                      NULL};
+                const char *argv[12];
+                size_t n = 0;
+
+                argv[n++] = "mmdebstrap";
+                argv[n++] = "--quiet";
+                argv[n++] = "--mode=root";
+                argv[n++] = "--variant=apt";
+                argv[n++] = "--format=directory";
+                if (packages && *packages)
+                        argv[n++] = include;
+                argv[n++] = "--aptopt=Acquire::Retries \"2\"";
+                argv[n++] = "--";
+                argv[n++] = suite;
+                argv[n++] = root;
+                argv[n++] = mirror; /* NULL: mmdebstrap's default, the host's apt sources */
+                argv[n] = NULL;
                 if (source_date_epoch)
                         setenv("SOURCE_DATE_EPOCH", epoch, 1);
-                if (!packages || !*packages)
-                        argv[5] = "--include=";
                 (void)dup2(STDERR_FILENO, STDOUT_FILENO); /* the import's JSON keeps stdout */
                 execv("/usr/bin/mmdebstrap", (char *const *)argv);
                 _exit(127);
@@ -365,6 +368,22 @@ int image_build_debian(const char *store, const char *suite, const char *package
                                  "mmdebstrap %s failed (exit %d): see its messages above", suite,
                                  WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
                 goto out;
+        }
+        /* mmdebstrap's root mode makes /dev's nodes; the sandbox has its own /dev. */
+        {
+                _cleanup_close_ int dev = -1;
+                _cleanup_free_ char *devpath = NULL;
+                if (asprintf(&devpath, "%s/dev", root) < 0) {
+                        r = -ENOMEM;
+                        goto out;
+                }
+                r = image_rm_rf_at(AT_FDCWD, devpath);
+                if (r >= 0 && mkdir(devpath, 0755) < 0)
+                        r = negative_errno();
+                if (r < 0) {
+                        image_errorf(ret_error, r, "%s: %s", devpath, strerror(-r));
+                        goto out;
+                }
         }
         /* Debian's setuid programs (passwd, su, mount) come in without the bit. */
         bits.allow_setuid = true;

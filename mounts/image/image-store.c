@@ -151,9 +151,8 @@ static int names_of(const char *store, const char *sub, char ***ret)
 int image_resolve(const char *store, const char *arg, char **ret_digest, char **ret_error)
 {
         _cleanup_strv_free_ char **names = NULL;
-        const char *prefix = startswith(arg, "sha256:") ? arg + 7 : arg;
-        const char *found = NULL;
-        size_t n = 0, len = strlen(prefix);
+        size_t skip = strncmp(arg, "sha256:", 7) == 0 ? 7 : 0, n = 0, len = strlen(arg) - skip;
+        const char *prefix = arg + skip, *found = NULL;
         int r;
 
         if (image_digest_valid(arg))
