@@ -71,6 +71,9 @@ is status_json_has_the_digest "$(python3 -c 'import json,sys; print(json.load(sy
 contains status_has_the_digest "$("$CLOISTER" status "$CFG_A")" "$da"
 out=$("$CLOISTER" log --runs --json "$CFG_A" | tail -1)
 is the_run_record_has_the_digest "$(python3 -c 'import json,sys; print(json.load(sys.stdin).get("image"))' <<<"$out")" "$da"
+out=$("$CLOISTER" report --json "$CFG_A" 2>/dev/null)
+is the_report_has_the_digest "$(python3 -c 'import json,sys; print(json.load(sys.stdin)["status"].get("image"))' <<<"$out")" "$da"
+contains the_report_page_shows_the_digest "$("$CLOISTER" report "$CFG_A" 2>/dev/null)" "$da"
 crun "$CFG_A" -- sh -c 'echo change >/workspace/hello.txt' >/dev/null 2>&1
 "$CLOISTER" export "$CFG_A" --commit --message "on an image" >/dev/null 2>"$T/export.err"
 msg=$(git -C "$T/a/repo" log -1 --format=%B refs/cloister/wa 2>&1; cat "$T/export.err")
