@@ -90,7 +90,7 @@ struct unpack {
  */
 static int name_clean(struct unpack *u, const char *raw, char out[static PATH_MAX])
 {
-        size_t o = 0;
+        size_t o = 0, depth = 0;
         const char *p = raw;
 
         if (!raw)
@@ -115,6 +115,12 @@ static int name_clean(struct unpack *u, const char *raw, char out[static PATH_MA
                                 return image_errorf(u->error, -ENAMETOOLONG,
                                                     "%s: entry '%.64s...': name too long", u->what,
                                                     raw);
+                        /* What the store's walks (compose, rm, gc) can take apart again. */
+                        if (++depth > IMAGE_DEPTH_MAX)
+                                return image_errorf(u->error, -ELOOP,
+                                                    "%s: entry '%.64s...' is nested deeper than "
+                                                    "%d directories",
+                                                    u->what, raw, IMAGE_DEPTH_MAX);
                         if (o)
                                 out[o++] = '/';
                         memcpy(out + o, p, len);

@@ -32,6 +32,7 @@
 #define IMAGE_HEX_LEN             64
 #define IMAGE_JSON_MAX            (4 * 1024 * 1024) /* an index, manifest or config */
 #define IMAGE_LAYERS_MAX          256
+#define IMAGE_DEPTH_MAX           128           /* directories an entry may be nested in */
 #define IMAGE_FILE_MAX_DEFAULT    (4ULL << 30)  /* [image] max_file */
 #define IMAGE_SIZE_MAX_DEFAULT    (16ULL << 30) /* [image] max_size */
 #define IMAGE_ENTRIES_MAX_DEFAULT 1000000ULL    /* [image] max_entries */

@@ -7,7 +7,7 @@
     image-fixture.py docker-archive FILE    a docker archive of the same layers
     image-fixture.py hostile KIND DIR       an OCI layout whose one layer is hostile:
         dotdot, absolute, symlink-out, symlink-under, hardlink-out, device, setuid,
-        big-entry, bomb, digest, many-entries
+        big-entry, bomb, digest, many-entries, deep
     image-fixture.py busybox DIR OSNAME     an OCI layout of /bin/busybox and an os-release
 
 Every layout is deterministic: the same command makes the same digest.
@@ -139,6 +139,8 @@ def hostile(kind):
         e.append(entry("ok/big", data=b"\0" * (2 << 20)))
     elif kind == "bomb":  # 64 MiB of zeros: a few kB compressed
         e += [entry("ok/z%d" % i, data=b"\0" * (8 << 20)) for i in range(8)]
+    elif kind == "deep":
+        e.append(entry("/".join(["ok"] + ["d"] * 200) + "/f", data=b"x"))
     elif kind == "many-entries":
         e += [entry("ok/f%d" % i, data=b"") for i in range(300)]
     elif kind in ("digest",):

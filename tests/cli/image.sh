@@ -18,7 +18,7 @@ img() { run "$CLOISTER" image "$@"; }
 count() { find "$S/$1" -mindepth 1 -maxdepth 1 | wc -l; }
 jget() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 
-echo "1..52"
+echo "1..54"
 
 # --- OCI layout: import, the root composed --------------------------------
 cd "$tmp" || exit 1
@@ -134,6 +134,7 @@ hostile big-entry "entry 'ok/big' is larger than \[image\] max_file" --max-file 
 hostile bomb "unpacks to more than \[image\] max_size .* decompression bomb" --max-size 32M
 hostile digest "digest mismatch: its sha256 is sha256:[0-9a-f]{64}, the manifest names sha256:0{64}"
 hostile many-entries "more than \[image\] max_entries \(200\)" --max-entries 200
+hostile deep "is nested deeper than 128 directories"
 img import --allow-setuid --json oci:h-setuid
 r=$(jget 'd["digest"]' <<<"$out")
 m=$(stat -c %a "$S/images/${r:7}/root/ok/su" 2>/dev/null)
