@@ -23,6 +23,7 @@
 
 #include "config.h"
 #include "image-private.h"
+#include "lib/crashpoint.h"
 #include "lib/util.h"
 
 /* A small file, written whole then renamed into dirfd. */
@@ -93,10 +94,12 @@ static int layer_add(struct import *im, struct image_source *s, size_t i, int ba
         r = image_unpack(blob, l->hex, dir, b, what, im->error);
         if (r < 0)
                 return r;
+        crashpoint("import");
         if (fchmod(dir, 0755) < 0)
                 return negative_errno();
         if (renameat(im->workfd, tmpname, im->layersfd, l->hex) < 0)
                 return image_errorf(im->error, negative_errno(), "%s: cannot store it: %m", what);
+        crashpoint("import");
         im->added[im->n_added] = strdup(l->hex);
         if (!im->added[im->n_added])
                 return -ENOMEM;
@@ -141,6 +144,7 @@ static int import_do(struct import *im, const char *source, const struct image_l
         r = image_source_open(source, im->work, &b, &s, im->error);
         if (r < 0)
                 goto out;
+        crashpoint("import");
         if (asprintf(ret_digest, "sha256:%s", s.manifest_hex) < 0) {
                 r = -ENOMEM;
                 goto out;
@@ -179,9 +183,11 @@ static int import_do(struct import *im, const char *source, const struct image_l
                 r = negative_errno();
                 goto out;
         }
+        crashpoint("import");
         r = image_compose(im->layersfd, hexes, s.n_layers, rootfd, im->error);
         if (r < 0)
                 goto out;
+        crashpoint("import");
         r = record_write(im, &s, source, &b, imagefd);
         if (r < 0 || fchmod(imagefd, 0755) < 0) {
                 r = r < 0 ? r : negative_errno();
@@ -193,6 +199,7 @@ static int import_do(struct import *im, const char *source, const struct image_l
                 goto out;
         }
         *ret_new = true;
+        crashpoint("import");
 out:
         if (r < 0)
                 free(TAKE_PTR(*ret_digest));

@@ -18,7 +18,7 @@ img() { run "$CLOISTER" image "$@"; }
 count() { find "$S/$1" -mindepth 1 -maxdepth 1 | wc -l; }
 jget() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 
-echo "1..54"
+echo "1..56"
 
 # --- OCI layout: import, the root composed --------------------------------
 cd "$tmp" || exit 1
@@ -140,6 +140,29 @@ r=$(jget 'd["digest"]' <<<"$out")
 m=$(stat -c %a "$S/images/${r:7}/root/ok/su" 2>/dev/null)
 [ "$rc" = 0 ] && [ "$m" = 755 ]
 ok $? "with --allow-setuid the file comes in without its setuid bit ($m)"
+
+# --- an import killed at any step leaves nothing usable ----------------------
+# CLOISTER_TEST_CRASH_AT=import:N kills the Nth step (lib/crashpoint.h), N = 1, 2, ...
+# until the import completes.
+rm -rf "$S"
+killed=0 whole=1
+for k in $(seq 1 20); do
+        CLOISTER_TEST_CRASH_AT=import:$k "$CLOISTER" image import oci:oci:v1 >/dev/null 2>&1
+        rc=$?
+        [ "$rc" = 137 ] || break
+        killed=$((killed + 1))
+        # Killed: either no image, or (after the last rename) the whole one.
+        for d in "$S"/images/*; do
+                [ -e "$d" ] || continue
+                [ -f "$d/image.json" ] && [ -d "$d/root/bin" ] || whole=0
+        done
+        "$CLOISTER" image list --json | grep -q "sha256:" && [ ! -d "$S/images/${want:7}" ] && whole=0
+done
+[ "$killed" -ge 4 ] && [ "$rc" = 0 ] && [ "$whole" = 1 ]
+ok $? "an import killed at each of its $killed steps leaves no partial image"
+img import --json oci:oci:v1
+[ "$rc" = 0 ] && [ -f "$S/images/${want:7}/image.json" ] && grep -q 'tool v2' "$S/images/${want:7}/root/bin/tool"
+ok $? "after the kills the image imports whole"
 
 if [ "$fails" = 0 ]; then exit 0; fi
 exit 1
