@@ -66,8 +66,10 @@ int image_lookup(const char *store, const char *digest, char **ret_root, char **
         fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) {
                 r = negative_errno();
-                return image_errorf(ret_error, r, "image %s is not in the store %s%s", digest,
-                                    store, r == -ENOENT ? "" : strerror(-r));
+                return image_errorf(ret_error, r,
+                                    "image %s is not in the store %s (%s): `cloister image "
+                                    "import SOURCE` or a mount with [image] source imports it",
+                                    digest, store, strerror(-r));
         }
         r = image_file_read(fd, "image.json", NULL, &text, NULL, NULL, ret_error);
         if (r < 0)
