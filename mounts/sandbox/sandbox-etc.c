@@ -134,6 +134,7 @@ int sandbox_etc_prepare(const struct sandbox_options *o, const struct sandbox_tm
          * made them before (a write is EROFS, not EACCES); -1 keeps ours,
          * which the sandbox's user namespace maps to the agent already.
          */
+        e->no_host = o->image_root != NULL;
         e->uid = o->host_uid ? o->host_uid : (uid_t)-1;
         e->gid = o->host_uid ? o->host_gid : (gid_t)-1;
         r = file_add(e, "passwd",
@@ -307,9 +308,9 @@ int sandbox_etc_enter(const struct sandbox_etc *e)
                 r = fail("chown", NULL, errno);
         for (size_t i = 0; r == 0 && i < e->n_files; i++)
                 r = data_write(e, dir, e->files[i].name, e->files[i].data, e->files[i].len);
-        if (r == 0)
+        if (r == 0 && !e->no_host)
                 r = dir_make(e, dir, "ssl");
-        for (size_t i = 0; r == 0 && i < SANDBOX_ETC_HOST_N; i++) {
+        for (size_t i = 0; r == 0 && !e->no_host && i < SANDBOX_ETC_HOST_N; i++) {
                 const char *name = host_etc[i] + ETC_PREFIX_LEN;
                 struct stat st;
 
