@@ -19,7 +19,7 @@ const char *const config_section_names[SECTION_MAX] = {
         [SECTION_WORKSPACE] = "workspace", [SECTION_REPO] = "repo",     [SECTION_HOME] = "home",
         [SECTION_MIRROR] = "mirror",       [SECTION_BROKER] = "broker", [SECTION_LIMITS] = "limits",
         [SECTION_NETWORK] = "network",     [SECTION_RUN] = "run",       [SECTION_INJECT] = "inject",
-        [SECTION_LOGS] = "logs",
+        [SECTION_LOGS] = "logs",           [SECTION_IMAGE] = "image",
 };
 
 enum key_type {
@@ -36,11 +36,13 @@ enum key_type {
         KEY_LOG_STDOUT,
         KEY_ENV_LIST,
         KEY_USER,
-        KEY_SEED,       /* repeatable */
-        KEY_EXCLUDE,    /* mirror only, repeatable */
-        KEY_MIRROR_BIN, /* mirror only: "." or a clean relative path */
-        KEY_MIRROR_ENV, /* mirror only: a variable name the sandbox lets be set */
-        KEY_ID_RANGE,   /* FIRST-LAST, two host ids */
+        KEY_SEED,         /* repeatable */
+        KEY_EXCLUDE,      /* mirror only, repeatable */
+        KEY_MIRROR_BIN,   /* mirror only: "." or a clean relative path */
+        KEY_MIRROR_ENV,   /* mirror only: a variable name the sandbox lets be set */
+        KEY_ID_RANGE,     /* FIRST-LAST, two host ids */
+        KEY_IMAGE_SOURCE, /* oci:DIR[:TAG], oci-archive:FILE[:TAG], docker-archive:FILE, dir:PATH */
+        KEY_DIGEST,       /* sha256:<64 lowercase hex digits> */
 };
 
 struct key {
@@ -111,6 +113,13 @@ static const struct key keys[] = {
         {SECTION_NETWORK, "rate", KEY_COUNT, CFG(network.rate), 1, 100000, 0},
         {SECTION_NETWORK, "bytes_out", KEY_SIZE, CFG(network.bytes_out), 1 * KiB, 16 * TiB,
          CFG(network.set_bytes_out)},
+        /* The declared environment (mounts/image, docs/cloister-image.md). */
+        {SECTION_IMAGE, "source", KEY_IMAGE_SOURCE, CFG(image.source), 0, 0, 0},
+        {SECTION_IMAGE, "digest", KEY_DIGEST, CFG(image.digest), 0, 0, 0},
+        {SECTION_IMAGE, "allow_setuid", KEY_BOOL, CFG(image.allow_setuid), 0, 0, 0},
+        {SECTION_IMAGE, "max_file", KEY_SIZE, CFG(image.max_file), 1 * KiB, 1 * TiB, 0},
+        {SECTION_IMAGE, "max_size", KEY_SIZE, CFG(image.max_size), 1 * MiB, 16 * TiB, 0},
+        {SECTION_IMAGE, "max_entries", KEY_COUNT, CFG(image.max_entries), 16, 100000000ULL, 0},
 };
 
 _Static_assert(ELEMENTSOF(keys) <= CONFIG_KEYS_MAX, "raise CONFIG_KEYS_MAX");
@@ -298,6 +307,39 @@ static int id_range_apply(struct parse_state *st, const struct key *k,
         return 1;
 }
 
+/* KIND:PATH[:TAG], PATH absolute (%C and %R expanded), TAG for the OCI kinds only. */
+static int image_source_apply(struct parse_state *st, const struct key *k, char **field,
+                              const char *value)
+{
+        static const char *const kinds[] = {"oci:", "oci-archive:", "docker-archive:", "dir:"};
+        unsigned line = config_reader_line(st);
+        _cleanup_free_ char *expanded = NULL;
+        const char *kind = NULL, *rest = NULL;
+
+        for (size_t i = 0; !kind && i < ELEMENTSOF(kinds); i++)
+                if ((rest = startswith(value, kinds[i])))
+                        kind = kinds[i];
+        if (!kind)
+                return config_error(st, line,
+                                    "key '%s' in [image]: '%s' is not oci:DIR[:TAG], "
+                                    "oci-archive:FILE[:TAG], docker-archive:FILE or dir:PATH",
+                                    k->name, value);
+        expanded = config_expand(st, k->name, rest);
+        if (!expanded)
+                return 0;
+        if (expanded[0] != '/' || strstr(expanded, "/../") || strchr(expanded, '\n'))
+                return config_error(st, line,
+                                    "key '%s' in [image]: '%s' must name an absolute path "
+                                    "without '..'",
+                                    k->name, expanded);
+        free(*field);
+        if (asprintf(field, "%s%s", kind, expanded) < 0) {
+                *field = NULL;
+                return config_error(st, 0, "out of memory");
+        }
+        return 1;
+}
+
 static int key_value_apply(struct parse_state *st, const struct key *k, void *base,
                            const char *value)
 {
@@ -446,6 +488,18 @@ static int key_value_apply(struct parse_state *st, const struct key *k, void *ba
                 return seed_add(st, k, value);
         case KEY_ID_RANGE:
                 return id_range_apply(st, k, field, value);
+        case KEY_IMAGE_SOURCE:
+                return image_source_apply(st, k, field, value);
+        case KEY_DIGEST: {
+                size_t len = strlen(value);
+                if (len != 71 || strncmp(value, "sha256:", 7) != 0 ||
+                    strspn(value + 7, "0123456789abcdef") != 64)
+                        return config_error(st, line,
+                                            "key '%s' in [%s]: '%s' is not sha256: and 64 "
+                                            "lowercase hex digits",
+                                            k->name, sec, value);
+                break;
+        }
         }
 
         char **s = field;

@@ -201,6 +201,15 @@ int config_lint(const struct config *c, const char *host_home, struct lint *out)
 
         if (r >= 0)
                 r = lint_allow_broad(c, out);
+        if (r >= 0 && c->image.source && !c->image.digest)
+                r = lint_add(out, LINT_WARNING, c->file, 0, "image", "digest",
+                             "not set: the sandbox runs on whatever '%s' holds when it is "
+                             "imported",
+                             c->image.source);
+        if (r >= 0 && c->image.allow_setuid)
+                r = lint_add(out, LINT_WARNING, c->file, 0, "image", "allow_setuid",
+                             "true: the image's setuid and setgid files are taken (without the "
+                             "bits) instead of refused");
 
         struct {
                 const char *key;

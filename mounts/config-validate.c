@@ -169,6 +169,18 @@ void config_finish(struct parse_state *st)
         }
         if (!c->limits.tree_cache)
                 c->limits.tree_cache = 32ULL << 20; /* TREE_CACHE_BUDGET_DEFAULT */
+        /* [image]'s bounds: IMAGE_*_MAX_DEFAULT (mounts/image/image.h). */
+        if (!c->image.max_file)
+                c->image.max_file = 4ULL << 30;
+        if (!c->image.max_size)
+                c->image.max_size = 16ULL << 30;
+        if (!c->image.max_entries)
+                c->image.max_entries = 1000000;
+        if (c->image.digest && !c->image.source) {
+                config_error(st, config_key_line(st, SECTION_IMAGE, "digest"),
+                             "key 'digest' in [image]: no 'source' to take the image from");
+                return;
+        }
         if (!c->run.host_uids.first)
                 c->run.host_uids =
                         (struct config_id_range){CONFIG_HOST_UID_MIN, CONFIG_HOST_UID_MAX};

@@ -411,6 +411,8 @@ void config_free(struct config *c)
         free(c->broker.dir);
         strv_free(c->run.env);
         free(c->run.user);
+        free(c->image.source);
+        free(c->image.digest);
         config_network_free(c);
         free(c);
 }

@@ -165,6 +165,16 @@ struct config {
                 bool stdout_json;
         } logs;
 
+        /* [image]: the declared environment the sandbox runs on (docs/cloister-image.md) */
+        struct {
+                char *source;         /* "oci:/DIR[:TAG]", ...; NULL: the host's /usr (default) */
+                char *digest;         /* "sha256:..." the manifest must have; NULL: any */
+                bool allow_setuid;    /* setuid files imported without the bit; default false */
+                uint64_t max_file;    /* bytes of one entry; default 4 GiB */
+                uint64_t max_size;    /* bytes unpacked per import; default 16 GiB */
+                uint64_t max_entries; /* entries unpacked per import; default 1000000 */
+        } image;
+
         struct {
                 char **env; /* NULL-terminated host variable names allowed in; never NULL */
                 char *user; /* the agent's user name; default "agent" */

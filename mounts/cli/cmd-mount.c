@@ -26,6 +26,7 @@
 #include "config.h"
 #include "fs.h"
 #include "hostid.h"
+#include "image.h"
 #include "known.h"
 #include "cli-logsink.h"
 #include "lib/logsink.h"
@@ -244,6 +245,14 @@ static int mount_run(int argc, char **argv)
                 /* Nowhere another workspace's agent reads or writes, nor over its paths. */
                 _cleanup_free_ char *why = NULL;
                 r = claims_check(c, NULL, NULL, &why);
+                if (r < 0)
+                        return command_fail(&command_mount, 1, "%s: %s", c->file,
+                                            why ? why : strerror(-r));
+        }
+        {
+                /* [image]: in the store before anything runs on it (image-workspace.c). */
+                _cleanup_free_ char *why = NULL, *digest = NULL;
+                r = image_workspace_import(c, &digest, &why);
                 if (r < 0)
                         return command_fail(&command_mount, 1, "%s: %s", c->file,
                                             why ? why : strerror(-r));

@@ -121,6 +121,9 @@ static int status_run(int argc, char **argv)
                human(json_object_get(limits, "memory"), a),
                json_integer_value(json_object_get(limits, "processes")));
         printf("%-11s %s\n", "network", str(o, "network"));
+        printf("%-11s %s\n", "image",
+               json_is_string(json_object_get(o, "image")) ? str(o, "image")
+                                                           : "none: the host's /usr ([image])");
         daemon_line("broker", json_object_get(o, "broker"));
         if (streq(str(o, "network"), "proxy"))
                 daemon_line("proxy", json_object_get(o, "proxy"));

@@ -33,7 +33,7 @@ extern const struct command command_help, command_check, command_mount, command_
         command_log, command_diff, command_export, command_broker, command_token, command_secret,
         command_audit, command_run, command_shell, command_proxy, command_mcp, command_init,
         command_status, command_list, command_checkpoint, command_fork, command_restore,
-        command_squash, command_report;
+        command_squash, command_report, command_image;
 
 extern const struct command *const commands[];
 

@@ -25,13 +25,17 @@
 
 /* This module's own table: cmd-help.c, linked in for command_usage(), lists it. */
 const struct command *const commands[] = {
-        &command_check,      &command_mount,  &command_unmount,
-        &command_diff,       &command_export, &command_log,
-        &command_broker,     &command_token,  &command_secret,
-        &command_audit,      &command_proxy,  &command_mcp,
-        &command_init,       &command_status, &command_list,
-        &command_checkpoint, &command_fork,   &command_restore,
-        &command_squash,     &command_report, NULL,
+        &command_check,   &command_mount,
+        &command_unmount, &command_diff,
+        &command_export,  &command_log,
+        &command_broker,  &command_token,
+        &command_secret,  &command_audit,
+        &command_proxy,   &command_mcp,
+        &command_init,    &command_status,
+        &command_list,    &command_checkpoint,
+        &command_fork,    &command_restore,
+        &command_squash,  &command_report,
+        &command_image,   NULL,
 };
 
 /*

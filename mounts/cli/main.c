@@ -52,14 +52,14 @@ MODULE_COMMAND(fork);
 MODULE_COMMAND(restore);
 MODULE_COMMAND(squash);
 MODULE_COMMAND(report);
+MODULE_COMMAND(image);
 
 const struct command *const commands[] = {
-        &command_help,   &module_check,  &module_mount,      &module_unmount,
-        &command_run,    &command_shell, &module_diff,       &module_export,
-        &module_log,     &module_broker, &module_token,      &module_secret,
-        &module_audit,   &module_proxy,  &module_mcp,        &module_init,
-        &module_status,  &module_list,   &module_checkpoint, &module_fork,
-        &module_restore, &module_squash, &module_report,     NULL,
+        &command_help,   &module_check,  &module_mount,  &module_unmount,    &command_run,
+        &command_shell,  &module_diff,   &module_export, &module_log,        &module_broker,
+        &module_token,   &module_secret, &module_audit,  &module_proxy,      &module_mcp,
+        &module_init,    &module_status, &module_list,   &module_checkpoint, &module_fork,
+        &module_restore, &module_squash, &module_report, &module_image,      NULL,
 };
 
 static int module_run(int argc, char **argv)

@@ -290,6 +290,9 @@ static void summary(struct page *p, json_t *r)
                 when(p, json_number_value(json_object_get(json_object_get(r, "since"), "time")));
                 put(p, "; the commands, changes, writes and log lines are those since)");
         }
+        put(p, "</td></tr><tr><th>Image</th><td>");
+        text(p, json_is_string(json_object_get(st, "image")) ? str(st, "image")
+                                                             : "none: the host's /usr");
         put(p, "</td></tr><tr><th>Network</th><td>");
         text_json(p, json_object_get(st, "network"));
         put(p, "</td></tr>");

@@ -37,6 +37,7 @@
 
 #include "broker/audit.h"
 #include "config.h"
+#include "image.h"
 #include "operations.h"
 #include "lib/mkdir.h"
 #include "lib/util.h"
@@ -150,6 +151,15 @@ static json_t *env_names_json(char *const *env)
         return a;
 }
 
+/* [image]: the digest the run is on, as known now (the end says it again, after the mount). */
+static void image_set(const struct config *c, json_t *e)
+{
+        char digest[IMAGE_DIGEST_LEN + 1];
+
+        if (image_workspace_digest(c, digest) == 0)
+                json_object_set_new(e, "image", json_string(digest));
+}
+
 int ops_runlog_begin(const struct config *c, const struct ops_runlog_start *s,
                      char ret_id[OPS_RUNLOG_ID_LEN + 1], char **ret_error)
 {
@@ -169,6 +179,7 @@ int ops_runlog_begin(const struct config *c, const struct ops_runlog_start *s,
                 return -ENOMEM;
         if (cut)
                 json_object_set_new(e, "argv_cut", json_true());
+        image_set(c, e);
         r = runlog_append(c, e, ret_error);
         if (r < 0)
                 return r;
@@ -198,7 +209,7 @@ int ops_runlog_end(const struct config *c, const char *id, const struct ops_runl
                 json_object_set_new(e, "error", ops_json_text(f->error, strlen(f->error)));
         if (f->stopped)
                 json_object_set_new(e, "stopped", json_string(f->stopped));
-        return runlog_append(c, e, ret_error);
+        return (image_set(c, e), runlog_append(c, e, ret_error));
 }
 
 /* Fold one log line into the runs so far (an array, in start order). */

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "fs.h"
 #include "operations.h"
+#include "image.h"
 #include "review-workspace.h"
 #include "review.h"
 #include "sandbox.h"
@@ -147,6 +148,12 @@ int ops_status(const struct config *c, json_t **ret, char **ret_error)
                                         : c->network.mode == CONFIG_NETWORK_HOST ? "host"
                                                                                  : "none"));
         json_object_set_new(o, "last_export", last_export(c));
+        {
+                char digest[IMAGE_DIGEST_LEN + 1];
+                json_object_set_new(o, "image",
+                                    image_workspace_digest(c, digest) == 0 ? json_string(digest)
+                                                                           : json_null());
+        }
         *ret = o;
         return 0;
 }
@@ -389,8 +396,13 @@ int ops_export_label_check(const char *label, char **ret_error)
 int ops_export_review(review *r, const struct config *c, const struct ops_export_options *o,
                       json_t **ret, char **ret_error)
 {
+        char image[IMAGE_DIGEST_LEN + 1];
         struct review_commit_options co = {
-                .name = c->workspace.name, .message = o->message, .author = o->author};
+                .name = c->workspace.name,
+                .message = o->message,
+                .author = o->author,
+                .image = image_workspace_digest(c, image) == 0 ? image : NULL,
+        };
         char hex[GIT_OID_HEXSZ + 1], old[GIT_OID_HEXSZ + 1];
         _cleanup_free_ char *name = NULL;
         _cleanup_free_ git_oid *ids = NULL;

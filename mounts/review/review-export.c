@@ -93,6 +93,22 @@ static int left_out_trailers(review *r, char **msg)
         return 0;
 }
 
+/*
+ * The image the work was made on (issue 49): a trailer, in the block of the
+ * left-out ones when there are any. The digest comes from the config or the
+ * mount's record, never from the agent.
+ */
+static int image_trailer(review *r, char **msg, const char *digest, bool in_block)
+{
+        char *text = NULL;
+
+        if (asprintf(&text, "%s%sCloister-Image: %s\n", *msg, in_block ? "" : "\n", digest) < 0)
+                return review_fail(r, -ENOMEM, "out of memory");
+        free(*msg);
+        *msg = text;
+        return 0;
+}
+
 int review_commit(review *r, const struct review_commit_options *o, git_oid *ret)
 {
         git_signature *author = NULL, *committer = NULL;
@@ -140,6 +156,8 @@ int review_commit(review *r, const struct review_commit_options *o, git_oid *ret
                 goto out;
         }
         k = left_out_trailers(r, &msg);
+        if (k >= 0 && o && o->image)
+                k = image_trailer(r, &msg, o->image, n_left + more_left > 0);
         if (k < 0)
                 goto out;
         g = git_tree_lookup(&tree, r->repo, &r->tree);

@@ -197,6 +197,7 @@ struct review_commit_options {
         const char *message; /* NULL: "Work from cloister workspace NAME" */
         const char *author;  /* "Name <email>"; NULL: the source repo's user, else "cloister" */
         const char *name;    /* the workspace name, for the default message */
+        const char *image;   /* [image]'s digest: a Cloister-Image trailer; or NULL */
 };
 
 /* Record the workspace as a commit whose parent is the base. Not under a ref. */

@@ -19,6 +19,7 @@
  *   - the broker socket at SANDBOX_BROKER_SOCKET, if there is a broker.
  * No host home, /root, /var, /run, /sys, /mnt, D-Bus or docker socket.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -141,6 +142,91 @@ static void usr_add(struct strv_builder *b)
                         sandbox_strv_add(b, dirs[i]);
                 }
         }
+}
+
+/* The first component of an absolute path: "/home/agent" -> "home". */
+static bool first_component_is(const char *path, const char *name)
+{
+        size_t n = strlen(name);
+
+        return path && path[0] == '/' && strncmp(path + 1, name, n) == 0 &&
+               (path[1 + n] == '/' || path[1 + n] == '\0');
+}
+
+static int bind_source(const struct sandbox_options *o, struct sandbox_fds *fds, const char *src,
+                       bool dir, char **ret);
+
+/*
+ * [image]: the image's top-level entries instead of the host's /usr, /bin,
+ * /lib*, each read-only (a directory or file bound, a symlink made). Left
+ * out: what the sandbox makes itself (/etc below, /proc, /dev, /tmp, /run,
+ * /sys) and every top-level directory a workspace part lies in (the repo,
+ * the home, the mirrors, /.cloister), which bwrap must be able to make
+ * mount points in. A root-run sandbox binds the one image root from its
+ * staging (bind_source), so bwrap, as the agent's host uid, never needs
+ * the store's path. *ret_etc: the image's /etc, as bwrap binds it.
+ */
+#define SANDBOX_IMAGE_TOP_MAX 64
+static int image_add(const struct sandbox_options *o, struct sandbox_fds *fds,
+                     struct strv_builder *b, char **ret_etc, bool *ret_var_tmp, char **ret_error)
+{
+        static const char *const own[] = {"etc", "proc", "dev", "tmp", "run", "sys", ".cloister"};
+        const struct config *c = o->config;
+        _cleanup_free_ char *from = NULL;
+        _cleanup_closedir_ DIR *d = NULL;
+        struct dirent *de;
+        size_t n = 0;
+        int r;
+
+        *ret_var_tmp = false;
+        d = opendir(o->image_root);
+        if (!d)
+                return sandbox_errorf(ret_error, negative_errno(), "the image's root %s: %m",
+                                      o->image_root);
+        r = bind_source(o, fds, o->image_root, true, &from);
+        if (r < 0)
+                return sandbox_errorf(ret_error, r, "%s: %s", o->image_root, strerror(-r));
+        while ((de = readdir(d))) {
+                const char *name = de->d_name;
+                char target[PATH_MAX];
+                bool skip = name[0] == '.' && (!name[1] || (name[1] == '.' && !name[2]));
+                struct stat st;
+                ssize_t len;
+
+                for (size_t i = 0; !skip && i < ELEMENTSOF(own); i++)
+                        skip = streq(name, own[i]);
+                skip = skip || first_component_is(c->repo.path, name) ||
+                       first_component_is(c->home.path, name);
+                for (size_t i = 0; !skip && i < c->n_mirrors; i++)
+                        skip = first_component_is(c->mirrors[i].path, name);
+                if (skip || fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+                        continue;
+                if (++n > SANDBOX_IMAGE_TOP_MAX)
+                        return sandbox_errorf(ret_error, -E2BIG,
+                                              "the image's root %s has more than %d entries at "
+                                              "its top",
+                                              o->image_root, SANDBOX_IMAGE_TOP_MAX);
+                if (S_ISLNK(st.st_mode)) {
+                        len = readlinkat(dirfd(d), name, target, sizeof(target) - 1);
+                        if (len <= 0)
+                                continue;
+                        target[len] = '\0';
+                        sandbox_strv_add(b, "--symlink");
+                        sandbox_strv_add(b, target);
+                        sandbox_strv_addf(b, "/%s", name);
+                } else if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)) {
+                        sandbox_strv_add(b, "--ro-bind");
+                        sandbox_strv_addf(b, "%s/%s", from, name);
+                        sandbox_strv_addf(b, "/%s", name);
+                        if (streq(name, "var") &&
+                            fstatat(dirfd(d), "var/tmp", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+                            S_ISDIR(st.st_mode))
+                                *ret_var_tmp = true;
+                }
+        }
+        if (asprintf(ret_etc, "%s/etc", from) < 0)
+                return -ENOMEM;
+        return 0;
 }
 
 /*
@@ -269,7 +355,8 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
 {
         const struct config *c = o->config;
         struct strv_builder b = {0};
-        _cleanup_free_ char *objects = NULL, *from = NULL;
+        _cleanup_free_ char *objects = NULL, *from = NULL, *image_etc = NULL;
+        bool image_var_tmp = false;
         struct stat st;
         int r;
 
@@ -316,7 +403,12 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
         if (!o->interactive)
                 sandbox_strv_add(&b, "--new-session"); /* no controlling terminal to abuse */
 
-        usr_add(&b);
+        if (o->image_root) {
+                r = image_add(o, fds, &b, &image_etc, &image_var_tmp, ret_error);
+                if (r < 0)
+                        goto out;
+        } else
+                usr_add(&b);
         if (!fds->etc || !fds->tmpfs) {
                 r = sandbox_errorf(ret_error, -EINVAL,
                                    "the sandbox's /etc and /tmp were not "
@@ -329,9 +421,25 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
                 sandbox_errorf(ret_error, r, "cannot synthesize /etc: %s", strerror(-r));
                 goto out;
         }
-        sandbox_strv_add(&b, "--ro-bind");
-        sandbox_strv_add(&b, fds->etc->dir);
-        sandbox_strv_add(&b, "/etc");
+        if (image_etc) {
+                /*
+                 * The image's /etc, and over it each synthesized file, bound
+                 * onto the empty one the import made (image-compose.c): the
+                 * host's entries (certificates, ld.so.cache) are not the image's.
+                 */
+                sandbox_strv_add(&b, "--ro-bind");
+                sandbox_strv_add(&b, image_etc);
+                sandbox_strv_add(&b, "/etc");
+                for (size_t i = 0; i < fds->etc->n_files; i++) {
+                        sandbox_strv_add(&b, "--ro-bind");
+                        sandbox_strv_addf(&b, "%s/%s", fds->etc->dir, fds->etc->files[i].name);
+                        sandbox_strv_addf(&b, "/etc/%s", fds->etc->files[i].name);
+                }
+        } else {
+                sandbox_strv_add(&b, "--ro-bind");
+                sandbox_strv_add(&b, fds->etc->dir);
+                sandbox_strv_add(&b, "/etc");
+        }
         sandbox_strv_add(&b, "--proc");
         sandbox_strv_add(&b, "/proc");
         /*
@@ -375,11 +483,18 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
          */
         sandbox_strv_add(&b, "--remount-ro");
         sandbox_strv_add(&b, "/dev");
-        sandbox_strv_add(&b, "--dir");
-        sandbox_strv_add(&b, "/var");
-        sandbox_strv_add(&b, "--symlink");
-        sandbox_strv_add(&b, "../tmp");
-        sandbox_strv_add(&b, "/var/tmp");
+        if (image_var_tmp) {
+                /* The image's /var, read-only; its /var/tmp is /tmp's tmpfs, as /tmp. */
+                sandbox_strv_add(&b, "--bind");
+                sandbox_strv_add(&b, fds->tmpfs->dirs[0]);
+                sandbox_strv_add(&b, "/var/tmp");
+        } else if (!o->image_root) {
+                sandbox_strv_add(&b, "--dir");
+                sandbox_strv_add(&b, "/var");
+                sandbox_strv_add(&b, "--symlink");
+                sandbox_strv_add(&b, "../tmp");
+                sandbox_strv_add(&b, "/var/tmp");
+        }
 
         r = layout_bind(o, fds, &b, c->repo.path, true, ret_error);
         if (r < 0)
@@ -424,7 +539,7 @@ int sandbox_bwrap_argv(const struct sandbox_options *o, struct sandbox_fds *fds,
         char helper[PATH_MAX];
         const char *exec_helper = NULL;
         if (sandbox_exec_helper(helper)) {
-                if (strncmp(helper, "/usr/", 5) == 0) {
+                if (strncmp(helper, "/usr/", 5) == 0 && !o->image_root) {
                         exec_helper = helper; /* installed: /usr is in the sandbox as it is */
                 } else if (bind_source(o, fds, helper, false, &from) == 0) {
                         sandbox_strv_add(&b, "--ro-bind");

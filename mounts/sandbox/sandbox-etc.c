@@ -29,6 +29,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -78,9 +79,15 @@ static int host_file_read(const char *path, char **ret)
         return 0;
 }
 
-static const char *agent_shell(void)
+/* bash where the sandbox's root (the host's, or [image]'s) has it. */
+static const char *agent_shell(const struct sandbox_options *o)
 {
-        return access("/usr/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
+        char path[PATH_MAX];
+
+        if (!o->image_root)
+                return access("/usr/bin/bash", X_OK) == 0 ? "/bin/bash" : "/bin/sh";
+        snprintf(path, sizeof(path), "%s/bin/bash", o->image_root);
+        return faccessat(AT_FDCWD, path, X_OK, AT_SYMLINK_NOFOLLOW) == 0 ? "/bin/bash" : "/bin/sh";
 }
 
 static char *fmt(const char *format, ...) __attribute__((format(printf, 1, 2)));
@@ -127,11 +134,12 @@ int sandbox_etc_prepare(const struct sandbox_options *o, const struct sandbox_tm
          * made them before (a write is EROFS, not EACCES); -1 keeps ours,
          * which the sandbox's user namespace maps to the agent already.
          */
+        e->no_host = o->image_root != NULL;
         e->uid = o->host_uid ? o->host_uid : (uid_t)-1;
         e->gid = o->host_uid ? o->host_gid : (gid_t)-1;
         r = file_add(e, "passwd",
                      fmt("%s:x:%u:%u:cloister agent:%s:%s\n", c->run.user, SANDBOX_AGENT_UID,
-                         SANDBOX_AGENT_GID, c->home.path, agent_shell()));
+                         SANDBOX_AGENT_GID, c->home.path, agent_shell(o)));
         if (r >= 0)
                 r = file_add(e, "group", fmt("%s:x:%u:\n", c->run.user, SANDBOX_AGENT_GID));
         if (r >= 0)
@@ -300,9 +308,9 @@ int sandbox_etc_enter(const struct sandbox_etc *e)
                 r = fail("chown", NULL, errno);
         for (size_t i = 0; r == 0 && i < e->n_files; i++)
                 r = data_write(e, dir, e->files[i].name, e->files[i].data, e->files[i].len);
-        if (r == 0)
+        if (r == 0 && !e->no_host)
                 r = dir_make(e, dir, "ssl");
-        for (size_t i = 0; r == 0 && i < SANDBOX_ETC_HOST_N; i++) {
+        for (size_t i = 0; r == 0 && !e->no_host && i < SANDBOX_ETC_HOST_N; i++) {
                 const char *name = host_etc[i] + ETC_PREFIX_LEN;
                 struct stat st;
 

@@ -105,6 +105,7 @@ struct sandbox_etc {
         char *host_dest[SANDBOX_ETC_HOST_N]; /* where each host entry is bound, under dir */
         uid_t uid;                           /* owner of the synthesized entries, or -1 */
         gid_t gid;
+        bool no_host; /* [image]: its /etc is bound, with only the synthesized files over it */
 };
 /* In the parent: the files' contents and the paths. */
 int sandbox_etc_prepare(const struct sandbox_options *o, const struct sandbox_tmpfs *t,

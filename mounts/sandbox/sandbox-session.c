@@ -32,6 +32,7 @@
 
 #include "cloister-config.h"
 #include "config.h"
+#include "image.h"
 #include "sandbox-private.h"
 #include "fs.h"
 #include "lib/lifetime.h"
@@ -517,7 +518,7 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
                 .stdout_fd = o->stdout_fd,
                 .stderr_fd = o->stderr_fd,
         };
-        _cleanup_free_ char *proxy_socket = NULL;
+        _cleanup_free_ char *proxy_socket = NULL, *image_root = NULL, *image_digest = NULL;
         sigset_t mask, old;
         struct daemon broker = {"broker", "broker", NULL, -1, -1, -1};
         struct daemon egress = {"proxy", "egress proxy", NULL, -1, -1, -1};
@@ -627,6 +628,12 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
         if (r < 0)
                 goto out;
         sandbox_trace("mounted");
+        /* [image]: imported by the mount; here only found, and checked against the config. */
+        r = image_workspace_resolve(c, &image_root, &image_digest, ret_error);
+        if (r < 0)
+                goto out;
+        so.image_root = image_root;
+        so.image_digest = image_digest;
         /* As root, the agent is never uid 0: it runs as the workspace's sandbox identity. */
         if (geteuid() == 0) {
                 r = sandbox_identity_for(c, o->no_mount, &so.host_uid, &so.host_gid, &held,

@@ -68,6 +68,10 @@ struct sandbox_options {
         /* As root: the agent's unprivileged host identity (hostid.h); 0 when not root. */
         uid_t host_uid;
         gid_t host_gid;
+        /* [image]: the image's root in the store and its digest (image_workspace_resolve());
+         * NULL: the host's /usr, /bin, /lib* */
+        const char *image_root;
+        const char *image_digest;
 };
 
 /*
