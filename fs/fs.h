@@ -64,7 +64,10 @@ struct fs_options {
         uint64_t max_bytes;   /* bytes the writable layers may hold */
         uint64_t max_files;   /* entries the writable layers may hold */
         uint64_t max_journal; /* bytes of <state>/journal.jsonl; 0: the default */
-        uint64_t tree_cache;  /* bytes of parsed git trees the daemon keeps; 0: the default */
+        /* [image]'s digest ("sha256:..."), for the journal's open mark; NULL: the host's
+         * root. Read by fs_workspace_new() only. */
+        const char *image;
+        uint64_t tree_cache; /* bytes of parsed git trees the daemon keeps; 0: the default */
         /*
          * The sandbox identity of the agent, when the daemon runs as root
          * and the agent as an unprivileged host uid (host_uid 0: none, the

@@ -644,7 +644,8 @@ int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_
                 goto out;
         }
         r = journal_open(ws->state_fd, "journal.jsonl",
-                         o->max_journal ? o->max_journal : JOURNAL_MAX_BYTES_DEFAULT, &ws->journal);
+                         o->max_journal ? o->max_journal : JOURNAL_MAX_BYTES_DEFAULT, o->image,
+                         &ws->journal);
         if (r < 0) {
                 r = fail(ret_error, r, "cannot open the journal in '%s': %s", ws->state,
                          strerror(-r));

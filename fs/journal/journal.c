@@ -569,7 +569,8 @@ static bool cut_before(int fd, uint64_t size, uint64_t max_bytes)
         return false;
 }
 
-int journal_open(int state_dirfd, const char *name, uint64_t max_bytes, journal **ret)
+int journal_open(int state_dirfd, const char *name, uint64_t max_bytes, const char *image,
+                 journal **ret)
 {
         _cleanup_close_ int fd = -1;
         _cleanup_(json_decrefp) json_t *fields = NULL;
@@ -624,6 +625,8 @@ int journal_open(int state_dirfd, const char *name, uint64_t max_bytes, journal 
 
         fields = json_pack("{s:i, s:I, s:I}", "pid", (int)getpid(), "start",
                            (json_int_t)self_starttime(), "max_bytes", (json_int_t)max_bytes);
+        if (fields && image)
+                (void)json_object_set_new(fields, "image", json_string(image));
         pthread_mutex_lock(&j->lock);
         mark_write(j, JOURNAL_MARK_PREFIX "open", fields);
         /* Full already (an earlier run reached the bound, or it was lowered). */

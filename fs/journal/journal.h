@@ -57,10 +57,12 @@ struct journal_entry {
 
 /*
  * Open (create) the journal at `name` under the directory fd state_dirfd and
- * append a "journal_open" mark (the daemon's pid and start time, the bound).
+ * append a "journal_open" mark (the daemon's pid and start time, the bound,
+ * and image, the digest of the image the sandbox runs on, if not NULL).
  * max_bytes bounds the file (0: no bound); see "The bound" below.
  */
-int journal_open(int state_dirfd, const char *name, uint64_t max_bytes, journal **ret);
+int journal_open(int state_dirfd, const char *name, uint64_t max_bytes, const char *image,
+                 journal **ret);
 /* Write pending and coarse entries, append the "journal_close" mark, close. NULL: no-op. */
 void journal_free(journal *j);
 /*
@@ -244,7 +246,8 @@ const char *journal_op_to_string(enum journal_op op);
  * an op starting "journal_":
  *   journal_open       a daemon opened the journal: "pid", "start" (its
  *                      /proc start time, to tell it from a reused pid),
- *                      "max_bytes"
+ *                      "max_bytes", and "image" (the [image] digest the
+ *                      sandbox runs on) where the workspace has one
  *   journal_close      it closed it cleanly: "dropped" (entries lost after
  *                      the cut), "refused" (operations refused with EDQUOT),
  *                      "cut" (the bound it was cut at: the next session at

@@ -72,6 +72,10 @@ static int workspace_open(const struct config *c, struct compose_fs *f, fs_works
         r = compose_fs_options(c, f);
         if (r < 0)
                 goto fail;
+        /* [image]: its digest goes in the journal's open mark, whatever the run records. */
+        char image[IMAGE_DIGEST_LEN + 1];
+        if (image_workspace_digest(c, image) == 0)
+                f->options.image = image;
         if (*id)
                 f->options.agent = (typeof(f->options.agent)){
                         .host_uid = hostid_uid(*id),

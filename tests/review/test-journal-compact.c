@@ -86,7 +86,7 @@ static journal *open_long(uint64_t max)
 {
         journal *j = NULL;
 
-        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", max, &j), 0);
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", max, NULL, &j), 0);
         journal_windows_set(j, HOUR_MS, HOUR_MS);
         return j;
 }

@@ -50,7 +50,7 @@ static journal *open_long(void)
 {
         journal *j = NULL;
 
-        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, &j), 0);
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, NULL, &j), 0);
         journal_windows_set(j, HOUR_MS, HOUR_MS);
         return j;
 }

@@ -90,7 +90,7 @@ START_TEST(entries_read_back_with_op_paths_result_and_caller)
         char ops[64][16], paths[64][64];
         json_t *last = NULL;
 
-        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, &j), 0);
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, NULL, &j), 0);
         ck_assert_int_eq(journal_append(j, &who,
                                         &(struct journal_entry){.op = JOURNAL_CREATE,
                                                                 .path = "/workspace/a",
@@ -134,7 +134,7 @@ START_TEST(sequential_writes_coalesce_into_one_entry)
         struct journal_caller who = me();
         json_t *last = NULL;
 
-        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, &j), 0);
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, NULL, &j), 0);
         for (unsigned i = 0; i < 10000; i++)
                 ck_assert_int_eq(journal_append(j, &who,
                                                 &(struct journal_entry){.op = JOURNAL_WRITE,
@@ -171,7 +171,7 @@ START_TEST(writes_merge_even_when_ranges_do_not_touch_and_stay_ordered_per_file)
         journal_reader *r = NULL;
         struct journal_record rec;
 
-        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, &j), 0);
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, NULL, &j), 0);
         /* A window longer than the test: what is "within one" does not depend on speed. */
         journal_windows_set(j, 3600 * 1000, 3600 * 1000);
         journal_append(
@@ -213,7 +213,7 @@ START_TEST(idle_pending_write_is_flushed_without_further_calls)
         struct journal_caller who = me();
         unsigned n = 0;
 
-        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, &j), 0);
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, NULL, &j), 0);
         journal_append(
                 j, &who,
                 &(struct journal_entry){
@@ -264,7 +264,7 @@ START_TEST(concurrent_appends_never_interleave_lines)
         struct thread_arg a[8];
         unsigned corrupt = 99, n;
 
-        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, &j), 0);
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, NULL, &j), 0);
         for (int i = 0; i < 8; i++) {
                 a[i] = (struct thread_arg){j, i};
                 ck_assert_int_eq(pthread_create(&t[i], NULL, thread_main, &a[i]), 0);
@@ -297,7 +297,7 @@ START_TEST(cut_short_last_line_is_reported_and_the_rest_read)
         unsigned corrupt = 0;
         bool truncated = false;
 
-        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, &j), 0);
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, NULL, &j), 0);
         journal_append(j, &who, &(struct journal_entry){.op = JOURNAL_MKDIR, .path = "/a"});
         journal_free(j);
         file_append_raw("{\"time\":\"2026-01-01T00:00:00.000000Z\",\"op\":\"wri");
@@ -306,7 +306,7 @@ START_TEST(cut_short_last_line_is_reported_and_the_rest_read)
         ck_assert(truncated);
 
         /* The next writer starts on a fresh line: only the cut line is lost. */
-        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, &j), 0);
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, NULL, &j), 0);
         journal_append(j, &who, &(struct journal_entry){.op = JOURNAL_RMDIR, .path = "/a"});
         journal_free(j);
         ck_assert_uint_eq(read_all(NULL, NULL, NULL, &corrupt, &truncated), 2);
@@ -333,7 +333,7 @@ START_TEST(non_utf8_names_are_kept_in_hex)
         struct journal_caller who = me();
         json_t *last = NULL;
 
-        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, &j), 0);
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, NULL, &j), 0);
         ck_assert_int_eq(journal_append(j, &who,
                                         &(struct journal_entry){.op = JOURNAL_CREATE,
                                                                 .path = "/workspace/\xff\xfe"}),
@@ -369,7 +369,7 @@ START_TEST(longest_possible_entry_is_read_back_not_skipped_as_damage)
         memset(target, '\x01', PATH_MAX - 1);
         target[PATH_MAX - 1] = 0;
         target[7] = '\xfe';
-        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, &j), 0);
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, NULL, &j), 0);
         ck_assert_int_eq(journal_append(j, &who,
                                         &(struct journal_entry){.op = JOURNAL_SYMLINK,
                                                                 .path = path,
@@ -391,7 +391,7 @@ START_TEST(reader_gives_non_utf8_names_as_their_exact_bytes)
         struct journal_caller who = me();
         struct journal_record rec;
 
-        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, &j), 0);
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, NULL, &j), 0);
         ck_assert_int_eq(journal_append(j, &who,
                                         &(struct journal_entry){.op = JOURNAL_RENAME,
                                                                 .path = "/home/agent/\xff\xfe",
@@ -425,7 +425,7 @@ START_TEST(sigkill_mid_appends_leaves_a_readable_journal)
         if (pid == 0) {
                 journal *j = NULL;
                 struct journal_caller who = me();
-                if (journal_open(dirfd_, "journal.jsonl", 0, &j) < 0)
+                if (journal_open(dirfd_, "journal.jsonl", 0, NULL, &j) < 0)
                         _exit(1);
                 for (uint64_t i = 0;; i++) {
                         char d[64];
@@ -476,7 +476,7 @@ START_TEST(steady_writes_are_written_within_a_window_of_the_first)
         double first_done = 0;
         bool checked = false;
 
-        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, &j), 0);
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, NULL, &j), 0);
         for (unsigned i = 0; i < 400; i++) {
                 double start = mono_now();
                 ck_assert_int_eq(journal_append(j, &who,
@@ -509,7 +509,7 @@ START_TEST(repeats_of_one_operation_become_entries_with_a_count)
         unsigned entries = 0;
         int64_t total = 0;
 
-        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, &j), 0);
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, NULL, &j), 0);
         for (unsigned i = 0; i < 20000; i++) {
                 /* A new process each time, as `while :; do chmod 644 x; done` does. */
                 who.pid = 100000 + (pid_t)i;
@@ -571,7 +571,7 @@ START_TEST(bound_cuts_the_journal_with_one_mark_and_refuses_what_follows)
 
         memset(longname, 'a', sizeof(longname) - 1);
         longname[sizeof(longname) - 1] = 0;
-        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", max, &j), 0);
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", max, NULL, &j), 0);
         /* A write acknowledged before the cut, still pending at it: it must not be lost. */
         ck_assert_int_eq(journal_append(j, &who,
                                         &(struct journal_entry){.op = JOURNAL_WRITE,
@@ -625,10 +625,10 @@ START_TEST(bound_cuts_the_journal_with_one_mark_and_refuses_what_follows)
         ck_assert_str_eq(last_op, "journal_close");
 
         /* Still full at the next open with the same bound; a larger one admits again. */
-        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", max, &j), 0);
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", max, NULL, &j), 0);
         ck_assert_int_eq(journal_admit(j), -EDQUOT);
         journal_free(j);
-        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 4 * max, &j), 0);
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 4 * max, NULL, &j), 0);
         ck_assert_int_eq(journal_admit(j), 0);
         ck_assert_int_eq(journal_append(j, &who,
                                         &(struct journal_entry){.op = JOURNAL_RMDIR,
@@ -652,7 +652,7 @@ START_TEST(stop_without_the_close_mark_is_reported_and_a_live_writer_is_not)
         pid = fork();
         ck_assert_int_ge(pid, 0);
         if (pid == 0) {
-                if (journal_open(dirfd_, "journal.jsonl", 0, &j) < 0)
+                if (journal_open(dirfd_, "journal.jsonl", 0, NULL, &j) < 0)
                         _exit(1);
                 journal_append(j, &who, &(struct journal_entry){.op = JOURNAL_MKDIR, .path = "/a"});
                 raise(SIGKILL);
@@ -667,7 +667,7 @@ START_TEST(stop_without_the_close_mark_is_reported_and_a_live_writer_is_not)
         journal_reader_free(r);
 
         /* A new session after it: its open mark says the one before stopped uncleanly. */
-        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, &live), 0);
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, NULL, &live), 0);
         ck_assert_int_eq(journal_reader_open(dirfd_, "journal.jsonl", &r), 0);
         while (journal_reader_next(r, &rec) > 0)
                 if (rec.after_unclean_stop)

@@ -7,7 +7,8 @@
 # the host's, while the workspace, the home, the mirror, /tmp and the
 # synthesized /etc entries stay; two workspaces on two images run side by
 # side; a source whose digest is not [image] digest is refused with both;
-# the digest is recorded (status, the run record, export's trailer); and an
+# the digest is recorded (status, the journal's open mark, the run record,
+# export's trailer); and an
 # image shared by 100 workspaces is stored once.
 
 . "$CLOISTER_SRC/tests/sandbox/lib.sh"
@@ -65,10 +66,12 @@ contains workspace_a_runs_on_image_a "$(cat "$T/a.out")" "ID=alpha"
 contains workspace_b_runs_on_image_b "$(cat "$T/b.out")" "ID=beta"
 is the_digest_a_mount_imported_is_recorded "$(cat "$STATE_B/image")" "$db"
 
-# --- recorded: status, the run record, export's trailer -------------------
+# --- recorded: status, the journal, the run record, export's trailer -----
 out=$("$CLOISTER" status --json "$CFG_A")
 is status_json_has_the_digest "$(python3 -c 'import json,sys; print(json.load(sys.stdin).get("image"))' <<<"$out")" "$da"
 contains status_has_the_digest "$("$CLOISTER" status "$CFG_A")" "$da"
+out=$(grep '"op":"journal_open"' "$STATE_A/journal.jsonl" | tail -1)
+is the_journals_open_mark_has_the_digest "$(python3 -c 'import json,sys; print(json.load(sys.stdin).get("image"))' <<<"$out")" "$da"
 out=$("$CLOISTER" log --runs --json "$CFG_A" | tail -1)
 is the_run_record_has_the_digest "$(python3 -c 'import json,sys; print(json.load(sys.stdin).get("image"))' <<<"$out")" "$da"
 out=$("$CLOISTER" report --json "$CFG_A" 2>/dev/null)
