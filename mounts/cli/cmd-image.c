@@ -35,7 +35,8 @@ static void print_json(const char *text)
         fputc('\n', stdout);
 }
 
-static int import_run(int argc, char **argv, bool json, const struct image_limits *l)
+static int import_run(int argc, char **argv, bool json, const char *lock, bool update_lock,
+                      const struct image_limits *l)
 {
         _cleanup_free_ char *store = NULL, *digest = NULL, *error = NULL;
         bool is_new = false;
@@ -43,8 +44,15 @@ static int import_run(int argc, char **argv, bool json, const struct image_limit
 
         if (argc != 1)
                 return FAIL(EXIT_USAGE, "import takes one SOURCE; see 'cloister help image'");
+        if (lock && !startswith(argv[0], "dir:"))
+                return FAIL(EXIT_USAGE, "--lock checks a Debian root: a dir: source, or build");
         if (store_get(&store))
                 return 1;
+        if (lock) {
+                r = image_lock_apply(argv[0] + strlen("dir:"), lock, update_lock, &error);
+                if (r < 0)
+                        return FAIL(1, "import %s: %s", argv[0], error ? error : strerror(-r));
+        }
         r = image_import(store, argv[0], l, &digest, &is_new, &error);
         if (r < 0)
                 return FAIL(1, "import %s: %s", argv[0], error ? error : strerror(-r));
@@ -169,7 +177,8 @@ static int gc_run(int argc, bool json)
 }
 
 static int build_run(int argc, const char *debian, const char *packages, const char *mirror,
-                     uint64_t epoch, bool json, const struct image_limits *l)
+                     uint64_t epoch, const char *lock, bool update_lock, bool json,
+                     const struct image_limits *l)
 {
         _cleanup_free_ char *store = NULL, *digest = NULL, *error = NULL;
         int r;
@@ -178,7 +187,8 @@ static int build_run(int argc, const char *debian, const char *packages, const c
                 return FAIL(EXIT_USAGE, "build takes --debian SUITE [--packages A,B,...]");
         if (store_get(&store))
                 return 1;
-        r = image_build_debian(store, debian, packages, mirror, epoch, l, &digest, &error);
+        r = image_build_debian(store, debian, packages, mirror, epoch, lock, update_lock, l,
+                               &digest, &error);
         if (r < 0)
                 return FAIL(r == -ENOENT ? 1 : 1, "build: %s", error ? error : strerror(-r));
         if (json)
@@ -200,13 +210,15 @@ static int image_run(int argc, char **argv)
                 {"packages", required_argument, NULL, 'P'},
                 {"mirror", required_argument, NULL, 'M'},
                 {"source-date-epoch", required_argument, NULL, 'T'},
+                {"lock", required_argument, NULL, 'L'},
+                {"update-lock", no_argument, NULL, 'U'},
                 {"help", no_argument, NULL, 'h'},
                 {},
         };
         struct image_limits l;
-        const char *debian = NULL, *packages = NULL, *mirror = NULL, *verb;
+        const char *debian = NULL, *packages = NULL, *mirror = NULL, *lock = NULL, *verb;
         uint64_t epoch = 0;
-        bool json = false;
+        bool json = false, update_lock = false;
         int opt;
 
         image_limits_default(&l);
@@ -252,6 +264,12 @@ static int image_run(int argc, char **argv)
                 case 'M':
                         mirror = optarg;
                         break;
+                case 'L':
+                        lock = optarg;
+                        break;
+                case 'U':
+                        update_lock = true;
+                        break;
                 case 'h':
                         command_usage(&command_image);
                         return 0;
@@ -261,8 +279,10 @@ static int image_run(int argc, char **argv)
         }
         argc -= optind;
         argv += optind;
+        if (update_lock && !lock)
+                return FAIL(EXIT_USAGE, "--update-lock names no lock: give --lock FILE too");
         if (streq(verb, "import"))
-                return import_run(argc, argv, json, &l);
+                return import_run(argc, argv, json, lock, update_lock, &l);
         if (streq(verb, "list") || streq(verb, "ls"))
                 return list_run(argc, json);
         if (streq(verb, "inspect"))
@@ -272,7 +292,8 @@ static int image_run(int argc, char **argv)
         if (streq(verb, "gc"))
                 return gc_run(argc, json);
         if (streq(verb, "build"))
-                return build_run(argc, debian, packages, mirror, epoch, json, &l);
+                return build_run(argc, debian, packages, mirror, epoch, lock, update_lock, json,
+                                 &l);
         return FAIL(EXIT_USAGE, "unknown verb '%s': import, list, inspect, rm, gc or build", verb);
 }
 

@@ -309,8 +309,9 @@ int image_workspace_import(const struct config *c, char **ret_digest, char **ret
 }
 
 int image_build_debian(const char *store, const char *suite, const char *packages,
-                       const char *mirror, uint64_t source_date_epoch, const struct image_limits *l,
-                       char **ret_digest, char **ret_error)
+                       const char *mirror, uint64_t source_date_epoch, const char *pkg_lock,
+                       bool update_lock, const struct image_limits *l, char **ret_digest,
+                       char **ret_error)
 {
         _cleanup_free_ char *work = NULL, *root = NULL, *include = NULL, *epoch = NULL,
                             *source = NULL;
@@ -391,6 +392,12 @@ int image_build_debian(const char *store, const char *suite, const char *package
                         image_errorf(ret_error, r, "%s: %s", devpath, strerror(-r));
                         goto out;
                 }
+        }
+        /* The versions the mirror served, against the lock, before anything is stored. */
+        if (pkg_lock) {
+                r = image_lock_apply(root, pkg_lock, update_lock, ret_error);
+                if (r < 0)
+                        goto out;
         }
         /* Debian's setuid programs (passwd, su, mount) come in without the bit. */
         bits.allow_setuid = true;

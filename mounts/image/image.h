@@ -103,10 +103,19 @@ int image_workspace_state_write(const struct config *c, const char *digest);
 int image_workspace_digest(const struct config *c, char ret[static IMAGE_DIGEST_LEN + 1]);
 
 /*
+ * A Debian root's installed packages against the package lock at lock
+ * (image-lock.c): -ESTALE, naming the differences, when they are not the
+ * ones it pins; with update, the lock is written from the root instead.
+ */
+int image_lock_apply(const char *root, const char *lock, bool update, char **ret_error);
+
+/*
  * Build a Debian image with mmdebstrap (suite, comma-separated packages)
  * and import it. Reproducible under SOURCE_DATE_EPOCH (set from the
- * argument when not 0). -ENOENT: mmdebstrap is not installed.
+ * argument when not 0) and a package lock (pkg_lock, if not NULL: checked, or
+ * written with update_lock). -ENOENT: mmdebstrap is not installed.
  */
 int image_build_debian(const char *store, const char *suite, const char *packages,
-                       const char *mirror, uint64_t source_date_epoch, const struct image_limits *l,
-                       char **ret_digest, char **ret_error);
+                       const char *mirror, uint64_t source_date_epoch, const char *pkg_lock,
+                       bool update_lock, const struct image_limits *l, char **ret_digest,
+                       char **ret_error);

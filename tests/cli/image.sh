@@ -18,7 +18,7 @@ img() { run "$CLOISTER" image "$@"; }
 count() { find "$S/$1" -mindepth 1 -maxdepth 1 | wc -l; }
 jget() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 
-echo "1..56"
+echo "1..63"
 
 # --- OCI layout: import, the root composed --------------------------------
 cd "$tmp" || exit 1
@@ -163,6 +163,36 @@ ok $? "an import killed at each of its $killed steps leaves no partial image"
 img import --json oci:oci:v1
 [ "$rc" = 0 ] && [ -f "$S/images/${want:7}/image.json" ] && grep -q 'tool v2' "$S/images/${want:7}/root/bin/tool"
 ok $? "after the kills the image imports whole"
+
+# --- a package lock: a Debian root's versions, exactly ------------------------
+# The root's dpkg database is a real one, read by dpkg-query, as mmdebstrap
+# leaves it (image build applies the same check to what it bootstrapped).
+mkdir -p lk/var/lib/dpkg lk/etc
+echo ID=locked >lk/etc/os-release
+for p in "alpha 1.0-1 amd64" "beta 2:3.4-5 all"; do
+        set -- $p
+        printf 'Package: %s\nStatus: install ok installed\nPriority: optional\nMaintainer: t <t@example.com>\nArchitecture: %s\nVersion: %s\nDescription: %s\n\n' \
+                "$1" "$3" "$2" "$1"
+done >lk/var/lib/dpkg/status
+rm -rf "$S"
+img import dir:lk --lock pkgs.lock
+expect a_lock_that_does_not_exist_is_refused 1 'pkgs.lock: No such file.*--update-lock'
+[ ! -d "$S/images" ] || [ "$(count images)" = 0 ]
+ok $? "and nothing is stored"
+img import dir:lk --lock pkgs.lock --update-lock
+[ "$rc" = 0 ] && [ "$(grep -v '^#' pkgs.lock)" = "$(printf 'alpha 1.0-1\nbeta 2:3.4-5')" ]
+ok $? "--update-lock writes every package at its version" "$err$(cat pkgs.lock 2>&1)"
+img import dir:lk --lock pkgs.lock
+expect the_same_root_imports_under_its_lock 0
+sed -i 's/^beta 2:3.4-5$/beta 2:3.4-6/' pkgs.lock
+echo "gamma 1.0" >>pkgs.lock
+mv "$S/images" "$tmp/images.kept"
+img import dir:lk --lock pkgs.lock
+expect other_versions_are_refused_naming_each 1 '^cloister image: .*: \+ beta 2:3\.4-5, - beta 2:3\.4-6, - gamma 1\.0; refresh'
+[ ! -d "$S/images" ] || [ "$(count images)" = 0 ]
+ok $? "and the refused root is not stored"
+img import oci:oci:v1 --lock pkgs.lock
+expect a_lock_on_an_archive_source_is_a_usage_error 2 'dir: source'
 
 if [ "$fails" = 0 ]; then exit 0; fi
 exit 1
