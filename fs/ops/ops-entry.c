@@ -132,12 +132,15 @@ static int ops_lookup_node(struct fs_workspace *ws, struct node *parent, const c
         }
 }
 
-void ops_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+/*
+ * The entry of name in p, into *e: 1 for a node (with *stale to drop after
+ * the reply, if the name is one of several), 0 for a negative entry, or a
+ * negative errno.
+ */
+static int do_lookup(struct fs_workspace *ws, struct node *p, const char *name,
+                     struct fuse_entry_param *e, struct shed_stale *stale)
 {
-        struct fs_workspace *ws = req_ws(req);
-        struct node *p = ino_node(ws, parent), *n = NULL;
-        struct shed_stale stale = {0};
-        struct fuse_entry_param e;
+        struct node *n = NULL;
         struct stat st;
         int r;
 
@@ -148,37 +151,48 @@ void ops_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
                 shed_wake(ws); /* faster than a round: say so, and fail this one */
         if (r == -ENOENT) {
                 /* A negative entry: cached as long as a positive one would be. */
-                e = (struct fuse_entry_param){.entry_timeout = ops_timeout(p)};
+                *e = (struct fuse_entry_param){.entry_timeout = ops_timeout(p)};
                 if (p->kind == NODE_MIRROR)
-                        e.entry_timeout = 1.0; /* the host may add it */
-                fuse_reply_entry(req, &e);
-                return;
+                        e->entry_timeout = 1.0; /* the host may add it */
+                return 0;
         }
-        if (r < 0) {
-                fuse_reply_err(req, -r);
-                return;
-        }
+        if (r < 0)
+                return r;
         pthread_rwlock_rdlock(&ws->ns_lock);
         r = ops_getattr(ws, n, NULL, &st);
-        /* Another name of a file with several (fs-private.h, shed_stale):
+        /* Another name of a file with several (ops.h, shed_stale):
          * this entry is dropped after its use. */
         if (r == 0 && st.st_nlink > 1 && !shed_stale_is(n, p, name)) {
-                stale.name = strdup(name);
-                if (stale.name) {
-                        stale.parent = p;
+                stale->name = strdup(name);
+                if (stale->name) {
+                        stale->parent = p;
                         node_ref(ws, p);
                 }
         }
         pthread_rwlock_unlock(&ws->ns_lock);
         if (r < 0) {
                 node_forget(ws, n, 1);
-                fuse_reply_err(req, -r);
-                return;
+                return r;
         }
-        ops_fill_entry(ws, n, &st, &e);
-        fuse_reply_entry(req, &e);
-        shed_stale_drop(ws, &stale);
-        shed_repay(ws);
+        ops_fill_entry(ws, n, &st, e);
+        return 1;
+}
+
+void ops_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+        struct fs_workspace *ws = req_ws(req);
+        struct shed_stale stale = {0};
+        struct fuse_entry_param e;
+        int r = do_lookup(ws, ino_node(ws, parent), name, &e, &stale);
+
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_entry(req, &e);
+        if (r > 0) {
+                shed_stale_drop(ws, &stale);
+                shed_repay(ws);
+        }
 }
 
 void ops_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
@@ -250,21 +264,15 @@ static bool listing_cacheable(struct fs_workspace *ws, struct node *n)
         }
 }
 
-void ops_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+static int do_opendir(struct fs_workspace *ws, struct node *n, struct fuse_file_info *fi)
 {
-        struct fs_workspace *ws = req_ws(req);
-        struct node *n = ino_node(ws, ino);
         struct handle *h;
 
-        if (!S_ISDIR(n->type)) {
-                fuse_reply_err(req, ENOTDIR);
-                return;
-        }
+        if (!S_ISDIR(n->type))
+                return -ENOTDIR;
         h = handle_new();
-        if (!h) {
-                fuse_reply_err(req, ENOMEM);
-                return;
-        }
+        if (!h)
+                return -ENOMEM;
         h->node = n;
         node_ref(ws, n);
         fi->fh = (uint64_t)(uintptr_t)h;
@@ -275,7 +283,18 @@ void ops_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
          */
         fi->keep_cache = !atomic_exchange(&n->moved, false);
         fi->cache_readdir = listing_cacheable(ws, n);
-        fuse_reply_open(req, fi);
+        return 0;
+}
+
+void ops_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        struct fs_workspace *ws = req_ws(req);
+        int r = do_opendir(ws, ino_node(ws, ino), fi);
+
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_open(req, fi);
 }
 
 /*
@@ -539,43 +558,44 @@ void ops_statfs(fuse_req_t req, fuse_ino_t ino)
         fuse_reply_statfs(req, &sv);
 }
 
+static int do_readlink(struct fs_workspace *ws, struct node *n, char **ret)
+{
+        int r;
+
+        if (!S_ISLNK(n->type))
+                return -EINVAL;
+        if (n->kind == NODE_MIRROR)
+                return mirror_readlink(ws, n, ret);
+        pthread_rwlock_rdlock(&ws->ns_lock);
+        if (n->upper) {
+                char en[256], buf[PATH_MAX + 1];
+                ssize_t k;
+                r = upper_name_escape(n->name, en);
+                if (r == 0) {
+                        /* The pinned fd: the name may be gone (hard links). */
+                        k = n->hfd >= 0 ? readlinkat(n->hfd, "", buf, sizeof(buf) - 1)
+                                        : readlinkat(n->parent->ufd, en, buf, sizeof(buf) - 1);
+                        if (k < 0)
+                                r = negative_errno();
+                        else {
+                                buf[k] = 0;
+                                *ret = strdup(buf);
+                                r = *ret ? 0 : -ENOMEM;
+                        }
+                }
+        } else {
+                r = lower_readlink(n->layer->lower, &n->lower, ret);
+        }
+        pthread_rwlock_unlock(&ws->ns_lock);
+        return r;
+}
+
 void ops_readlink(fuse_req_t req, fuse_ino_t ino)
 {
         struct fs_workspace *ws = req_ws(req);
-        struct node *n = ino_node(ws, ino);
         _cleanup_free_ char *target = NULL;
-        int r;
+        int r = do_readlink(ws, ino_node(ws, ino), &target);
 
-        if (!S_ISLNK(n->type)) {
-                fuse_reply_err(req, EINVAL);
-                return;
-        }
-        if (n->kind == NODE_MIRROR) {
-                r = mirror_readlink(ws, n, &target);
-        } else {
-                pthread_rwlock_rdlock(&ws->ns_lock);
-                if (n->upper) {
-                        char en[256], buf[PATH_MAX + 1];
-                        ssize_t k;
-                        r = upper_name_escape(n->name, en);
-                        if (r == 0) {
-                                /* The pinned fd: the name may be gone (hard links). */
-                                k = n->hfd >= 0
-                                            ? readlinkat(n->hfd, "", buf, sizeof(buf) - 1)
-                                            : readlinkat(n->parent->ufd, en, buf, sizeof(buf) - 1);
-                                if (k < 0)
-                                        r = negative_errno();
-                                else {
-                                        buf[k] = 0;
-                                        target = strdup(buf);
-                                        r = target ? 0 : -ENOMEM;
-                                }
-                        }
-                } else {
-                        r = lower_readlink(n->layer->lower, &n->lower, &target);
-                }
-                pthread_rwlock_unlock(&ws->ns_lock);
-        }
         if (r < 0)
                 fuse_reply_err(req, -r);
         else

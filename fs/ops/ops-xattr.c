@@ -9,6 +9,7 @@
  * per file (fs-private.h).
  */
 #include <fcntl.h>
+#include <linux/limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
@@ -88,94 +89,87 @@ static size_t filter_user(char *buf, size_t len)
         return out;
 }
 
-void ops_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+/* The value's size, or a negative errno; into buf when size is not 0. */
+static ssize_t do_getxattr(struct fs_workspace *ws, struct node *n, const char *name, char *buf,
+                           size_t size)
 {
-        struct fs_workspace *ws = req_ws(req);
-        struct node *n = ino_node(ws, ino);
-        _cleanup_free_ char *buf = NULL;
-        int r;
+        ssize_t r;
 
-        if (!startswith(name, "user.") || n->kind == NODE_SYNTH || n->kind == NODE_CTL) {
-                fuse_reply_err(req, ENODATA);
-                return;
-        }
-        if (size) {
-                buf = malloc(size);
-                if (!buf) {
-                        fuse_reply_err(req, ENOMEM);
-                        return;
-                }
-        }
-        if (n->kind == NODE_MIRROR) {
-                r = mirror_getxattr(n, name, buf, size);
+        if (!startswith(name, "user.") || n->kind == NODE_SYNTH || n->kind == NODE_CTL)
+                return -ENODATA;
+        if (n->kind == NODE_MIRROR)
+                return mirror_getxattr(n, name, buf, size);
+        pthread_rwlock_rdlock(&ws->ns_lock);
+        if (S_ISLNK(n->type) || (!n->upper && !(n->has_lower && n->lower.fz))) {
+                r = -ENODATA;
+        } else if (!n->upper) {
+                r = frozen_getxattr(n, name, buf, size); /* frozen.c */
         } else {
-                pthread_rwlock_rdlock(&ws->ns_lock);
-                if (S_ISLNK(n->type) || (!n->upper && !(n->has_lower && n->lower.fz))) {
-                        r = -ENODATA;
-                } else if (!n->upper) {
-                        ssize_t k = frozen_getxattr(n, name, buf, size); /* frozen.c */
-                        r = (int)k;
-                } else {
-                        _cleanup_close_ int fd = xattr_fd(n);
-                        ssize_t k = fd < 0 ? -1 : xget(fd, name, buf, size);
-                        r = k < 0 ? negative_errno() : (int)k;
-                }
-                pthread_rwlock_unlock(&ws->ns_lock);
+                _cleanup_close_ int fd = xattr_fd(n);
+                r = fd < 0 ? -1 : xget(fd, name, buf, size);
+                if (r < 0)
+                        r = negative_errno();
         }
+        pthread_rwlock_unlock(&ws->ns_lock);
+        return r;
+}
+
+/* The one reply of getxattr and listxattr: r bytes of buf, or its size alone when asked 0. */
+static void xattr_reply(fuse_req_t req, ssize_t r, const char *buf, size_t size)
+{
         if (r < 0)
-                fuse_reply_err(req, -r);
+                fuse_reply_err(req, (int)-r);
         else if (size == 0)
                 fuse_reply_xattr(req, (size_t)r);
         else
                 fuse_reply_buf(req, buf, (size_t)r);
 }
 
-void ops_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+void ops_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
         struct fs_workspace *ws = req_ws(req);
-        struct node *n = ino_node(ws, ino);
-        _cleanup_free_ char *buf = NULL;
+        _cleanup_free_ char *buf = size ? malloc(size) : NULL;
+        ssize_t r = size && !buf ? -ENOMEM : do_getxattr(ws, ino_node(ws, ino), name, buf, size);
+
+        xattr_reply(req, r, buf, size);
+}
+
+/* The user.* names' length, or a negative errno; the names into buf (XATTR_LIST_MAX). */
+static ssize_t do_listxattr(struct fs_workspace *ws, struct node *n, char *buf, size_t size)
+{
         ssize_t k = 0;
         size_t len;
 
-        if (n->kind == NODE_SYNTH || n->kind == NODE_CTL) {
-                if (size)
-                        fuse_reply_buf(req, NULL, 0);
-                else
-                        fuse_reply_xattr(req, 0);
-                return;
-        }
+        if (n->kind == NODE_SYNTH || n->kind == NODE_CTL)
+                return 0;
         /* List everything, then filter: the caller's size applies to the filtered list. */
-        buf = malloc(65536);
-        if (!buf) {
-                fuse_reply_err(req, ENOMEM);
-                return;
-        }
         if (n->kind == NODE_MIRROR) {
-                k = mirror_listxattr(n, buf, 65536);
+                k = mirror_listxattr(n, buf, XATTR_LIST_MAX);
         } else {
                 pthread_rwlock_rdlock(&ws->ns_lock);
                 if (n->upper && !S_ISLNK(n->type)) {
                         _cleanup_close_ int fd = xattr_fd(n);
-                        k = fd < 0 ? -1 : xlist(fd, buf, 65536);
+                        k = fd < 0 ? -1 : xlist(fd, buf, XATTR_LIST_MAX);
                         if (k < 0)
                                 k = negative_errno();
                 } else if (n->has_lower && n->lower.fz && !S_ISLNK(n->type)) {
-                        k = frozen_listxattr(n, buf, 65536);
+                        k = frozen_listxattr(n, buf, XATTR_LIST_MAX);
                 }
                 pthread_rwlock_unlock(&ws->ns_lock);
         }
-        if (k < 0) {
-                fuse_reply_err(req, (int)-k);
-                return;
-        }
+        if (k < 0)
+                return k;
         len = filter_user(buf, (size_t)k);
-        if (size == 0)
-                fuse_reply_xattr(req, len);
-        else if (len > size)
-                fuse_reply_err(req, ERANGE);
-        else
-                fuse_reply_buf(req, buf, len);
+        return size && len > size ? -ERANGE : (ssize_t)len;
+}
+
+void ops_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+        struct fs_workspace *ws = req_ws(req);
+        _cleanup_free_ char *buf = malloc(XATTR_LIST_MAX);
+        ssize_t r = buf ? do_listxattr(ws, ino_node(ws, ino), buf, size) : -ENOMEM;
+
+        xattr_reply(req, r, buf, size);
 }
 
 /*
