@@ -439,30 +439,16 @@ static size_t add_entry(fuse_req_t req, struct fs_workspace *ws, struct node *di
         return fuse_add_direntry_plus(req, buf, room, e->name, &ep, (off_t)e->off);
 }
 
-static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                       struct fuse_file_info *fi, bool plus)
+/* A listing's entries from off into buf (size bytes): *ret_pos of them, or a negative errno. */
+static int readdir_fill(fuse_req_t req, struct fs_workspace *ws, struct node *dir, struct handle *h,
+                        char *buf, size_t size, off_t off, bool plus, size_t *ret_pos)
 {
-        struct fs_workspace *ws = req_ws(req);
-        struct handle *h = fi_handle(fi);
-        struct node *dir = ino_node(ws, ino);
-        _cleanup_free_ char *buf = NULL;
         size_t pos = 0, i;
 
-        if (off < 0) {
-                fuse_reply_err(req, EINVAL);
-                return;
-        }
-        buf = malloc(size);
-        if (!buf) {
-                fuse_reply_err(req, ENOMEM);
-                return;
-        }
         if (listing_stale(ws, dir, h, off)) {
                 int r = list_dir(ws, dir, h);
-                if (r < 0) {
-                        fuse_reply_err(req, -r);
-                        return;
-                }
+                if (r < 0)
+                        return r;
         }
         /* "." and "..": the attributes readdirplus gives them are not used. */
         for (off_t k = off; k < COOKIE_DOTDOT; k++) {
@@ -501,7 +487,25 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                 }
         }
 reply:
-        fuse_reply_buf(req, buf, pos);
+        *ret_pos = pos;
+        return 0;
+}
+
+static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                       struct fuse_file_info *fi, bool plus)
+{
+        struct fs_workspace *ws = req_ws(req);
+        _cleanup_free_ char *buf = off < 0 ? NULL : malloc(size);
+        size_t pos = 0;
+        int r = off < 0 ? -EINVAL
+                : !buf  ? -ENOMEM
+                        : readdir_fill(req, ws, ino_node(ws, ino), fi_handle(fi), buf, size, off,
+                                       plus, &pos);
+
+        if (r < 0)
+                fuse_reply_err(req, -r);
+        else
+                fuse_reply_buf(req, buf, pos);
 }
 
 void ops_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)

@@ -221,25 +221,17 @@ static int xattr_change_charged(struct fs_workspace *ws, int fd, const char *nam
         return 0;
 }
 
-static void change_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
-                         size_t size, int flags, bool remove)
+static int do_change_xattr(fuse_req_t req, struct fs_workspace *ws, struct node *n,
+                           const char *name, const char *value, size_t size, int flags, bool remove)
 {
-        struct fs_workspace *ws = req_ws(req);
-        struct node *n = ino_node(ws, ino);
         int r;
 
-        if (n->kind != NODE_COW) {
-                fuse_reply_err(req, EROFS);
-                return;
-        }
-        if (!startswith(name, "user.")) {
-                fuse_reply_err(req, EOPNOTSUPP);
-                return;
-        }
-        if (S_ISLNK(n->type)) {
-                fuse_reply_err(req, EPERM); /* as ext4: no user.* on symlinks */
-                return;
-        }
+        if (n->kind != NODE_COW)
+                return -EROFS;
+        if (!startswith(name, "user."))
+                return -EOPNOTSUPP;
+        if (S_ISLNK(n->type))
+                return -EPERM; /* as ext4: no user.* on symlinks */
         pthread_rwlock_wrlock(&ws->ns_lock);
         if (remove && !n->upper && !(n->has_lower && n->lower.fz)) {
                 r = -ENODATA;
@@ -264,7 +256,16 @@ static void change_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, const
                                 &(struct journal_entry){.name = name, .uid = -1, .gid = -1});
 out:
         pthread_rwlock_unlock(&ws->ns_lock);
-        fuse_reply_err(req, -r);
+        return r;
+}
+
+static void change_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                         size_t size, int flags, bool remove)
+{
+        struct fs_workspace *ws = req_ws(req);
+
+        fuse_reply_err(req, -do_change_xattr(req, ws, ino_node(ws, ino), name, value, size, flags,
+                                             remove));
 }
 
 void ops_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value, size_t size,
