@@ -177,7 +177,7 @@ static void dir_free(struct lower *l)
         free(l);
 }
 
-const struct lower_ops lower_dir_ops = {
+static const struct lower_ops lower_dir_ops = {
         .root = dir_root,
         .child = dir_child,
         .lookup_path = dir_lookup_path,

@@ -824,7 +824,7 @@ static int git_read_small(struct lower *l, struct lower_entry *e, size_t max, ch
         return git_read_file(l, e, ret, ret_len);
 }
 
-const struct lower_ops lower_git_ops = {
+static const struct lower_ops lower_git_ops = {
         .git = true,
         .root = git_root,
         .child = git_child,

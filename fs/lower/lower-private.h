@@ -68,4 +68,3 @@ struct frozen_layer {
 };
 void lower_frozen_layer_unref(struct frozen_layer *f);
 
-extern const struct lower_ops lower_git_ops, lower_dir_ops, lower_stack_ops;

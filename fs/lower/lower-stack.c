@@ -567,7 +567,7 @@ static void stack_free(struct lower *l)
         free(stack_of(l));
 }
 
-const struct lower_ops lower_stack_ops = {
+static const struct lower_ops lower_stack_ops = {
         .root = stack_root,
         .child = stack_child,
         .lookup_path = stack_lookup_path,
