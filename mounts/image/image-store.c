@@ -216,11 +216,38 @@ int image_list_json(const char *store, char **ret_json, char **ret_error)
         return *ret_json ? 0 : image_errorf(ret_error, -ENOMEM, "out of memory");
 }
 
+int image_hold(const char *store, const char *digest, int *ret_fd, char **ret_error)
+{
+        const char *hex = image_digest_hex(digest);
+        _cleanup_free_ char *record = NULL;
+        _cleanup_close_ int fd = -1;
+        struct stat held, now;
+
+        if (!hex)
+                return image_errorf(ret_error, -EINVAL,
+                                    "'%s' is not sha256:<64 lowercase hex digits>", digest);
+        if (asprintf(&record, "%s/images/%s/image.json", store, hex) < 0)
+                return -ENOMEM;
+        fd = open(record, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+        if (fd < 0)
+                return image_errorf(ret_error, negative_errno(), "image %s: %m", digest);
+        while (flock(fd, LOCK_SH) < 0)
+                if (errno != EINTR)
+                        return image_errorf(ret_error, negative_errno(), "%s: %m", record);
+        /* An rm that held it while this waited has taken it out of the store. */
+        if (fstat(fd, &held) < 0 || stat(record, &now) < 0 || held.st_ino != now.st_ino ||
+            held.st_dev != now.st_dev)
+                return image_errorf(ret_error, -ENOENT, "image %s was removed from the store",
+                                    digest);
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
 int image_remove(const char *store, const char *digest, char **ret_error)
 {
         const char *hex = image_digest_hex(digest);
-        _cleanup_free_ char *from = NULL, *to = NULL, *tmp = NULL;
-        _cleanup_close_ int lock = -1, tmpfd = -1;
+        _cleanup_free_ char *from = NULL, *to = NULL, *tmp = NULL, *record = NULL;
+        _cleanup_close_ int lock = -1, tmpfd = -1, held = -1;
         int r;
 
         if (!hex)
@@ -230,8 +257,16 @@ int image_remove(const char *store, const char *digest, char **ret_error)
         if (r < 0)
                 return r == -ENOENT ? image_errorf(ret_error, -ENOENT, "no store at %s", store) : r;
         if (asprintf(&from, "%s/images/%s", store, hex) < 0 ||
-            asprintf(&tmp, "%s/tmp", store) < 0 || asprintf(&to, "%s/rm-%s", tmp, hex) < 0)
+            asprintf(&tmp, "%s/tmp", store) < 0 || asprintf(&to, "%s/rm-%s", tmp, hex) < 0 ||
+            asprintf(&record, "%s/image.json", from) < 0)
                 return -ENOMEM;
+        /* Not from under a sandbox that runs on it (image_hold); and none takes it meanwhile. */
+        held = open(record, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+        if (held >= 0 && flock(held, LOCK_EX | LOCK_NB) < 0)
+                return image_errorf(ret_error, errno == EWOULDBLOCK ? -EBUSY : negative_errno(),
+                                    "image %s is in use by a run (cloister run, shell or "
+                                    "run_command): refused; remove it once the run ends",
+                                    digest);
         /* Out of sight in one step; then removed at leisure. */
         if (rename(from, to) < 0)
                 return image_errorf(ret_error, negative_errno(), "image %s: %m", digest);

@@ -77,7 +77,7 @@ int image_workspace_state_write(const struct config *c, const char *digest)
 }
 
 int image_workspace_resolve(const struct config *c, char **ret_root, char **ret_digest,
-                            char **ret_error)
+                            int *ret_hold, char **ret_error)
 {
         _cleanup_free_ char *store = NULL, *root = NULL, *digest = NULL;
         char recorded[IMAGE_DIGEST_LEN + 1];
@@ -108,6 +108,9 @@ int image_workspace_resolve(const struct config *c, char **ret_root, char **ret_
         r = image_lookup(store, digest, &root, NULL, ret_error);
         if (r < 0)
                 return image_errorf(ret_error, r, "%s: [image]: %s", c->file, strerror(-r));
+        r = image_hold(store, digest, ret_hold, ret_error);
+        if (r < 0)
+                return r;
         *ret_root = TAKE_PTR(root);
         *ret_digest = TAKE_PTR(digest);
         return 0;

@@ -77,7 +77,14 @@ int image_resolve(const char *store, const char *arg, char **ret_digest, char **
  */
 int image_list_json(const char *store, char **ret_json, char **ret_error);
 
-/* Remove an image (its root and record; its layers stay until gc). */
+/*
+ * Hold the stored image DIGEST for a run: *ret_fd, a shared lock on its
+ * record, kept open (O_CLOEXEC) for as long as the sandbox runs on it.
+ * -ENOENT if it is not there, or was removed while this waited.
+ */
+int image_hold(const char *store, const char *digest, int *ret_fd, char **ret_error);
+
+/* Remove an image (its root and record; its layers stay until gc); -EBUSY while a run holds it. */
 int image_remove(const char *store, const char *digest, char **ret_error);
 
 /*
@@ -88,15 +95,16 @@ int image_gc(const char *store, char **ret_json, char **ret_error);
 
 /*
  * A workspace's [image] (image-workspace.c). resolve: the root and digest
- * `cloister run` uses (both NULL without [image]); refused when the image
- * is not in the store, or when [image] digest and the digest the last
- * mount imported differ (both named). import: what `cloister mount` does,
+ * `cloister run` uses (both NULL without [image]), and *ret_hold the
+ * image held for the run (image_hold; left alone without [image]);
+ * refused when the image is not in the store, or when [image] digest and
+ * the digest the last mount imported differ (both named). import: what `cloister mount` does,
  * import source unless the store holds [image] digest, refuse a source
  * whose digest is not [image] digest, and record the digest in the state.
  */
 struct config;
 int image_workspace_resolve(const struct config *c, char **ret_root, char **ret_digest,
-                            char **ret_error);
+                            int *ret_hold, char **ret_error);
 int image_workspace_import(const struct config *c, char **ret_digest, char **ret_error);
 int image_workspace_state_write(const struct config *c, const char *digest);
 /* The digest a workspace runs on: [image] digest, else the last mount's; -ENOENT: none. */

@@ -519,6 +519,8 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
                 .stderr_fd = o->stderr_fd,
         };
         _cleanup_free_ char *proxy_socket = NULL, *image_root = NULL, *image_digest = NULL;
+        /* [image]: held while the sandbox runs on it, so that `image rm` refuses (image_hold). */
+        _cleanup_close_ int image_hold = -1;
         sigset_t mask, old;
         struct daemon broker = {"broker", "broker", NULL, -1, -1, -1};
         struct daemon egress = {"proxy", "egress proxy", NULL, -1, -1, -1};
@@ -629,7 +631,7 @@ int sandbox_session_run(const struct sandbox_session_options *o, struct sandbox_
                 goto out;
         sandbox_trace("mounted");
         /* [image]: imported by the mount; here only found, and checked against the config. */
-        r = image_workspace_resolve(c, &image_root, &image_digest, ret_error);
+        r = image_workspace_resolve(c, &image_root, &image_digest, &image_hold, ret_error);
         if (r < 0)
                 goto out;
         so.image_root = image_root;

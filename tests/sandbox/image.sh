@@ -114,4 +114,24 @@ is the_hundred_add_no_layer "$(find "$S/layers" -mindepth 1 -maxdepth 1 | wc -l)
 is the_hundred_add_no_inode_to_the_store "$(find "$S" -xdev | wc -l)" "$before_inodes"
 is the_store_holds_two_images "$(find "$S/images" -mindepth 1 -maxdepth 1 | wc -l)" 2
 
+# --- an image is not removed from under a run -------------------------------
+# The run holds its image (a shared lock on the record) until it ends.
+crun "$CFG_A" -- sh -c 'touch /workspace/held; while [ ! -e /workspace/go2 ]; do sleep 0.1; done' \
+        >/dev/null 2>&1 &
+ph=$!
+for _ in $(seq 600); do
+        [ -e "$T/a/mnt/workspace/held" ] && break
+        sleep 0.1
+done
+err=$("$CLOISTER" image rm "$da" 2>&1)
+rc=$?
+[ "$rc" != 0 ] && [ -d "$S/images/${da#sha256:}/root/bin" ] && ok image_rm_refuses_an_image_a_run_is_on ||
+        not_ok image_rm_refuses_an_image_a_run_is_on "rc $rc: $err"
+contains and_says_a_run_holds_it "$err" "in use by a run"
+echo go >"$T/a/mnt/workspace/go2"
+wait "$ph"
+out=$("$CLOISTER" image rm "$da" 2>&1)
+[ $? = 0 ] && [ ! -e "$S/images/${da#sha256:}" ] && ok once_the_run_ended_rm_removes_it ||
+        not_ok once_the_run_ended_rm_removes_it "$out"
+
 done_testing
