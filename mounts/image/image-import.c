@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -316,7 +317,7 @@ int image_build_debian(const char *store, const char *suite, const char *package
         _cleanup_free_ char *work = NULL, *root = NULL, *include = NULL, *epoch = NULL,
                             *source = NULL;
         struct image_limits bits = *l;
-        _cleanup_close_ int lock = -1, tmpfd = -1;
+        _cleanup_close_ int lock = -1, tmpfd = -1, workfd = -1;
         pid_t pid;
         int status, r;
 
@@ -330,6 +331,14 @@ int image_build_debian(const char *store, const char *suite, const char *package
                 return -ENOMEM;
         if (!mkdtemp(work))
                 return image_errorf(ret_error, negative_errno(), "%s: %m", work);
+        /* The store's lock is let go for the minutes mmdebstrap takes; the work
+         * directory's own lock keeps a gc meanwhile from sweeping it away. */
+        workfd = open(work, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (workfd < 0 || flock(workfd, LOCK_EX) < 0) {
+                r = image_errorf(ret_error, negative_errno(), "%s: %m", work);
+                (void)rmdir(work);
+                return r;
+        }
         safe_close(TAKE_FD(lock)); /* the import takes it again */
         if (asprintf(&root, "%s/root", work) < 0 ||
             asprintf(&include, "--include=%s", packages ? packages : "") < 0 ||

@@ -293,6 +293,15 @@ static void record_refs(json_t *rec, json_t *blobs, json_t *layers)
                         json_object_set_new(layers, h, json_true());
 }
 
+/* Whether name (in dirfd) is a directory that its maker holds locked (flock), as a build does. */
+static bool busy_at(int dirfd, const char *name)
+{
+        _cleanup_close_ int fd =
+                openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+        return fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) < 0 && errno == EWOULDBLOCK;
+}
+
 static int sweep(const char *store, const char *sub, json_t *keep, size_t *ret_n)
 {
         _cleanup_strv_free_ char **names = NULL;
@@ -312,6 +321,8 @@ static int sweep(const char *store, const char *sub, json_t *keep, size_t *ret_n
         for (char **n = names; *n; n++) {
                 if (keep && json_object_get(keep, *n))
                         continue;
+                if (!keep && busy_at(fd, *n))
+                        continue; /* tmp/: a build at work there (image_build_debian) */
                 r = image_rm_rf_at(fd, *n);
                 if (r < 0)
                         return r;

@@ -18,7 +18,7 @@ img() { run "$CLOISTER" image "$@"; }
 count() { find "$S/$1" -mindepth 1 -maxdepth 1 | wc -l; }
 jget() { python3 -c 'import json,sys; d=json.load(sys.stdin); print(eval(sys.argv[1]))' "$1"; }
 
-echo "1..63"
+echo "1..65"
 
 # --- OCI layout: import, the root composed --------------------------------
 cd "$tmp" || exit 1
@@ -108,6 +108,18 @@ ok $? "gc removes the layers no image uses"
 ok $? "gc removes what an unfinished import left"
 [ -d "$root/bin" ]
 ok $? "gc keeps what images use"
+# A build at work (mmdebstrap runs for minutes without the store's lock) holds
+# its directory locked: gc leaves it, and takes it once it is let go.
+mkdir -p "$S/tmp/build-busy/root"
+exec 9<"$S/tmp/build-busy"
+flock -x 9
+img gc --json
+[ "$rc" = 0 ] && [ -d "$S/tmp/build-busy/root" ] && [ "$(jget 'd["tmp"]' <<<"$out")" = 0 ]
+ok $? "gc leaves the work directory of a build at work" "$err$out"
+exec 9<&-
+img gc --json
+[ "$rc" = 0 ] && [ ! -e "$S/tmp/build-busy" ]
+ok $? "and removes it once the build let it go" "$err$out"
 
 # --- hostile archives: refused, one line, nothing left -------------------------
 hostile() { # hostile KIND REGEX [OPTIONS...]
