@@ -140,7 +140,8 @@ static bool caller_same(const struct journal_coarse *c, const struct journal_cal
         return c->result == result && c->who.uid == who->uid && c->who.gid == who->gid &&
                c->who.in_sandbox == who->in_sandbox &&
                (!who->in_sandbox || c->who.sandbox_uid == who->sandbox_uid) &&
-               streq_ptr(c->have_comm ? c->comm : NULL, comm);
+               streq_ptr(c->have_comm ? c->comm : NULL, comm) &&
+               streq(c->who.run_cgroup, who->run_cgroup);
 }
 
 static int coarse_new(journal *j, const struct journal_caller *who, const struct journal_entry *e,

@@ -137,6 +137,8 @@ int journal_entry_caller(json_t *o, const struct journal_caller *who, const char
 int journal_json_set_name(json_t *o, const char *key, const char *value);
 int journal_json_set_int(json_t *o, const char *key, json_int_t v);
 bool journal_comm_read(pid_t pid, char *buf, size_t size);
+/* journal-cgroup.c: who->run_cgroup's value (false: none); an answer is kept a window per pid. */
+bool journal_cgroup_read(pid_t pid, char *buf, size_t size);
 struct timespec journal_deadline_in(unsigned ms);
 bool journal_timespec_before(const struct timespec *a, const struct timespec *b);
 void journal_flusher_wake(journal *j);

@@ -295,6 +295,8 @@ int journal_pending_write_add(journal *j, const struct journal_caller *who,
         if (who)
                 p->who = *who;
         p->have_comm = journal_comm_read(pid, p->comm, sizeof(p->comm));
+        p->who.run_cgroup[0] = 0;
+        (void)journal_cgroup_read(pid, p->who.run_cgroup, sizeof(p->who.run_cgroup));
         p->offset = e->offset;
         p->end = end;
         p->count = 1;
@@ -306,7 +308,8 @@ static bool caller_eq(const struct journal_caller *a, const char *comm_a,
                       const struct journal_caller *b, const char *comm_b)
 {
         return a->uid == b->uid && a->gid == b->gid && a->in_sandbox == b->in_sandbox &&
-               (!a->in_sandbox || a->sandbox_uid == b->sandbox_uid) && streq_ptr(comm_a, comm_b);
+               (!a->in_sandbox || a->sandbox_uid == b->sandbox_uid) && streq_ptr(comm_a, comm_b) &&
+               streq(a->run_cgroup, b->run_cgroup);
 }
 
 static int make_hold(journal *j, const struct journal_caller *who, const struct journal_entry *e,

@@ -410,6 +410,7 @@ int journal_reader_next(journal_reader *r, struct journal_record *ret)
                 .path2 = exact_name(r, o, "path2", 1),
                 .name = exact_name(r, o, "name", 2),
                 .comm = str_field(o, "comm"),
+                .run_cgroup = str_field(o, "run_cgroup"),
                 .pid = int_field(o, "pid", 0),
                 .uid = int_field(o, "uid", -1),
                 .sandbox_uid = int_field(o, "sandbox_uid", -1),

@@ -516,7 +516,8 @@ static void sum_line(struct tree_sum *t, json_t *o, const char *s, size_t len, b
 static char *sum_line_build(struct tree_sum *t)
 {
         static const char *const keep[] = {"time", "op", "path", "path_hex"};
-        static const char *const caller[] = {"result", "pid", "uid", "gid", "sandbox_uid", "comm"};
+        static const char *const caller[] = {"result",      "pid",  "uid",       "gid",
+                                             "sandbox_uid", "comm", "run_cgroup"};
         _cleanup_(json_decrefp) json_t *o = json_object();
         unsigned char h[crypto_hash_sha256_BYTES];
         char hex[2 * sizeof(h) + 1];

@@ -426,6 +426,9 @@ int journal_entry_caller(json_t *o, const struct journal_caller *who, const char
                 r = json_object_set_new(o, "comm", comm ? json_string(comm) : json_null()) < 0
                             ? -ENOMEM
                             : 0;
+        if (r == 0 && who && who->run_cgroup[0])
+                r = json_object_set_new(o, "run_cgroup", json_string(who->run_cgroup)) < 0 ? -ENOMEM
+                                                                                           : 0;
         return r;
 }
 
@@ -810,20 +813,29 @@ int journal_append(journal *j, const struct journal_caller *who, const struct jo
 {
         _cleanup_(json_decrefp) json_t *o = NULL;
         _cleanup_free_ char *sig = NULL;
+        struct journal_caller me = {0};
         char comm[32];
         bool have_comm;
         int r;
 
         if (!j || !e || !e->path || !journal_op_to_string(e->op))
                 return -EINVAL;
+        /* The caller's, with its run's cgroup as /proc says it (never the caller's word). */
+        if (who) {
+                me = *who;
+                me.run_cgroup[0] = 0;
+                who = &me;
+        }
         if (e->op == JOURNAL_WRITE && e->result == 0) {
                 pthread_mutex_lock(&j->lock);
                 /* Due entries first: nothing waits longer than its window, however busy we are. */
                 (void)flush_due(j);
                 if (j->coarse) {
-                        have_comm = journal_comm_read(who ? who->pid : 0, comm, sizeof(comm));
+                        have_comm = journal_comm_read(me.pid, comm, sizeof(comm));
+                        (void)journal_cgroup_read(me.pid, me.run_cgroup, sizeof(me.run_cgroup));
                         r = journal_coarse_add(j, who, e, have_comm ? comm : NULL);
                 } else {
+                        /* Reads comm and cgroup only for a new entry, not for a merged write. */
                         r = journal_pending_write_add(j, who, e);
                 }
                 soft_check(j);
@@ -831,7 +843,8 @@ int journal_append(journal *j, const struct journal_caller *who, const struct jo
                 return r;
         }
         /* Build outside the lock: reading /proc and serializing need no shared state. */
-        have_comm = journal_comm_read(who ? who->pid : 0, comm, sizeof(comm));
+        have_comm = journal_comm_read(me.pid, comm, sizeof(comm));
+        (void)journal_cgroup_read(me.pid, me.run_cgroup, sizeof(me.run_cgroup));
         r = entry_build(who, e, have_comm ? comm : NULL, &o);
         if (r < 0)
                 return r;

@@ -34,14 +34,32 @@ enum journal_op {
         JOURNAL_MKNOD,
 };
 
-/* Who asked: from fuse_req_ctx(); comm is read from /proc/PID/comm by the journal. */
+/* "cloister-" and two numbers of at most 10 digits, and the NUL. */
+#define JOURNAL_CGROUP_MAX 32
+
+/*
+ * Who asked: from fuse_req_ctx(); comm is read from /proc/PID/comm by the
+ * journal, and run_cgroup from /proc/PID/cgroup (journal-cgroup.c): what a
+ * caller puts there is overwritten.
+ */
 struct journal_caller {
         pid_t pid;
         uid_t uid; /* on the host */
         gid_t gid;
         bool in_sandbox;   /* uid is the agent's sandbox identity (a root-run sandbox) */
         uid_t sandbox_uid; /* then: the agent's uid inside the sandbox */
+        /* The run's cgroup the process is in ("cloister-PID-SEQ"), "" if none: "run_cgroup". */
+        char run_cgroup[JOURNAL_CGROUP_MAX];
 };
+
+/*
+ * The name of the cloister run's cgroup that /proc/PID/cgroup's text
+ * (len bytes) puts the process in: the last component of the v2 line's
+ * path ("0::/a/cloister-12-0"), or of the v1 pids controller's line, when
+ * it is one (cloister-DIGITS-DIGITS, shorter than JOURNAL_CGROUP_MAX).
+ * true and buf set, or false: in no such cgroup, or a line cut short.
+ */
+bool journal_cgroup_parse(const char *text, size_t len, char *buf, size_t size);
 
 struct journal_entry {
         enum journal_op op;
@@ -308,10 +326,11 @@ struct journal_record {
          * etc. when they are not UTF-8), so they may be any bytes but NUL:
          * quote them before printing (quote_fputs, lib/quote.h).
          */
-        const char *path;  /* never NULL ("" if absent) */
-        const char *path2; /* NULL if absent */
-        const char *name;  /* setxattr/removexattr: the attribute name; else NULL */
-        const char *comm;  /* NULL if the process was gone */
+        const char *path;       /* never NULL ("" if absent) */
+        const char *path2;      /* NULL if absent */
+        const char *name;       /* setxattr/removexattr: the attribute name; else NULL */
+        const char *comm;       /* NULL if the process was gone */
+        const char *run_cgroup; /* the run's cgroup (struct journal_caller), NULL if none */
         int64_t pid, uid;
         int64_t sandbox_uid; /* -1 if absent */
         int64_t result;

@@ -234,6 +234,7 @@ int run_common(const struct command *cmd, int argc, char **argv, bool interactiv
                         .bwrap_pid = res.bwrap_pid,
                         .pgid = res.pgid,
                         .runner_pid = getpid(),
+                        .cgroup = r < 0 ? NULL : res.cgroup,
                         .error = r < 0 ? (error ? error : strerror(-r)) : NULL,
                 };
                 if (ops_runlog_end(c, run_id, &rf, &why) < 0)

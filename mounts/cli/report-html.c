@@ -399,14 +399,26 @@ static void commands(struct page *p, json_t *r)
                         put(p, "; nothing ran: ");
                         text(p, str(run, "error"));
                 }
+                if (str(run, "cgroup")) {
+                        put(p, "; cgroup ");
+                        text(p, str(run, "cgroup"));
+                }
                 put(p, "</div></td><td>");
-                /* The files written while it ran: the journal's entries in its span
-                 * (in time order: the first found by bisection). */
+                /*
+                 * The files it wrote: the journal's entries in its span (in
+                 * time order: the first found by bisection) that the report
+                 * joined to it ("run", by cgroup or by time: ops-trace.c).
+                 */
+                size_t exact = 0;
                 for (j = first_at(writes, s); j < json_array_size(writes); j++) {
                         w = json_array_get(writes, j);
                         double t = json_number_value(json_object_get(w, "time"));
                         if (ended && t > e + 0.001)
                                 break;
+                        if (json_is_integer(json_object_get(w, "run")) &&
+                            num(w, "run") != (int64_t)i + 1)
+                                continue;
+                        exact += streq_ptr(str(w, "join"), "cgroup");
                         if (n++ < 20) {
                                 put(p, "<div>");
                                 text(p, str(w, "op"));
@@ -417,6 +429,11 @@ static void commands(struct page *p, json_t *r)
                 }
                 if (n > 20)
                         putf(p, "<div>\xe2\x80\xa6 %zu more</div>", n - 20);
+                if (n)
+                        putf(p, "<div class=\"meta\">%s</div>",
+                             exact == n ? "joined by its cgroup"
+                             : exact    ? "joined by its cgroup, some by time"
+                                        : "joined by time: what was written while it ran");
                 put(p, "</td></tr>\n");
         }
         put(p, "</table></details></section>\n");
@@ -436,6 +453,19 @@ static void run_list(struct page *p, json_t *runs)
                 putf(p, "%s#%" PRId64, i ? " " : "", (int64_t)json_integer_value(n));
 }
 
+/* How an attribution's commands were joined to the writes ("join", ops-trace.c). */
+static void join_note(struct page *p, json_t *o)
+{
+        const char *join = str(o, "join");
+
+        if (streq_ptr(join, "cgroup"))
+                put(p, " (by its cgroup)");
+        else if (streq_ptr(join, "time"))
+                put(p, " (by time: the command running then)");
+        else if (streq_ptr(join, "mixed"))
+                put(p, " (by cgroup, and some by time)");
+}
+
 /* The line after a hunk's "@@": the commands that wrote it, and how that is known. */
 static void hunk_writers(struct page *p, json_t *h)
 {
@@ -445,9 +475,11 @@ static void hunk_writers(struct page *p, json_t *h)
         if (streq_ptr(how, "bytes")) {
                 put(p, "written by ");
                 run_list(p, json_object_get(h, "runs"));
+                join_note(p, h);
         } else if (streq_ptr(how, "file")) {
                 put(p, "bytes not traced; the file was written by ");
                 run_list(p, json_object_get(h, "runs"));
+                join_note(p, h);
         } else {
                 put(p, "no command of the run record wrote it");
         }

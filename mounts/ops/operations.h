@@ -274,7 +274,9 @@ struct ops_runlog_finish {
         const char *stopped;                /* "timeout", "cancelled", ... or NULL */
         int64_t stdout_bytes, stderr_bytes; /* -1: not seen (run and shell pass the terminal) */
         pid_t pid, bwrap_pid, pgid;         /* sandbox_result's, 0 if unknown */
-        pid_t runner_pid;  /* the process that ran the sandbox: the net log's "run" */
+        pid_t runner_pid; /* the process that ran the sandbox: the net log's "run" */
+        /* sandbox_result's: the sandbox's own cgroup, which the journal's entries name; or NULL */
+        const char *cgroup;
         const char *error; /* nothing ran: why */
 };
 /* Wall-clock ms since the epoch. */
@@ -288,7 +290,7 @@ int ops_runlog_end(const struct config *c, const char *id, const struct ops_runl
  * The runs, verified: {"runs": [{"run", "source", "argv", "argv_cut"?,
  * "cwd", "env", "start_ms", "ended", and once ended "end_ms", "exit_code",
  * "signal", "timed_out", "stopped"?, "stdout_bytes", "stderr_bytes",
- * "pid", "bwrap_pid", "pgid", "runner_pid", "error"?}], "verified", "lines", "error"?
+ * "pid", "bwrap_pid", "pgid", "runner_pid", "cgroup"?, "error"?}], "verified", "lines", "error"?
  * (why the chain does not verify)}. No log yet: no runs, verified.
  */
 int ops_runlog_read(const struct config *c, json_t **ret, char **ret_error);
@@ -304,7 +306,8 @@ int ops_runlog_read(const struct config *c, json_t **ret, char **ret_error);
  * "lines", "error"?}, "requests_refused"}, "runs" (ops_runlog_read),
  * "changes": {"stat" (its files with "runs" and "hunks": ops_trace_annotate()), "patch"}
  * (ops_diff_since), "journal": {"present",
- * "complete", "detail", "writes": [{"time", "op", "path", "pid", "comm"}],
+ * "complete", "detail", "writes": [{"time", "op", "path", "pid", "comm", "run_cgroup"?,
+ * "run" (1-based in runs, null: none), "join"? ("cgroup" or "time")}],
  * "entries", "more"}, "net" and "tokens": {"lines", "more", "refused"} (the
  * net.jsonl and audit.jsonl lines), "checkpoints" (ops_checkpoint_list)}.
  * since: a checkpoint; runs, writes and lines before it are left out, and
@@ -323,7 +326,10 @@ int ops_report(const struct config *c, const char *config_path, const char *sinc
  * with hunks (ops_review_json_full()) "runs" (every command that touched
  * it) and on each hunk "runs" and "traced": "bytes" (the commands whose
  * writes put its changed bytes there), "file" (not known to the byte: the
- * file's commands instead) or "none".
+ * file's commands instead) or "none"; and on both, where they name a
+ * command, "join": how the writes were joined to their commands, "cgroup"
+ * (exactly: the run's own cgroup), "time" (the run whose span held the
+ * write) or "mixed".
  */
 struct journal_record;
 typedef struct ops_trace ops_trace;
@@ -334,6 +340,11 @@ static inline void ops_trace_freep(ops_trace **t)
         ops_trace_free(*t);
 }
 void ops_trace_feed(ops_trace *t, const struct journal_record *rec);
+/*
+ * The command (1-based in runs; 0: none) that made a journal entry, and
+ * whether it was joined by the run's cgroup (*ret_exact) or by time.
+ */
+uint32_t ops_trace_run_of(ops_trace *t, const struct journal_record *rec, bool *ret_exact);
 void ops_trace_annotate(ops_trace *t, json_t *stat);
 
 /* n bytes as a JSON string: invalid UTF-8 as U+FFFD, NUL as a space. */

@@ -26,6 +26,7 @@
 #include "broker/audit.h"
 #include "config.h"
 #include "journal.h"
+#include "layers.h"
 #include "operations.h"
 #include "proxy/proxy.h"
 #include "lib/util.h"
@@ -98,6 +99,7 @@ static json_t *journal_summary(const struct config *c, double since, ops_trace *
 {
         _cleanup_close_ int dfd = -1;
         journal_reader *rd = NULL;
+        _cleanup_free_ char *held = NULL;
         struct journal_record rec;
         json_t *writes = json_array(), *o;
         size_t total = 0, more = 0;
@@ -105,6 +107,17 @@ static json_t *journal_summary(const struct config *c, double since, ops_trace *
 
         if (!writes)
                 return NULL;
+        /*
+         * A live daemon holds entries for a moment (compaction): ask it to
+         * write them now, as `cloister log` does, so that the report reads
+         * every write of the runs it lists. No daemon: nothing is held.
+         */
+        {
+                _cleanup_free_ char *ferr = NULL;
+                int k = fs_journal_flush_online(c->workspace.state, &ferr);
+                if (k < 0 && k != -ENOENT && k != -ECONNREFUSED)
+                        held = ferr ? TAKE_PTR(ferr) : strdup(strerror(-k));
+        }
         dfd = open(c->workspace.state, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         r = dfd < 0 ? -errno : journal_reader_open(dfd, "journal.jsonl", &rd);
         if (r < 0)
@@ -127,6 +140,19 @@ static json_t *journal_summary(const struct config *c, double since, ops_trace *
                         "path", ops_json_text(rec.path, strlen(rec.path)), "pid",
                         (json_int_t)rec.pid, "comm",
                         rec.comm ? ops_json_text(rec.comm, strlen(rec.comm)) : json_null());
+                /* Its command, as the hunks' are found (ops-trace.c), and how. */
+                bool exact = false;
+                uint32_t run = trace ? ops_trace_run_of(trace, &rec, &exact) : 0;
+                if (w) {
+                        json_object_set_new(w, "run", run ? json_integer(run) : json_null());
+                        if (run)
+                                json_object_set_new(w, "join",
+                                                    json_string(exact ? "cgroup" : "time"));
+                        if (rec.run_cgroup)
+                                json_object_set_new(
+                                        w, "run_cgroup",
+                                        ops_json_text(rec.run_cgroup, strlen(rec.run_cgroup)));
+                }
                 /* A rename's new name: the file a reviewer sees changed. */
                 if (w && rec.path2)
                         json_object_set_new(w, "path2",
@@ -134,13 +160,14 @@ static json_t *journal_summary(const struct config *c, double since, ops_trace *
                 json_array_append_new(writes, w);
         }
         bool complete = r >= 0 && !journal_reader_corrupt(rd) &&
-                        !journal_reader_unclean_stops(rd) && !journal_reader_cuts(rd);
-        char detail[256];
+                        !journal_reader_unclean_stops(rd) && !journal_reader_cuts(rd) && !held;
+        char detail[512];
         snprintf(detail, sizeof(detail),
                  "%u damaged line(s), %u unclean stop(s) of the daemon, %u cut(s) at the bound, "
-                 "%u coarse session(s)",
+                 "%u coarse session(s)%s%.200s",
                  journal_reader_corrupt(rd), journal_reader_unclean_stops(rd),
-                 journal_reader_cuts(rd), journal_reader_coarse(rd));
+                 journal_reader_cuts(rd), journal_reader_coarse(rd),
+                 held ? "; the live daemon did not write what it holds: " : "", held ?: "");
         o = json_pack("{s:b, s:b, s:s, s:o, s:I, s:I}", "present", true, "complete", complete,
                       "detail", detail, "writes", writes, "entries", (json_int_t)total, "more",
                       (json_int_t)more);

@@ -276,10 +276,13 @@ static _noreturn_ void child_main(const struct ops_run_options *o, pid_t parent,
                 res.status = 125;
         if (asprintf(&line,
                      "{\"r\":%d,\"status\":%d,\"signal\":%d,\"timed_out\":%s,\"memory\":%s,"
-                     "\"processes\":%s,\"pid\":%d,\"bwrap_pid\":%d,\"pgid\":%d}\n%s\n",
+                     "\"processes\":%s,\"pid\":%d,\"bwrap_pid\":%d,\"pgid\":%d,"
+                     "\"cgroup\":\"%s\"}\n%s\n",
                      r, res.status, res.signal, res.timed_out ? "true" : "false",
                      res.memory_hit ? "true" : "false", res.processes_hit ? "true" : "false",
-                     (int)res.pid, (int)res.bwrap_pid, (int)res.pgid, error ? error : "") >= 0)
+                     (int)res.pid, (int)res.bwrap_pid, (int)res.pgid,
+                     /* cloister-PID-SEQ: digits and letters, nothing to escape */
+                     r < 0 ? "" : res.cgroup, error ? error : "") >= 0)
                 (void)!write(3, line, strlen(line));
         _exit(0);
 }
@@ -446,6 +449,7 @@ static void runlog_finish(ops_run *r)
                 .bwrap_pid = (pid_t)json_integer_value(json_object_get(line, "bwrap_pid")),
                 .pgid = (pid_t)json_integer_value(json_object_get(line, "pgid")),
                 .runner_pid = r->child,
+                .cgroup = json_string_value(json_object_get(line, "cgroup")),
                 .error = json_string_value(json_object_get(res, "error")),
         };
         (void)ops_runlog_end(r->config, r->runlog_id, &f, &ignored);

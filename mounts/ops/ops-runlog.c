@@ -6,12 +6,12 @@
  * run_command) gets two lines: "run_start" before the sandbox is built
  * (what was asked: argv, cwd, environment names, the front end) and
  * "run_end" once it is gone (exit code or signal, timed_out, output sizes,
- * the pids the host saw). Both carry the same "run" id, so a run whose end
- * was never written (its runner killed) still shows. The file is chained
- * and headed by the audit log's own code (broker/audit.c: "seq", "prev",
- * "hash", runs.head), so `cloister audit verify` and `cloister log --runs`
- * find an edited, reordered or cut line; and it is bounded by [limits]
- * runlog the same way (one audit_full line, then appends fail).
+ * the pids the host saw, and the sandbox's own cgroup, which the journal
+ * names in every entry its processes made: the report's exact join). Both carry the same "run" id,
+ * so a run whose end was never written (its runner killed) still shows. The file is chained and
+ * headed by the audit log's own code (broker/audit.c: "seq", "prev", "hash", runs.head), so
+ * `cloister audit verify` and `cloister log --runs` find an edited, reordered or cut line; and it
+ * is bounded by [limits] runlog the same way (one audit_full line, then appends fail).
  *
  * Trust: the record lives in the state directory, which the sandbox never
  * sees; everything in it that the agent chose (argv, cwd, names) is data,
@@ -205,6 +205,11 @@ int ops_runlog_end(const struct config *c, const char *id, const struct ops_runl
                 return -ENOMEM;
         if (f->runner_pid > 0)
                 json_object_set_new(e, "runner_pid", json_integer(f->runner_pid));
+        /* Known only now: made after the start line, gone with the sandbox. Ours, but
+         * bounded and checked all the same (journal_cgroup_parse's names). */
+        if (f->cgroup && *f->cgroup && strlen(f->cgroup) < 32 &&
+            strspn(f->cgroup, "cloister-0123456789") == strlen(f->cgroup))
+                json_object_set_new(e, "cgroup", json_string(f->cgroup));
         if (f->error)
                 json_object_set_new(e, "error", ops_json_text(f->error, strlen(f->error)));
         if (f->stopped)

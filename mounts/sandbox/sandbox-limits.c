@@ -387,6 +387,17 @@ void sandbox_cgroup_hits(const struct sandbox_cgroup *cg, struct sandbox_result 
         res->processes_hit = events_count(cg->path, "pids.events", "max") > 0;
 }
 
+void sandbox_cgroup_name(const struct sandbox_cgroup *cg, char *buf, size_t size)
+{
+        const char *slash = cg && cg->path ? strrchr(cg->path, '/') : NULL;
+
+        if (size)
+                buf[0] = 0;
+        /* cloister-PID-SEQ, made by cgroup_try(): always fits; a name that did not is none. */
+        if (slash && strlen(slash + 1) < size)
+                memcpy(buf, slash + 1, strlen(slash + 1) + 1);
+}
+
 void sandbox_cgroup_free(struct sandbox_cgroup *cg)
 {
         if (!cg)

@@ -176,6 +176,8 @@ int sandbox_limits_apply(const struct config *c, pid_t pid, struct sandbox_limit
                          const struct sandbox_cgroup *cg, char **ret_error);
 /* Whether the memory cap killed a process, or the pids cap refused a fork (as root). */
 void sandbox_cgroup_hits(const struct sandbox_cgroup *cg, struct sandbox_result *res);
+/* The pids cgroup's name, its path's last component (sandbox_result.cgroup); "" without one. */
+void sandbox_cgroup_name(const struct sandbox_cgroup *cg, char *buf, size_t size);
 void sandbox_cgroup_free(struct sandbox_cgroup *cg);
 
 /*

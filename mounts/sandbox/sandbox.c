@@ -486,6 +486,7 @@ int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, cha
         r = sandbox_cgroup_prepare(o->config, &cg, &cgroup_note, ret_error);
         if (r < 0)
                 goto out;
+        sandbox_cgroup_name(cg, res.cgroup, sizeof(res.cgroup));
         /* What enforces [limits] when the container's cgroup does: said on every run. */
         if (cgroup_note)
                 fprintf(stderr, "cloister run: %s\n", cgroup_note);

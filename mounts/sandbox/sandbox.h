@@ -125,6 +125,14 @@ struct sandbox_result {
          * the process group (bwrap's; 0 for a shell, which keeps ours).
          */
         pid_t bwrap_pid, pid, pgid;
+        /*
+         * The name of the sandbox's own pids cgroup (cloister-PID-SEQ, the
+         * last component of its path), "" if it had none (not root-run, or
+         * [limits] cgroup = container). Every process of the command is in
+         * it, and the journal names it in each entry ("run_cgroup"): the
+         * run record's end keeps it ("cgroup"), so the report joins the two.
+         */
+        char cgroup[32];
 };
 int sandbox_run(const struct sandbox_options *o, struct sandbox_result *ret, char **ret_error);
 

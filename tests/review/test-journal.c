@@ -699,6 +699,78 @@ START_TEST(time_parse_accepts_what_the_writer_writes_only)
 }
 END_TEST
 
+/* /proc/PID/cgroup's text: the cloister run's cgroup it names, or "-". */
+static const char *cgroup_of(const char *text)
+{
+        static char buf[JOURNAL_CGROUP_MAX];
+
+        return journal_cgroup_parse(text, strlen(text), buf, sizeof(buf)) ? buf : "-";
+}
+
+START_TEST(cgroup_of_a_writer_is_its_runs_cgroup_name_or_none)
+{
+        /* v2: the one line, its path's last component. */
+        ck_assert_str_eq(cgroup_of("0::/cloister/cloister-123-0\n"), "cloister-123-0");
+        ck_assert_str_eq(cgroup_of("0::/user.slice/x.scope/cloister-4194304-17\n"),
+                         "cloister-4194304-17");
+        /* v1: the pids controller's line, whatever the others say. */
+        ck_assert_str_eq(cgroup_of("12:memory:/cloister-9-1\n11:cpu,cpuacct:/\n"
+                                   "10:pids:/docker/abc/cloister-9-0\n1:name=systemd:/x\n"),
+                         "cloister-9-0");
+        ck_assert_str_eq(cgroup_of("3:blkio,pids:/cloister-9-2\n"), "cloister-9-2");
+        /* A hybrid host: v2 holds no controller, the v1 pids line does. */
+        ck_assert_str_eq(cgroup_of("5:pids:/cloister-7-0\n0::/user.slice\n"), "cloister-7-0");
+        /* Not a run's: a host process, a look-alike, a memory cgroup only, a deeper path. */
+        ck_assert_str_eq(cgroup_of("0::/user.slice/session-1.scope\n"), "-");
+        ck_assert_str_eq(cgroup_of("0::/cloister\n"), "-");
+        ck_assert_str_eq(cgroup_of("0::/cloister-12\n"), "-");
+        ck_assert_str_eq(cgroup_of("0::/cloister-12-\n"), "-");
+        ck_assert_str_eq(cgroup_of("0::/cloister-1x-0\n"), "-");
+        ck_assert_str_eq(cgroup_of("0::/cloister-1-0-2\n"), "-");
+        ck_assert_str_eq(cgroup_of("0::/cloister-12345678901-0\n"), "-");
+        ck_assert_str_eq(cgroup_of("0::/cloister-1-0/sub\n"), "-");
+        ck_assert_str_eq(cgroup_of("4:memory:/cloister-1-1\n"), "-");
+        ck_assert_str_eq(cgroup_of("1:name=pids:/cloister-1-1\n"), "-");
+        ck_assert_str_eq(cgroup_of(""), "-");
+        ck_assert_str_eq(cgroup_of("garbage\n"), "-");
+        /* A line cut short (no newline: the read's bound) is no answer. */
+        ck_assert_str_eq(cgroup_of("0::/cloister-1-0"), "-");
+        /* An over-long line, even one that ends in a run's name: none. */
+        size_t n = 8192;
+        char *long_line = malloc(n + 64);
+        ck_assert_ptr_nonnull(long_line);
+        memcpy(long_line, "0::/", 4);
+        memset(long_line + 4, 'a', n);
+        strcpy(long_line + 4 + n, "/cloister-1-0\n");
+        ck_assert_str_eq(cgroup_of(long_line), "-");
+        free(long_line);
+        /* A buffer too small for the name: none, nothing cut. */
+        char small[8];
+        ck_assert(!journal_cgroup_parse("0::/cloister-1-0\n", 17, small, sizeof(small)));
+}
+END_TEST
+
+START_TEST(an_entry_names_the_cgroup_of_its_writer_only_if_a_runs)
+{
+        struct journal_caller who = me();
+        journal *j = NULL;
+        json_t *last = NULL;
+
+        /* Whatever the caller says: the journal reads /proc. This test is in no run's cgroup. */
+        snprintf(who.run_cgroup, sizeof(who.run_cgroup), "cloister-1-0");
+        ck_assert_int_eq(journal_open(dirfd_, "journal.jsonl", 0, NULL, &j), 0);
+        ck_assert_int_eq(journal_append(j, &who,
+                                        &(struct journal_entry){.op = JOURNAL_MKDIR,
+                                                                .path = "/workspace/d",
+                                                                .mode = 0755}),
+                         0);
+        journal_free(j);
+        ck_assert_uint_eq(read_all(NULL, NULL, &last, NULL, NULL), 1);
+        ck_assert_ptr_null(json_object_get(last, "run_cgroup"));
+        json_decref(last);
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("journal");
@@ -724,6 +796,8 @@ int main(void)
         tcase_add_test(tc, repeats_of_one_operation_become_entries_with_a_count);
         tcase_add_test(tc, bound_cuts_the_journal_with_one_mark_and_refuses_what_follows);
         tcase_add_test(tc, stop_without_the_close_mark_is_reported_and_a_live_writer_is_not);
+        tcase_add_test(tc, cgroup_of_a_writer_is_its_runs_cgroup_name_or_none);
+        tcase_add_test(tc, an_entry_names_the_cgroup_of_its_writer_only_if_a_runs);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

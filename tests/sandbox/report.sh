@@ -92,10 +92,10 @@ contains hunk_traced_to_command "$html" "<code>hostile.txt</code></td><td>added<
 
 # Each hunk names the command whose writes put its bytes there.
 nums=$(sed -n '/^<details class="file"><summary><code>diff --git a\/nums.txt/,/<\/details>/p' "$T/r.html")
-contains first_hunk_written_by_its_command "$nums" $'@@ -1,5 +1,4 @@</span>\n<span class="who">written by #5</span>'
-contains middle_hunk_written_by_its_command "$nums" $'@@ -47,8 +46,7 @@</span>\n<span class="who">written by #6</span>'
-contains appended_hunk_written_by_its_command "$nums" $'@@ -98,3 +96,4 @@</span>\n<span class="who">written by #7</span>'
-contains renamed_over_file_traced_to_sed "$html" $'@@ -1 +1 @@</span>\n<span class="who">written by #8</span>'
+contains first_hunk_written_by_its_command "$nums" $'@@ -1,5 +1,4 @@</span>\n<span class="who">written by #5 (by'
+contains middle_hunk_written_by_its_command "$nums" $'@@ -47,8 +46,7 @@</span>\n<span class="who">written by #6 (by'
+contains appended_hunk_written_by_its_command "$nums" $'@@ -98,3 +96,4 @@</span>\n<span class="who">written by #7 (by'
+contains renamed_over_file_traced_to_sed "$html" $'@@ -1 +1 @@</span>\n<span class="who">written by #8 (by'
 contains file_index_names_all_its_writers "$html" "<code>nums.txt</code></td><td>modified</td><td class=\"add\">3</td><td class=\"del\">4</td><td>#5 #6 #7</td>"
 
 # Scale: 10,000 changed files and a 1 GiB file, within the default bound.

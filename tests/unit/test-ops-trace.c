@@ -187,6 +187,68 @@ START_TEST(paths_outside_the_repository_are_not_followed)
 }
 END_TEST
 
+/* One write at time t by a process of cgroup (NULL: none). */
+static void write_in(double t, const char *path, int off, int len, const char *cgroup)
+{
+        json_t *o = json_pack("{s:i, s:i}", "offset", off, "length", len);
+        struct journal_record rec = {
+                .time = t, .op = "write", .path = path, .json = o, .run_cgroup = cgroup};
+
+        ops_trace_feed(trace, &rec);
+        json_decref(o);
+}
+
+static const char *hunk_join(json_t *stat, size_t i)
+{
+        json_t *h = json_array_get(
+                json_object_get(json_array_get(json_object_get(stat, "files"), 0), "hunks"), i);
+        return json_string_value(json_object_get(h, "join")) ?: "-";
+}
+
+START_TEST(overlapping_runs_get_their_writes_by_cgroup_others_by_time)
+{
+        /*
+         * #4 (cgroup-4-0) and #5 (cgroup-5-0) overlap, #5 started last;
+         * #6 has no cgroup (an unprivileged run) and overlaps #5's end.
+         * #1-#3 (setup()) are replaced.
+         */
+        ops_trace_free(trace);
+        json_decref(runs);
+        runs = json_pack("[{s:i, s:i, s:b, s:s}, {s:i, s:i, s:b, s:s}, {s:i, s:i, s:b}]",
+                         "start_ms", 10000, "end_ms", 40000, "ended", 1, "cgroup", "cloister-4-0",
+                         "start_ms", 20000, "end_ms", 50000, "ended", 1, "cgroup", "cloister-5-0",
+                         "start_ms", 45000, "end_ms", 60000, "ended", 1);
+        ck_assert_int_eq(ops_trace_new("/workspace", runs, &trace), 0);
+        /* While both run: each its own, though a time join would give both to #2. */
+        write_in(30, "/workspace/a.c", 0, 10, "cloister-4-0");
+        write_in(31, "/workspace/a.c", 10, 10, "cloister-5-0");
+        /* A writer in no cgroup while #2 and #3 run: by time, the latest started. */
+        write_in(47, "/workspace/a.c", 20, 10, NULL);
+        /* A cgroup no listed run has (a run before --since, its end lost): by time, but
+         * never a run of another cgroup: #3 (no cgroup) at 55, none at 35. */
+        write_in(55, "/workspace/a.c", 30, 10, "cloister-9-0");
+        write_in(35, "/workspace/a.c", 40, 10, "cloister-9-0");
+        /* A cgroup whose name came back later (a runner's pid reused): its time tells. */
+        write_in(5, "/workspace/a.c", 50, 10, "cloister-5-0");
+        json_t *stat =
+                annotate("a.c", (int[]){0, 10, 10, 20, 20, 30, 30, 40, 40, 50, 50, 60, 0, 20}, 7);
+        ck_assert_str_eq(hunk_runs(stat, 0), "bytes: #1");
+        ck_assert_str_eq(hunk_join(stat, 0), "cgroup");
+        ck_assert_str_eq(hunk_runs(stat, 1), "bytes: #2");
+        ck_assert_str_eq(hunk_join(stat, 1), "cgroup");
+        ck_assert_str_eq(hunk_runs(stat, 2), "bytes: #3");
+        ck_assert_str_eq(hunk_join(stat, 2), "time");
+        ck_assert_str_eq(hunk_runs(stat, 3), "bytes: #3");
+        ck_assert_str_eq(hunk_join(stat, 3), "time");
+        ck_assert_str_eq(hunk_runs(stat, 4), "file: #1 #2 #3");
+        ck_assert_str_eq(hunk_runs(stat, 5), "file: #1 #2 #3");
+        ck_assert_str_eq(hunk_join(stat, 5), "mixed");
+        ck_assert_str_eq(hunk_runs(stat, 6), "bytes: #1 #2");
+        ck_assert_str_eq(hunk_join(stat, 6), "cgroup");
+        json_decref(stat);
+}
+END_TEST
+
 static Suite *trace_suite(void)
 {
         Suite *s = suite_create("ops_trace");
@@ -202,6 +264,7 @@ static Suite *trace_suite(void)
         tcase_add_test(tc, a_coarse_folder_gives_the_files_commands_not_bytes);
         tcase_add_test(tc, an_unlinked_and_remade_file_starts_anew);
         tcase_add_test(tc, paths_outside_the_repository_are_not_followed);
+        tcase_add_test(tc, overlapping_runs_get_their_writes_by_cgroup_others_by_time);
         suite_add_tcase(s, tc);
         return s;
 }
