@@ -50,21 +50,25 @@ static const char *mount_hint(void)
                "that denies mount, or a missing privilege";
 }
 
+/*
+ * The 3.17+ feature API: fuse_set_feature_flag() sets a flag in want_ext
+ * only where the kernel is capable of it, and the 32-bit want/capable
+ * fields are deprecated.
+ */
 static void ops_init(void *userdata, struct fuse_conn_info *conn)
 {
         (void)userdata;
-        if (conn->capable & FUSE_CAP_SPLICE_READ)
-                conn->want |= FUSE_CAP_SPLICE_READ;
-        if (conn->capable & FUSE_CAP_SPLICE_WRITE)
-                conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
-        if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
-                conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
-        if (conn->capable & FUSE_CAP_READDIRPLUS)
-                conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
-        if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
-                conn->want |= FUSE_CAP_CACHE_SYMLINKS;
-        conn->want &= ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_POSIX_ACL |
-                                  FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_EXPORT_SUPPORT);
+        (void)fuse_set_feature_flag(conn, FUSE_CAP_SPLICE_READ);
+        if (fuse_set_feature_flag(conn, FUSE_CAP_SPLICE_WRITE))
+                (void)fuse_set_feature_flag(conn, FUSE_CAP_SPLICE_MOVE);
+        (void)fuse_set_feature_flag(conn, FUSE_CAP_ATOMIC_O_TRUNC);
+        if (fuse_set_feature_flag(conn, FUSE_CAP_READDIRPLUS))
+                (void)fuse_set_feature_flag(conn, FUSE_CAP_READDIRPLUS_AUTO);
+        (void)fuse_set_feature_flag(conn, FUSE_CAP_CACHE_SYMLINKS);
+        fuse_unset_feature_flag(conn, FUSE_CAP_WRITEBACK_CACHE);
+        fuse_unset_feature_flag(conn, FUSE_CAP_POSIX_ACL);
+        fuse_unset_feature_flag(conn, FUSE_CAP_HANDLE_KILLPRIV);
+        fuse_unset_feature_flag(conn, FUSE_CAP_EXPORT_SUPPORT);
         conn->max_write = 1 << 20;
         conn->max_readahead = 1 << 20;
         conn->time_gran = 1;
