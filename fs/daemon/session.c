@@ -57,7 +57,8 @@ static const char *mount_hint(void)
  */
 static void ops_init(void *userdata, struct fuse_conn_info *conn)
 {
-        (void)userdata;
+        struct fs_workspace *ws = userdata;
+
         (void)fuse_set_feature_flag(conn, FUSE_CAP_SPLICE_READ);
         if (fuse_set_feature_flag(conn, FUSE_CAP_SPLICE_WRITE))
                 (void)fuse_set_feature_flag(conn, FUSE_CAP_SPLICE_MOVE);
@@ -68,6 +69,14 @@ static void ops_init(void *userdata, struct fuse_conn_info *conn)
         fuse_unset_feature_flag(conn, FUSE_CAP_WRITEBACK_CACHE);
         fuse_unset_feature_flag(conn, FUSE_CAP_POSIX_ACL);
         fuse_unset_feature_flag(conn, FUSE_CAP_HANDLE_KILLPRIV);
+        /*
+         * KILLPRIV_V2: the kernel no longer asks GETXATTR security.capability
+         * before every write(2), and flags the write, truncate, chown or
+         * O_TRUNC open whose writer lacks CAP_FSETID instead; we drop the
+         * bits then (attr_kill_suidgid). Where the kernel can't, it clears
+         * them itself with a SETATTR of the mode, as before.
+         */
+        ws->killpriv_v2 = fuse_set_feature_flag(conn, FUSE_CAP_HANDLE_KILLPRIV_V2);
         fuse_unset_feature_flag(conn, FUSE_CAP_EXPORT_SUPPORT);
         conn->max_write = 1 << 20;
         conn->max_readahead = 1 << 20;
