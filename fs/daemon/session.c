@@ -81,6 +81,8 @@ static void ops_init(void *userdata, struct fuse_conn_info *conn)
         conn->max_write = 1 << 20;
         conn->max_readahead = 1 << 20;
         conn->time_gran = 1;
+        /* For `cloister status`; serving does not depend on it. */
+        (void)datapath_write(ws);
 }
 
 /* Every mutating handler goes through the journal's gate, and every one that
@@ -235,6 +237,8 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
                 r = -EIO;
                 goto out_destroy;
         }
+        /* A record of an earlier mount must not be read as this one's. */
+        (void)unlinkat(ws->state_fd, "fs/datapath.json", 0);
         if (fuse_session_mount(ws->se, ws->mountpoint) != 0) {
                 if (ret_error && asprintf(ret_error, "cannot mount FUSE at '%s' (%s)",
                                           ws->mountpoint, mount_hint()) < 0)
@@ -281,6 +285,7 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
         r = r < 0 ? r : 0;
         shed_stop(ws); /* it notifies the session */
         (void)unlinkat(ws->state_fd, "mount.pid", 0);
+        (void)unlinkat(ws->state_fd, "fs/datapath.json", 0);
 out_unmount:
         fuse_session_unmount(ws->se);
 out_signals:
