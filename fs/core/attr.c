@@ -251,7 +251,8 @@ int attr_kill_suidgid(struct fs_workspace *ws, struct node *n, int fd, mode_t *r
         dev_t rdev;
         int r;
 
-        if (!S_ISREG(n->type) || !ws->xattr_ok)
+        /* A chown drops them from any non-directory (a device node too). */
+        if (S_ISDIR(n->type) || S_ISLNK(n->type) || !ws->xattr_ok)
                 return 0;
         if (fstat(fd, &st) < 0)
                 return negative_errno();
@@ -267,7 +268,7 @@ int attr_kill_suidgid(struct fs_workspace *ws, struct node *n, int fd, mode_t *r
                 now &= ~(mode_t)S_ISGID;
         if (now == m)
                 return 0;
-        r = attr_set_mode(ws, n->type, fd, now & 07777, 0, NULL);
+        r = attr_set_mode(ws, n->type, fd, now & 07777, rdev, NULL);
         if (r < 0)
                 return r;
         if (ret_mode)

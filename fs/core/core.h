@@ -432,9 +432,9 @@ void attr_view(struct fs_workspace *ws, struct node *n, int fd, struct stat *st)
 /* Give the upper inode behind fd the agent's mode; xbits: a dir's node->xbits. */
 int attr_set_mode(struct fs_workspace *ws, mode_t type, int fd, mode_t mode, dev_t rdev,
                   mode_t *xbits);
-/* Drop S_ISUID, and S_ISGID where group-execute is set, from a regular
- * upper file (fd: a non-O_PATH fd on it): the kernel's rule for a write or
- * truncate by a writer without CAP_FSETID. 1 if bits were dropped (the new
+/* Drop S_ISUID, and S_ISGID where group-execute is set, from an upper
+ * non-directory (fd: any fd on it): the kernel's rule for a write or
+ * truncate by a writer without CAP_FSETID, and for a chown. 1 if bits were dropped (the new
  * mode in *ret_mode), 0 if there were none. */
 int attr_kill_suidgid(struct fs_workspace *ws, struct node *n, int fd, mode_t *ret_mode);
 /* A device node's rdev. */

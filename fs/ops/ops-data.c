@@ -154,7 +154,7 @@ static int kill_suidgid(struct fs_workspace *ws, fuse_req_t req, struct node *n)
         mode_t m;
         int r;
 
-        if (!S_ISREG(n->type) || !n->upper)
+        if (S_ISDIR(n->type) || S_ISLNK(n->type) || !n->upper)
                 return 0;
         r = upper_node_pin(n);
         if (r < 0)
@@ -856,8 +856,14 @@ void ops_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                         goto out;
                 r = setattr_meta(ws, req, n, attr, meta);
         }
-        /* FATTR_KILL_SUIDGID reaches us as FUSE_SET_ATTR_KILL_SUID (the same bit). */
-        if (r == 0 && ws->killpriv_v2 && (to_set & FUSE_SET_ATTR_KILL_SUID) &&
+        /*
+         * FATTR_KILL_SUIDGID reaches us as FUSE_SET_ATTR_KILL_SUID (the same
+         * bit): a truncate or chown. A SETATTR of nothing is, with
+         * KILLPRIV_V2, a chown(-1, -1) or the kernel's file_remove_privs()
+         * before an unprivileged write, each of which drops the bits on ext4;
+         * the kernel no longer turns them into a mode.
+         */
+        if (r == 0 && ws->killpriv_v2 && (to_set & FUSE_SET_ATTR_KILL_SUID || to_set == 0) &&
             !(to_set & FUSE_SET_ATTR_MODE))
                 r = kill_suidgid(ws, req, n);
 out:
