@@ -144,6 +144,18 @@ int fs_state_id(const char *state, char out[static FS_STATE_ID_MAX]);
 int fs_mount_owner(const char *state, const char *name, const char *mountpoint,
                    char owner[static FS_NAME_MAX + 1]);
 /*
+ * The data path a mounted workspace's daemon serves on, as negotiated with
+ * the kernel when it mounted: the transport ("/dev/fuse"), and whether FUSE
+ * over io_uring, FUSE_HANDLE_KILLPRIV_V2 and passthrough are in use.
+ * -ENOENT before the kernel's FUSE_INIT was answered (or never mounted),
+ * -EBADMSG if the record is damaged.
+ */
+struct fs_datapath {
+        char transport[32];
+        bool io_uring, killpriv_v2, passthrough;
+};
+int fs_datapath_read(const char *state, struct fs_datapath *ret);
+/*
  * Whether this workspace may mount at mountpoint; else a negative errno and
  * a one-line reason: a mount of another workspace is there (live or dead),
  * or another file system; it is inside a cloister mount, inside the source

@@ -239,6 +239,43 @@ int attr_set_mode(struct fs_workspace *ws, mode_t type, int fd, mode_t mode, dev
         return 0;
 }
 
+/*
+ * Only a marked file (S_ISVTX on the host) can hold the bits, so an
+ * ordinary file costs the one fstat. security.capability needs nothing:
+ * the agent can never set a security.* xattr (ops-xattr.c).
+ */
+int attr_kill_suidgid(struct fs_workspace *ws, struct node *n, int fd, mode_t *ret_mode)
+{
+        struct stat st;
+        mode_t m, now;
+        dev_t rdev;
+        int r;
+
+        /* A chown drops them from any non-directory (a device node too). */
+        if (S_ISDIR(n->type) || S_ISLNK(n->type) || !ws->xattr_ok)
+                return 0;
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if (!(st.st_mode & S_ISVTX))
+                return 0;
+        r = xget(fd, &m, &rdev);
+        if (r == -ENODATA)
+                return 0;
+        if (r < 0)
+                return r;
+        now = m & ~(mode_t)S_ISUID;
+        if (m & S_IXGRP)
+                now &= ~(mode_t)S_ISGID;
+        if (now == m)
+                return 0;
+        r = attr_set_mode(ws, n->type, fd, now & 07777, rdev, NULL);
+        if (r < 0)
+                return r;
+        if (ret_mode)
+                *ret_mode = now & 07777;
+        return 1;
+}
+
 int attr_rdev(struct fs_workspace *ws, int fd, dev_t *ret)
 {
         mode_t m;

@@ -314,6 +314,9 @@ struct fs_workspace {
         size_t n_frozen_own;
         uint64_t max_file_size; /* the upper filesystem's, found at mount (attr.c) */
         bool xattr_ok;          /* trusted.* xattrs work in the upper trees (attr.c) */
+        /* FUSE_HANDLE_KILLPRIV_V2 was negotiated: the kernel leaves clearing
+         * set-uid/set-gid on write, truncate and chown to us (attr_kill_suidgid). */
+        bool killpriv_v2;
 
         struct {
                 _Atomic int state; /* GITINDEX_* or a negative errno (failed) */
@@ -429,6 +432,11 @@ void attr_view(struct fs_workspace *ws, struct node *n, int fd, struct stat *st)
 /* Give the upper inode behind fd the agent's mode; xbits: a dir's node->xbits. */
 int attr_set_mode(struct fs_workspace *ws, mode_t type, int fd, mode_t mode, dev_t rdev,
                   mode_t *xbits);
+/* Drop S_ISUID, and S_ISGID where group-execute is set, from an upper
+ * non-directory (fd: any fd on it): the kernel's rule for a write or
+ * truncate by a writer without CAP_FSETID, and for a chown. 1 if bits were dropped (the new
+ * mode in *ret_mode), 0 if there were none. */
+int attr_kill_suidgid(struct fs_workspace *ws, struct node *n, int fd, mode_t *ret_mode);
 /* A device node's rdev. */
 int attr_rdev(struct fs_workspace *ws, int fd, dev_t *ret);
 

@@ -50,24 +50,39 @@ static const char *mount_hint(void)
                "that denies mount, or a missing privilege";
 }
 
+/*
+ * The 3.17+ feature API: fuse_set_feature_flag() sets a flag in want_ext
+ * only where the kernel is capable of it, and the 32-bit want/capable
+ * fields are deprecated.
+ */
 static void ops_init(void *userdata, struct fuse_conn_info *conn)
 {
-        (void)userdata;
-        if (conn->capable & FUSE_CAP_SPLICE_READ)
-                conn->want |= FUSE_CAP_SPLICE_READ;
-        if (conn->capable & FUSE_CAP_SPLICE_WRITE)
-                conn->want |= FUSE_CAP_SPLICE_WRITE | FUSE_CAP_SPLICE_MOVE;
-        if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
-                conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
-        if (conn->capable & FUSE_CAP_READDIRPLUS)
-                conn->want |= FUSE_CAP_READDIRPLUS | FUSE_CAP_READDIRPLUS_AUTO;
-        if (conn->capable & FUSE_CAP_CACHE_SYMLINKS)
-                conn->want |= FUSE_CAP_CACHE_SYMLINKS;
-        conn->want &= ~(unsigned)(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_POSIX_ACL |
-                                  FUSE_CAP_HANDLE_KILLPRIV | FUSE_CAP_EXPORT_SUPPORT);
+        struct fs_workspace *ws = userdata;
+
+        (void)fuse_set_feature_flag(conn, FUSE_CAP_SPLICE_READ);
+        if (fuse_set_feature_flag(conn, FUSE_CAP_SPLICE_WRITE))
+                (void)fuse_set_feature_flag(conn, FUSE_CAP_SPLICE_MOVE);
+        (void)fuse_set_feature_flag(conn, FUSE_CAP_ATOMIC_O_TRUNC);
+        if (fuse_set_feature_flag(conn, FUSE_CAP_READDIRPLUS))
+                (void)fuse_set_feature_flag(conn, FUSE_CAP_READDIRPLUS_AUTO);
+        (void)fuse_set_feature_flag(conn, FUSE_CAP_CACHE_SYMLINKS);
+        fuse_unset_feature_flag(conn, FUSE_CAP_WRITEBACK_CACHE);
+        fuse_unset_feature_flag(conn, FUSE_CAP_POSIX_ACL);
+        fuse_unset_feature_flag(conn, FUSE_CAP_HANDLE_KILLPRIV);
+        /*
+         * KILLPRIV_V2: the kernel no longer asks GETXATTR security.capability
+         * before every write(2), and flags the write, truncate, chown or
+         * O_TRUNC open whose writer lacks CAP_FSETID instead; we drop the
+         * bits then (attr_kill_suidgid). Where the kernel can't, it clears
+         * them itself with a SETATTR of the mode, as before.
+         */
+        ws->killpriv_v2 = fuse_set_feature_flag(conn, FUSE_CAP_HANDLE_KILLPRIV_V2);
+        fuse_unset_feature_flag(conn, FUSE_CAP_EXPORT_SUPPORT);
         conn->max_write = 1 << 20;
         conn->max_readahead = 1 << 20;
         conn->time_gran = 1;
+        /* For `cloister status`; serving does not depend on it. */
+        (void)datapath_write(ws);
 }
 
 /* Every mutating handler goes through the journal's gate, and every one that
@@ -222,6 +237,8 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
                 r = -EIO;
                 goto out_destroy;
         }
+        /* A record of an earlier mount must not be read as this one's. */
+        (void)unlinkat(ws->state_fd, "fs/datapath.json", 0);
         if (fuse_session_mount(ws->se, ws->mountpoint) != 0) {
                 if (ret_error && asprintf(ret_error, "cannot mount FUSE at '%s' (%s)",
                                           ws->mountpoint, mount_hint()) < 0)
@@ -268,6 +285,7 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
         r = r < 0 ? r : 0;
         shed_stop(ws); /* it notifies the session */
         (void)unlinkat(ws->state_fd, "mount.pid", 0);
+        (void)unlinkat(ws->state_fd, "fs/datapath.json", 0);
 out_unmount:
         fuse_session_unmount(ws->se);
 out_signals:

@@ -50,7 +50,7 @@
 #include "lib/util.h"
 
 /* The kernel's request header (include/uapi/linux/fuse.h, a stable ABI):
- * libfuse 3.14 installs no fuse_kernel.h. */
+ * a system libfuse installs no fuse_kernel.h. */
 struct loop_in_header {
         uint32_t len;
         uint32_t opcode;
@@ -67,6 +67,7 @@ enum {
         OP_GETATTR = 3,
         OP_READLINK = 5,
         OP_OPEN = 14,
+        OP_WRITE = 16,
         OP_STATFS = 17,
         OP_RELEASE = 18,
         OP_GETXATTR = 22,
@@ -82,6 +83,14 @@ enum {
         OP_READDIRPLUS = 44,
         OP_LSEEK = 46,
 };
+
+/* Where the kill flags sit (uapi fuse.h): fuse_write_in.write_flags and
+ * fuse_open_in.open_flags, as offsets after the header. */
+#define LOOP_WRITE_FLAGS_OFF 20 /* after fh, offset, size */
+#define LOOP_WRITE_IN_SIZE   40
+#define LOOP_OPEN_FLAGS_OFF  4         /* after flags */
+#define LOOP_KILL_SUIDGID    (1u << 2) /* FUSE_WRITE_KILL_SUIDGID */
+#define LOOP_OPEN_KILL       (1u << 0) /* FUSE_OPEN_KILL_SUIDGID */
 
 struct worker {
         struct loop *loop;
@@ -238,6 +247,76 @@ static int worker_start_locked(struct loop *l)
 
 /* The loop of the worker this thread is, if it is one. */
 static __thread struct loop *loop_self;
+/* The request this thread serves asked to drop set-uid/set-gid. */
+static __thread bool loop_kill;
+/* A pipe to tee a spliced request's header into (made when first needed). */
+static __thread int loop_peek[2] = {-1, -1};
+
+bool fs_loop_kill_suidgid(void)
+{
+        return loop_kill;
+}
+
+/*
+ * The header and fuse_write_in of a request left in libfuse's pipe (a large
+ * WRITE, read with splice), copied out without consuming it: tee(2) into a
+ * pipe of our own, then read that. -errno if it cannot be had.
+ */
+static int peek_spliced(const struct fuse_buf *buf, void *dst, size_t len)
+{
+        ssize_t k;
+
+        if (loop_peek[0] < 0 && pipe2(loop_peek, O_CLOEXEC | O_NONBLOCK) < 0)
+                return negative_errno();
+        k = tee(buf->fd, loop_peek[1], len, SPLICE_F_NONBLOCK);
+        if (k < 0)
+                return negative_errno();
+        if (k == 0)
+                return -EIO;
+        if (read(loop_peek[0], dst, (size_t)k) != k) {
+                /* Whatever is left would be read as the next header: start over. */
+                close(loop_peek[0]);
+                close(loop_peek[1]);
+                loop_peek[0] = loop_peek[1] = -1;
+                return -EIO;
+        }
+        return (size_t)k == len ? 0 : -EIO;
+}
+
+/*
+ * Whether the kernel asked to kill set-uid/set-gid (with
+ * FUSE_HANDLE_KILLPRIV_V2 only, when the writer lacks CAP_FSETID). A
+ * spliced WRITE whose header cannot be read is taken as asking: a set-uid
+ * bit left on a file an unprivileged writer changed is the worse error.
+ */
+static bool request_kills_suidgid(const struct fuse_buf *buf)
+{
+        unsigned char hdr[sizeof(struct loop_in_header) + LOOP_WRITE_IN_SIZE];
+        const struct loop_in_header *in;
+        size_t have;
+        uint32_t f;
+
+        if (buf->flags & FUSE_BUF_IS_FD) {
+                have = MIN(buf->size, sizeof(hdr));
+                if (peek_spliced(buf, hdr, have) < 0)
+                        return true;
+        } else {
+                have = MIN(buf->size, sizeof(hdr));
+                memcpy(hdr, buf->mem, have);
+        }
+        if (have < sizeof(*in))
+                return false;
+        in = (const struct loop_in_header *)hdr;
+        if (in->opcode == OP_WRITE && have >= sizeof(*in) + LOOP_WRITE_FLAGS_OFF + sizeof(f)) {
+                memcpy(&f, hdr + sizeof(*in) + LOOP_WRITE_FLAGS_OFF, sizeof(f));
+                return f & LOOP_KILL_SUIDGID;
+        }
+        if (in->opcode == OP_OPEN && have >= sizeof(*in) + LOOP_OPEN_FLAGS_OFF + sizeof(f)) {
+                memcpy(&f, hdr + sizeof(*in) + LOOP_OPEN_FLAGS_OFF, sizeof(f));
+                return f & LOOP_OPEN_KILL;
+        }
+        return false;
+}
 
 /* Let another worker read: the most recently parked, or a new one. */
 static void loop_hand_on_locked(struct loop *l)
@@ -290,11 +369,17 @@ static void *worker_main(void *arg)
                         loop_hand_on_locked(l);
                 pthread_mutex_unlock(&l->lock);
 
+                loop_kill = request_kills_suidgid(&w->buf);
                 fuse_session_process_buf(l->se, &w->buf);
+                loop_kill = false;
 
                 pthread_mutex_lock(&l->lock);
         }
         pthread_mutex_unlock(&l->lock);
+        if (loop_peek[0] >= 0) {
+                close(loop_peek[0]);
+                close(loop_peek[1]);
+        }
         return NULL;
 }
 

@@ -133,6 +133,42 @@ out:
         return r;
 }
 
+/*
+ * The kernel caches the mode it last saw, and neither an OPEN's nor a
+ * WRITE's reply carries one: have it ask again. Attributes only (offset
+ * -1), which takes no inode lock in the kernel, so it is safe while the
+ * request that dropped the bits is still being served.
+ */
+static void kill_notify(struct fs_workspace *ws, struct node *n)
+{
+        (void)fuse_lowlevel_notify_inval_inode(ws->se, node_ino(ws, n), -1, 0);
+}
+
+/*
+ * FUSE_HANDLE_KILLPRIV_V2: the kernel asked (a truncate or chown by a
+ * writer without CAP_FSETID, an O_TRUNC open) that set-uid and set-gid be
+ * dropped, which it no longer does itself. ns_lock held exclusively.
+ */
+static int kill_suidgid(struct fs_workspace *ws, fuse_req_t req, struct node *n)
+{
+        mode_t m;
+        int r;
+
+        if (S_ISDIR(n->type) || S_ISLNK(n->type) || !n->upper)
+                return 0;
+        r = upper_node_pin(n);
+        if (r < 0)
+                return r;
+        if (n->hfd < 0)
+                return -EIO;
+        r = attr_kill_suidgid(ws, n, n->hfd, &m);
+        if (r <= 0)
+                return r;
+        kill_notify(ws, n);
+        return ops_journal(ws, req, JOURNAL_CHMOD, n, NULL,
+                           &(struct journal_entry){.mode = m, .uid = -1, .gid = -1});
+}
+
 static int open_cow(struct fs_workspace *ws, fuse_req_t req, struct node *n, int flags,
                     struct handle *h, struct fuse_file_info *fi)
 {
@@ -169,6 +205,8 @@ static int open_cow(struct fs_workspace *ws, fuse_req_t req, struct node *n, int
                         r = truncate_upper_fd(ws, n, h->fd, 0);
                         if (r == 0)
                                 r = ops_journal(ws, req, JOURNAL_TRUNCATE, n, NULL, NULL);
+                        if (r == 0 && fs_loop_kill_suidgid())
+                                r = kill_suidgid(ws, req, n);
                 }
         }
         pthread_rwlock_unlock(&ws->ns_lock);
@@ -524,6 +562,8 @@ static ssize_t do_write(fuse_req_t req, struct handle *h, struct fuse_bufvec *bu
         uint64_t before, want, grant = 0;
         struct stat st;
         ssize_t res = 0;
+        mode_t killed_mode = 0;
+        bool killed = false;
         int r;
 
         if (!h->writable)
@@ -548,6 +588,15 @@ static ssize_t do_write(fuse_req_t req, struct handle *h, struct fuse_bufvec *bu
         if (fstat(h->fd, &st) < 0) {
                 r = -errno;
                 goto out;
+        }
+        /* Before the data, as the kernel's file_remove_privs() does. */
+        if (fs_loop_kill_suidgid() && (st.st_mode & S_ISVTX)) {
+                r = attr_kill_suidgid(ws, n, h->fd, &killed_mode);
+                if (r < 0)
+                        goto out;
+                killed = r > 0;
+                if (killed)
+                        kill_notify(ws, n);
         }
         before = quota_cost(&st);
         want = quota_write_bound(h->fd, &st, (uint64_t)off, len, false);
@@ -583,6 +632,15 @@ static ssize_t do_write(fuse_req_t req, struct handle *h, struct fuse_bufvec *bu
 out:
         pthread_mutex_unlock(&n->lock);
         pthread_rwlock_unlock(&ws->write_gate);
+        if (killed) {
+                int k;
+                pthread_rwlock_rdlock(&ws->ns_lock);
+                k = ops_journal(ws, req, JOURNAL_CHMOD, n, NULL,
+                                &(struct journal_entry){.mode = killed_mode, .uid = -1, .gid = -1});
+                pthread_rwlock_unlock(&ws->ns_lock);
+                if (r == 0 && k < 0)
+                        r = k;
+        }
         if (r == 0) {
                 pthread_rwlock_rdlock(&ws->ns_lock);
                 r = ops_journal(ws, req, JOURNAL_WRITE, n, NULL,
@@ -798,6 +856,16 @@ void ops_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                         goto out;
                 r = setattr_meta(ws, req, n, attr, meta);
         }
+        /*
+         * FATTR_KILL_SUIDGID reaches us as FUSE_SET_ATTR_KILL_SUID (the same
+         * bit): a truncate or chown. A SETATTR of nothing is, with
+         * KILLPRIV_V2, a chown(-1, -1) or the kernel's file_remove_privs()
+         * before an unprivileged write, each of which drops the bits on ext4;
+         * the kernel no longer turns them into a mode.
+         */
+        if (r == 0 && ws->killpriv_v2 && (to_set & FUSE_SET_ATTR_KILL_SUID || to_set == 0) &&
+            !(to_set & FUSE_SET_ATTR_MODE))
+                r = kill_suidgid(ws, req, n);
 out:
         if (r == 0)
                 r = ops_getattr(ws, n, h, &st);

@@ -209,3 +209,8 @@ int fs_loop_run(struct fuse_session *se, unsigned max_workers);
 /* A handler about to wait for something another request must first end (a
  * directory lock the kernel holds for it): another worker reads meanwhile. */
 void fs_loop_hand_on(void);
+/* Did the kernel ask, in the request this thread is serving, that set-uid
+ * and set-gid be dropped (FUSE_WRITE_KILL_SUIDGID on a WRITE,
+ * FUSE_OPEN_KILL_SUIDGID on an OPEN)? libfuse 3.18 passes neither flag to
+ * the handlers, so the loop reads them from the request itself. */
+bool fs_loop_kill_suidgid(void);

@@ -60,6 +60,11 @@ static void daemon_line(const char *what, json_t *d)
                 printf("%-11s not running (a run starts it)\n", what);
 }
 
+static const char *yes_no(json_t *o, const char *key)
+{
+        return json_is_true(json_object_get(o, key)) ? "yes" : "no";
+}
+
 static int status_run(int argc, char **argv)
 {
         static const struct option opts[] = {
@@ -70,7 +75,7 @@ static int status_run(int argc, char **argv)
         _cleanup_config_ struct config *c = NULL;
         _cleanup_free_ char *err = NULL;
         _cleanup_(json_decrefp) json_t *o = NULL;
-        json_t *limits, *exp;
+        json_t *limits, *exp, *dp;
         char a[32], b[32];
         bool json = false;
         int opt, k;
@@ -106,6 +111,11 @@ static int status_run(int argc, char **argv)
                 printf("%-11s mounted at %s\n", "mount", str(o, "mountpoint"));
         else
                 printf("%-11s not mounted (%s)\n", "mount", str(o, "mountpoint"));
+        dp = json_object_get(o, "datapath");
+        if (json_is_object(dp))
+                printf("%-11s %s; killpriv_v2 %s, passthrough %s, io_uring %s\n", "data path",
+                       str(dp, "transport"), yes_no(dp, "killpriv_v2"), yes_no(dp, "passthrough"),
+                       yes_no(dp, "io_uring"));
         printf("%-11s %" JSON_INTEGER_FORMAT "\n", "runs live",
                json_integer_value(json_object_get(o, "runs_live")));
         if (json_is_true(json_object_get(o, "mounted")))

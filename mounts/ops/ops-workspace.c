@@ -54,10 +54,27 @@ static int runs_live(const struct config *c)
         return n;
 }
 
+/*
+ * The data path the daemon negotiated (fs_datapath_read); null when not
+ * mounted or not known. Read after a statfs of the mount, which waits for
+ * the kernel's FUSE_INIT to be answered, when the daemon writes it.
+ */
+static json_t *datapath(const struct config *c)
+{
+        struct fs_datapath d;
+        json_t *o;
+
+        if (fs_datapath_read(c->workspace.state, &d) < 0)
+                return json_null();
+        o = json_pack("{s:s, s:b, s:b, s:b}", "transport", d.transport, "io_uring", d.io_uring,
+                      "killpriv_v2", d.killpriv_v2, "passthrough", d.passthrough);
+        return o ? o : json_null();
+}
+
 int ops_workspace_summary(const struct config *c, json_t **ret, char **ret_error)
 {
         bool m = mounted(c);
-        json_t *o, *used = json_null(), *files = json_null();
+        json_t *o, *used = json_null(), *files = json_null(), *dp = json_null();
         struct statfs sf;
 
         (void)ret_error;
@@ -69,11 +86,12 @@ int ops_workspace_summary(const struct config *c, json_t **ret, char **ret_error
                                          (uint64_t)sf.f_bavail * (uint64_t)sf.f_bsize)));
                 files = json_integer(
                         (json_int_t)(c->limits.files - MIN(c->limits.files, (uint64_t)sf.f_ffree)));
+                dp = datapath(c);
         }
-        o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:o, s:o, s:i}", "name", c->workspace.name,
-                      "config", c->file, "repo", c->repo.source, "rev", c->repo.rev, "repo_path",
-                      c->repo.path, "mounted", m, "bytes_used", used, "files_used", files,
-                      "runs_live", runs_live(c));
+        o = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:o, s:o, s:i, s:o}", "name",
+                      c->workspace.name, "config", c->file, "repo", c->repo.source, "rev",
+                      c->repo.rev, "repo_path", c->repo.path, "mounted", m, "bytes_used", used,
+                      "files_used", files, "runs_live", runs_live(c), "datapath", dp);
         if (!o)
                 return -ENOMEM;
         *ret = o;

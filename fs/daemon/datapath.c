@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * datapath.c: which data path the daemon serves on, for `cloister status`:
+ * the transport and the kernel features negotiated at FUSE_INIT, in
+ * <state>/fs/datapath.json, written once the kernel has answered and read
+ * by anyone who asks (the file is the daemon's; a reader only parses it).
+ *
+ * {"transport":"/dev/fuse","io_uring":false,"killpriv_v2":true,"passthrough":false}
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "daemon.h"
+#include "fs.h"
+#include "lib/util.h"
+
+#define DATAPATH_FILE "datapath.json"
+#define DATAPATH_MAX  4096 /* the file is ours, but read it bounded all the same */
+
+int datapath_write(struct fs_workspace *ws)
+{
+        _cleanup_close_ int fsdir = -1, fd = -1;
+        _cleanup_free_ char *s = NULL;
+        json_t *o;
+        size_t len;
+
+        /* io_uring and passthrough are not used yet (issue 45): /dev/fuse, read and written. */
+        o = json_pack("{s:s, s:b, s:b, s:b}", "transport", "/dev/fuse", "io_uring", 0,
+                      "killpriv_v2", ws->killpriv_v2, "passthrough", 0);
+        if (!o)
+                return -ENOMEM;
+        s = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        if (!s)
+                return -ENOMEM;
+        len = strlen(s);
+        fsdir = openat(ws->state_fd, "fs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fsdir < 0)
+                return negative_errno();
+        fd = openat(fsdir, DATAPATH_FILE ".tmp",
+                    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd < 0 || write(fd, s, len) != (ssize_t)len || write(fd, "\n", 1) != 1 ||
+            renameat(fsdir, DATAPATH_FILE ".tmp", fsdir, DATAPATH_FILE) < 0)
+                return negative_errno();
+        return 0;
+}
+
+int fs_datapath_read(const char *state, struct fs_datapath *ret)
+{
+        _cleanup_free_ char *p = NULL;
+        _cleanup_close_ int fd = -1;
+        char buf[DATAPATH_MAX];
+        json_error_t e;
+        json_t *o, *t;
+        ssize_t k;
+        int r = 0;
+
+        if (asprintf(&p, "%s/fs/" DATAPATH_FILE, state) < 0)
+                return -ENOMEM;
+        fd = open(p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+                return negative_errno();
+        k = read(fd, buf, sizeof(buf) - 1);
+        if (k < 0)
+                return negative_errno();
+        buf[k] = 0;
+        o = json_loads(buf, 0, &e);
+        if (!o)
+                return -EBADMSG;
+        t = json_object_get(o, "transport");
+        if (!json_is_string(t) || strlen(json_string_value(t)) >= sizeof(ret->transport) ||
+            !json_is_boolean(json_object_get(o, "io_uring")) ||
+            !json_is_boolean(json_object_get(o, "killpriv_v2")) ||
+            !json_is_boolean(json_object_get(o, "passthrough"))) {
+                r = -EBADMSG;
+        } else {
+                snprintf(ret->transport, sizeof(ret->transport), "%s", json_string_value(t));
+                ret->io_uring = json_is_true(json_object_get(o, "io_uring"));
+                ret->killpriv_v2 = json_is_true(json_object_get(o, "killpriv_v2"));
+                ret->passthrough = json_is_true(json_object_get(o, "passthrough"));
+        }
+        json_decref(o);
+        return r;
+}
