@@ -131,7 +131,8 @@ static const struct tool tools[] = {
                 "workspace_list",
                 "List workspaces",
                 "The workspaces this server serves: name, source repository and revision, "
-                "whether it is mounted, bytes and files used, runs live.",
+                "whether it is mounted, bytes and files used, runs live, and the data path "
+                "its daemon negotiated.",
                 "{\"type\":\"object\",\"properties\":{},\"additionalProperties\":false}",
                 "{\"type\":\"object\",\"properties\":{\"workspaces\":{\"type\":\"array\",\"items\":"
                 "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
@@ -140,7 +141,11 @@ static const struct tool tools[] = {
                 "\"mounted\":{\"type\":\"boolean\"},"
                 "\"bytes_used\":{\"type\":[\"integer\",\"null\"]},"
                 "\"files_used\":{\"type\":[\"integer\",\"null\"]},"
-                "\"runs_live\":{\"type\":\"integer\"}},"
+                "\"runs_live\":{\"type\":\"integer\"},"
+                "\"datapath\":{\"type\":[\"object\",\"null\"],\"properties\":{"
+                "\"transport\":{\"type\":\"string\"},\"io_uring\":{\"type\":\"boolean\"},"
+                "\"killpriv_v2\":{\"type\":\"boolean\"},"
+                "\"passthrough\":{\"type\":\"boolean\"}}}},"
                 "\"required\":[\"name\",\"repo\",\"rev\",\"mounted\",\"runs_live\"]}}},"
                 "\"required\":[\"workspaces\"]}",
                 true,
