@@ -53,9 +53,17 @@ static void handle_free(struct fs_workspace *ws, struct handle *h)
         if (!h)
                 return;
         handle_untrack(ws, h);
-        if (h->node && h->node->unlinked && h->fd >= 0) { /* maybe the file's last fd: reap.c */
-                reap_close(ws, h->fd);
-                h->fd = -1;
+        if (h->node && h->fd >= 0) {
+                /* unlinked: itable_lock is enough to read it (core.h), and no
+                 * handler lock is held here (a RELEASE beside a link, TSan). */
+                bool unlinked;
+                pthread_mutex_lock(&ws->itable_lock);
+                unlinked = h->node->unlinked;
+                pthread_mutex_unlock(&ws->itable_lock);
+                if (unlinked) { /* maybe the file's last fd: reap.c */
+                        reap_close(ws, h->fd);
+                        h->fd = -1;
+                }
         }
         safe_close(h->fd);
         safe_close(h->lower_fd);
@@ -64,11 +72,13 @@ static void handle_free(struct fs_workspace *ws, struct handle *h)
         lower_entry_clear(&h->lower_entry);
         if (h->node) {
                 unsigned refs;
+                bool unlinked;
                 pthread_mutex_lock(&ws->itable_lock);
                 refs = h->node->refs;
+                unlinked = h->node->unlinked;
                 pthread_mutex_unlock(&ws->itable_lock);
                 /* The last close of a removed file gives its space back, as on a disk. */
-                if (refs == 1 && h->node->unlinked)
+                if (refs == 1 && unlinked)
                         quota_reclaim(ws, h->node);
                 node_unref(ws, h->node);
         }
