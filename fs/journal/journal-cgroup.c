@@ -19,9 +19,11 @@
  * directories on the host are root's while the agent runs as an
  * unprivileged host uid: it can neither make a cgroup nor move a process
  * into another run's. Its bwrap cgroup namespace changes only the path's
- * start, never its last component, which is all that is kept. What is read is still bounded: a file
- * past CGROUP_READ_MAX bytes or a line past it is cut and its cut line ignored, and a name longer
- * than JOURNAL_CGROUP_MAX is none.
+ * start, never its last component, which is all that is kept. What is
+ * read is still bounded (lib/cgroup.c splits the lines): a file past
+ * CGROUP_READ_MAX bytes is cut, and a cut line or one past
+ * CGROUP_LINE_MAX ends the search with no answer; a name longer than
+ * JOURNAL_CGROUP_MAX is none.
  *
  * Cost: a read per entry at most (entries are coalesced: one per window for
  * the writes of a process to a file), and each thread keeps its last
@@ -35,6 +37,7 @@
 #include <unistd.h>
 
 #include "journal-internal.h"
+#include "lib/cgroup.h"
 #include "lib/util.h"
 
 #define CGROUP_READ_MAX 4096
@@ -59,55 +62,28 @@ static bool run_name_valid(const char *s, size_t n)
         return p == end;
 }
 
-/* Does the controller list of a /proc/PID/cgroup line ("a,b,c") name controller? */
-static bool controllers_have(const char *s, size_t n, const char *controller)
-{
-        size_t cl = strlen(controller);
-
-        while (n) {
-                const char *comma = memchr(s, ',', n);
-                size_t l = comma ? (size_t)(comma - s) : n;
-                if (l == cl && memcmp(s, controller, cl) == 0)
-                        return true;
-                if (!comma)
-                        break;
-                n -= l + 1;
-                s = comma + 1;
-        }
-        return false;
-}
-
 bool journal_cgroup_parse(const char *text, size_t len, char *buf, size_t size)
 {
-        const char *line = text, *end = text + len;
+        const char *pos = text;
+        struct cgroup_line line;
 
-        while (line < end) {
-                const char *nl = memchr(line, '\n', (size_t)(end - line));
-                const char *c1, *c2, *name;
+        /* A line cut short or past CGROUP_LINE_MAX ends the search: no answer. */
+        while (cgroup_line_next(&pos, text + len, &line) > 0) {
+                const char *name = line.path, *end = line.path + line.path_len;
                 size_t n;
 
-                /* A line cut at the read's bound (or past it) is no answer. */
-                if (!nl || nl - line >= CGROUP_READ_MAX)
-                        return false;
-                n = (size_t)(nl - line);
-                c1 = memchr(line, ':', n);
-                c2 = c1 ? memchr(c1 + 1, ':', (size_t)(nl - c1 - 1)) : NULL;
-                if (c2) {
-                        /* v2: "0::/path"; a v1 hierarchy: its pids controller's line. */
-                        bool v2 = c1 - line == 1 && line[0] == '0' && c2 == c1 + 1;
-                        bool pids = controllers_have(c1 + 1, (size_t)(c2 - c1 - 1), "pids");
-                        name = c2 + 1;
-                        for (const char *p = c2 + 1; p < nl; p++)
-                                if (*p == '/')
-                                        name = p + 1;
-                        n = (size_t)(nl - name);
-                        if ((v2 || pids) && run_name_valid(name, n) && n < size) {
-                                memcpy(buf, name, n);
-                                buf[n] = 0;
-                                return true;
-                        }
+                /* v2: "0::/path"; a v1 hierarchy: its pids controller's line. */
+                if (!cgroup_line_is(&line, NULL) && !cgroup_line_is(&line, "pids"))
+                        continue;
+                for (const char *p = line.path; p < end; p++)
+                        if (*p == '/')
+                                name = p + 1;
+                n = (size_t)(end - name);
+                if (run_name_valid(name, n) && n < size) {
+                        memcpy(buf, name, n);
+                        buf[n] = 0;
+                        return true;
                 }
-                line = nl + 1;
         }
         return false;
 }

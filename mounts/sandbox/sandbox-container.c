@@ -37,6 +37,7 @@
 
 #include "config.h"
 #include "sandbox-private.h"
+#include "lib/cgroup.h"
 #include "lib/util.h"
 
 #define LINE_MAX_BYTES 4096
@@ -51,44 +52,6 @@ static void cgroup_place_done(struct cgroup_place *p)
 {
         free(p->dir);
         free(p->mount);
-}
-
-static bool list_has(const char *list, const char *word)
-{
-        size_t n = strlen(word);
-
-        for (const char *s = list; s && *s;) {
-                const char *e = strchr(s, ',');
-                size_t l = e ? (size_t)(e - s) : strlen(s);
-
-                if (l == n && strncmp(s, word, n) == 0)
-                        return true;
-                s = e ? e + 1 : NULL;
-        }
-        return false;
-}
-
-/* Our path in the v1 hierarchy that has controller, or in v2 (controller NULL). */
-static int own_path(const char *controller, char **ret)
-{
-        _cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
-        char line[LINE_MAX_BYTES];
-
-        if (!f)
-                return negative_errno();
-        while (fgets(line, sizeof(line), f)) {
-                char *ctl = strchr(line, ':'), *path;
-
-                if (!ctl || !(path = strchr(++ctl, ':')))
-                        continue;
-                *path++ = '\0';
-                path[strcspn(path, "\n")] = '\0';
-                if (controller ? list_has(ctl, controller) : *ctl == '\0') {
-                        *ret = strdup(path);
-                        return *ret ? 0 : -ENOMEM;
-                }
-        }
-        return -ENOENT;
 }
 
 /*
@@ -120,7 +83,8 @@ static int hierarchy_mount(const char *controller, char **ret_root, char **ret_m
                 opts = strtok_r(NULL, " \n", &save);
                 if (n < 5 || !type || !opts)
                         continue;
-                if (controller ? !streq(type, "cgroup") || !list_has(opts, controller)
+                if (controller ? !streq(type, "cgroup") ||
+                                         !cgroup_list_has(opts, strlen(opts), controller)
                                : !streq(type, "cgroup2"))
                         continue;
                 *ret_root = strdup(field[3]);
@@ -169,7 +133,7 @@ static int cgroup_find(const char *controller, struct cgroup_place *ret)
         }
         if (r < 0)
                 return r;
-        r = own_path(v2 ? NULL : controller, &path);
+        r = cgroup_self_path(v2 ? NULL : controller, &path);
         if (r < 0)
                 return r;
         /* Our cgroup must be the mount's root or below it: else it is not visible here. */

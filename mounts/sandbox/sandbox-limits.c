@@ -34,6 +34,7 @@
 
 #include "config.h"
 #include "sandbox-private.h"
+#include "lib/cgroup.h"
 #include "lib/util.h"
 
 struct sandbox_cgroup {
@@ -57,40 +58,20 @@ static int file_write(const char *dir, const char *name, const char *value)
         return 0;
 }
 
-/* Our own cgroup path in the hierarchy that has `controller` (v1) or in v2 (""). */
+/* Our own cgroup path in the hierarchy that has `controller` (v1) or in v2
+ * (NULL): "" for the root, so that it is put after a hierarchy's mount. */
 static int own_cgroup(const char *controller, char **ret)
 {
-        _cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
-        _cleanup_free_ char *line = NULL;
-        size_t n = 0;
+        _cleanup_free_ char *path = NULL;
+        int r;
 
-        if (!f)
-                return negative_errno();
-        while (getline(&line, &n, f) > 0) {
-                char *ctl = strchr(line, ':'), *path;
-
-                if (!ctl)
-                        continue;
-                ctl++;
-                path = strchr(ctl, ':');
-                if (!path)
-                        continue;
-                *path++ = '\0';
-                path[strcspn(path, "\n")] = '\0';
-                bool match = *controller ? false : *ctl == '\0';
-                for (char *tok = ctl, *save = NULL;
-                     *controller && (tok = strtok_r(tok, ",", &save)); tok = NULL)
-                        if (streq(tok, controller))
-                                match = true;
-                if (match) {
-                        char *p = strdup(streq(path, "/") ? "" : path);
-                        if (!p)
-                                return -ENOMEM;
-                        *ret = p;
-                        return 0;
-                }
-        }
-        return -ENOENT;
+        r = cgroup_self_path(controller, &path);
+        if (r < 0)
+                return r;
+        if (streq(path, "/"))
+                path[0] = '\0';
+        *ret = TAKE_PTR(path);
+        return 0;
 }
 
 static bool file_has_word(const char *path, const char *word)
@@ -210,7 +191,7 @@ static int cgroup_make(uint64_t max, uint64_t memory, struct sandbox_cgroup **re
 
                 if (asprintf(&ctl, "%s/cgroup.controllers", v2_roots[i]) < 0)
                         return -ENOMEM;
-                if (!file_has_word(ctl, "pids") || own_cgroup("", &own) < 0)
+                if (!file_has_word(ctl, "pids") || own_cgroup(NULL, &own) < 0)
                         continue;
                 free(ctl);
                 ctl = NULL;
@@ -292,7 +273,7 @@ static void *cgroup_prime_main(void *arg)
         return NULL;
 }
 
-/* root + our own cgroup of controller ("": v2), if its cgroup.procs is writable. */
+/* root + our own cgroup of controller (NULL: v2), if its cgroup.procs is writable. */
 static char *own_cgroup_at(const char *root, const char *controller)
 {
         _cleanup_free_ char *own = NULL, *dir = NULL, *procs = NULL;
@@ -310,7 +291,7 @@ static char *own_cgroup_dir(void)
         char *dir;
 
         for (size_t i = 0; i < ELEMENTSOF(v2_roots); i++)
-                if ((dir = own_cgroup_at(v2_roots[i], "")))
+                if ((dir = own_cgroup_at(v2_roots[i], NULL)))
                         return dir;
         return own_cgroup_at("/sys/fs/cgroup/pids", "pids");
 }
