@@ -7,10 +7,13 @@
  * container's cgroup whose limits it checks (sandbox-container.c), and
  * the journal's cgroup of a writer (fs/journal/journal-cgroup.c), which
  * reads another process's file and so must bound what it reads and refuse
- * what is cut.
+ * what is cut. And a v2 cgroup's lists of controllers
+ * (cgroup.controllers, cgroup.subtree_control), which both sandbox files
+ * read too.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -121,4 +124,19 @@ int cgroup_self_path(const char *controller, char **ret)
                 return -ENOMEM;
         *ret = p;
         return 0;
+}
+
+bool cgroup_file_has(const char *path, const char *controller)
+{
+        _cleanup_fclose_ FILE *f = fopen(path, "re");
+        char buf[CGROUP_FILE_MAX], *nl, *save = NULL;
+
+        /* A line cut at the bound could end in a prefix of a longer name. */
+        if (!f || !fgets(buf, sizeof(buf), f) || !(nl = strchr(buf, '\n')))
+                return false;
+        *nl = '\0';
+        for (char *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save))
+                if (streq(t, controller))
+                        return true;
+        return false;
 }

@@ -2,7 +2,8 @@
 /*
  * cgroup.h: the one reader of /proc/PID/cgroup's lines,
  * "ID:controllers:path", for the sandbox's cgroups (mounts/sandbox) and
- * the journal's run_cgroup field (fs/journal/journal-cgroup.c).
+ * the journal's run_cgroup field (fs/journal/journal-cgroup.c); and of a
+ * v2 cgroup's lists of controllers.
  */
 #pragma once
 
@@ -11,6 +12,9 @@
 
 /* A line this long or longer (its newline not counted) is refused. */
 #define CGROUP_LINE_MAX 4096
+
+/* A v2 controller file's line (every controller the kernel has: some 80 bytes). */
+#define CGROUP_FILE_MAX 512
 
 /* One line, split; the pointers are into the text (no NUL after them). */
 struct cgroup_line {
@@ -60,3 +64,10 @@ int cgroup_text_path(const char *text, size_t len, const char *controller, const
  * path with a NUL is -EBADMSG, a file past 64 KiB -EFBIG.
  */
 int cgroup_self_path(const char *controller, char **ret);
+
+/*
+ * Whether the v2 controller file at path (cgroup.controllers,
+ * cgroup.subtree_control: "cpu io pids\n") lists controller. false if it
+ * cannot be read, or its line has no newline within CGROUP_FILE_MAX bytes.
+ */
+bool cgroup_file_has(const char *path, const char *controller);

@@ -103,16 +103,8 @@ static int hierarchy_mount(const char *controller, char **ret_root, char **ret_m
 static bool v2_has_controller(const char *mount, const char *controller)
 {
         _cleanup_free_ char *p = NULL;
-        _cleanup_fclose_ FILE *f = NULL;
-        char buf[512], *save = NULL;
 
-        if (asprintf(&p, "%s/cgroup.controllers", mount) < 0 || !(f = fopen(p, "re")) ||
-            !fgets(buf, sizeof(buf), f))
-                return false;
-        for (char *t = strtok_r(buf, " \n", &save); t; t = strtok_r(NULL, " \n", &save))
-                if (streq(t, controller))
-                        return true;
-        return false;
+        return asprintf(&p, "%s/cgroup.controllers", mount) >= 0 && cgroup_file_has(p, controller);
 }
 
 /* Where our cgroup of this controller is: its v1 hierarchy if it has one, else v2. */

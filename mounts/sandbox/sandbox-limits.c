@@ -74,19 +74,6 @@ static int own_cgroup(const char *controller, char **ret)
         return 0;
 }
 
-static bool file_has_word(const char *path, const char *word)
-{
-        _cleanup_fclose_ FILE *f = fopen(path, "re");
-        char buf[512];
-
-        if (!f || !fgets(buf, sizeof(buf), f))
-                return false;
-        for (char *tok = buf, *save = NULL; (tok = strtok_r(tok, " \n", &save)); tok = NULL)
-                if (streq(tok, word))
-                        return true;
-        return false;
-}
-
 /*
  * Remove the cgroups of runs that died without cleaning up (SIGKILL). Names
  * are cloister-RUNPID-SANDBOXPID; only a dead RUNPID's are touched, and
@@ -191,21 +178,21 @@ static int cgroup_make(uint64_t max, uint64_t memory, struct sandbox_cgroup **re
 
                 if (asprintf(&ctl, "%s/cgroup.controllers", v2_roots[i]) < 0)
                         return -ENOMEM;
-                if (!file_has_word(ctl, "pids") || own_cgroup(NULL, &own) < 0)
+                if (!cgroup_file_has(ctl, "pids") || own_cgroup(NULL, &own) < 0)
                         continue;
                 free(ctl);
                 ctl = NULL;
                 if (asprintf(&parent, "%s%s", v2_roots[i], own) < 0 ||
                     asprintf(&ctl, "%s/cgroup.subtree_control", parent) < 0)
                         return -ENOMEM;
-                if (file_has_word(ctl, "pids") && cgroup_try(parent, "pids.max", max, &path) >= 0)
+                if (cgroup_file_has(ctl, "pids") && cgroup_try(parent, "pids.max", max, &path) >= 0)
                         break;
                 free(ctl);
                 ctl = NULL;
                 if (asprintf(&ctl, "%s/cgroup.subtree_control", v2_roots[i]) < 0 ||
                     asprintf(&top, "%s/cloister", v2_roots[i]) < 0)
                         return -ENOMEM;
-                if (!file_has_word(ctl, "pids"))
+                if (!cgroup_file_has(ctl, "pids"))
                         continue;
                 if (mkdir(top, 0755) < 0 && errno != EEXIST) {
                         r = negative_errno();
@@ -214,7 +201,7 @@ static int cgroup_make(uint64_t max, uint64_t memory, struct sandbox_cgroup **re
                 r = file_write(top, "cgroup.subtree_control", "+pids");
                 if (r >= 0)
                         r = cgroup_try(top, "pids.max", max, &path);
-                if (r >= 0 && file_has_word(ctl, "memory"))
+                if (r >= 0 && cgroup_file_has(ctl, "memory"))
                         (void)file_write(top, "cgroup.subtree_control", "+memory");
         }
         if (!path && access("/sys/fs/cgroup/pids/cgroup.procs", F_OK) == 0) {

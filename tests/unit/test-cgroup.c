@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "lib/cgroup.h"
 #include "lib/util.h"
@@ -179,6 +180,48 @@ START_TEST(self_path_reads_our_own_file)
 }
 END_TEST
 
+/* A file of text, for cgroup_file_has(); its path in tmpl. */
+static void file_with(char *tmpl, const char *text)
+{
+        int fd = mkstemp(tmpl);
+
+        ck_assert_int_ge(fd, 0);
+        ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+        close(fd);
+}
+
+START_TEST(a_controller_file_lists_whole_names_on_a_whole_line)
+{
+        char p[] = "/tmp/cloister-cgroup.XXXXXX";
+        char *cut = malloc(CGROUP_FILE_MAX + 16);
+
+        file_with(p, "cpuset cpu io memory pids\n");
+        ck_assert(cgroup_file_has(p, "cpu"));
+        ck_assert(cgroup_file_has(p, "pids"));
+        ck_assert(cgroup_file_has(p, "cpuset"));
+        ck_assert(!cgroup_file_has(p, "pid"));
+        ck_assert(!cgroup_file_has(p, "mem"));
+        ck_assert(!cgroup_file_has(p, ""));
+        unlink(p);
+        /* Nothing delegated: an empty line. */
+        strcpy(p, "/tmp/cloister-cgroup.XXXXXX");
+        file_with(p, "\n");
+        ck_assert(!cgroup_file_has(p, "pids"));
+        unlink(p);
+        /* A line cut at the bound might end in a prefix ("pids" of "pidsx"): none. */
+        ck_assert_ptr_nonnull(cut);
+        memset(cut, 'a', CGROUP_FILE_MAX - 6);
+        strcpy(cut + CGROUP_FILE_MAX - 6, " pidsx\n");
+        strcpy(p, "/tmp/cloister-cgroup.XXXXXX");
+        file_with(p, cut);
+        ck_assert(!cgroup_file_has(p, "pids"));
+        ck_assert(!cgroup_file_has(p, "pidsx"));
+        unlink(p);
+        free(cut);
+        ck_assert(!cgroup_file_has("/nonexistent/cgroup.controllers", "pids"));
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("cgroup");
@@ -196,6 +239,7 @@ int main(void)
         tcase_add_test(tc, a_last_line_without_its_newline_is_cut_and_refused);
         tcase_add_test(tc, next_splits_each_line_and_moves_past_it);
         tcase_add_test(tc, self_path_reads_our_own_file);
+        tcase_add_test(tc, a_controller_file_lists_whole_names_on_a_whole_line);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
