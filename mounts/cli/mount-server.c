@@ -93,8 +93,8 @@ static void address(const char *path, struct sockaddr_un *a)
         memcpy(a->sun_path, path, strlen(path) + 1); /* mount_server_path checked its length */
 }
 
-/* The peer's uid is ours (root's: root). */
-static bool peer_is_us(int fd, uid_t *ret_uid)
+/* The peer's uid is ours (root's: root); its pid in *ret_pid if not NULL. */
+static bool peer_is_us(int fd, uid_t *ret_uid, pid_t *ret_pid)
 {
         struct ucred cred;
         socklen_t len = sizeof(cred);
@@ -102,7 +102,20 @@ static bool peer_is_us(int fd, uid_t *ret_uid)
         if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred))
                 return false;
         *ret_uid = cred.uid;
+        if (ret_pid)
+                *ret_pid = cred.pid;
         return cred.uid == geteuid();
+}
+
+/* pid mounts where we do: a daemon it forked would mount where we see it. */
+static bool same_mount_namespace(pid_t pid)
+{
+        char p[64];
+        struct stat ours, theirs;
+
+        snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)pid);
+        return pid > 0 && stat("/proc/self/ns/mnt", &ours) == 0 && stat(p, &theirs) == 0 &&
+               ours.st_dev == theirs.st_dev && ours.st_ino == theirs.st_ino;
 }
 
 static void answer_send(int fd, int code, int pid, const char *message)
@@ -289,7 +302,7 @@ static void accept_one(int listen_fd, int sig_fd, const sigset_t *old_mask, unsi
 
         if (conn < 0)
                 return;
-        if (!peer_is_us(conn, &uid)) {
+        if (!peer_is_us(conn, &uid, NULL)) {
                 snprintf(why, sizeof(why),
                          "the mount server of uid %u serves that uid only, not %d",
                          (unsigned)geteuid(), uid == (uid_t)-1 ? -1 : (int)uid);
@@ -384,6 +397,7 @@ int mount_server_request(const char *file, const struct config *c, int *ret_pid)
         struct answer ans;
         struct rlimit rl;
         uid_t uid = (uid_t)-1;
+        pid_t server = 0;
         size_t len;
         ssize_t n;
         mode_t mask;
@@ -401,10 +415,18 @@ int mount_server_request(const char *file, const struct config *c, int *ret_pid)
         if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
                 return MOUNT_SERVER_NONE;
         /* It gets our directory and output: only a server of our own uid. */
-        if (!peer_is_us(fd, &uid)) {
+        if (!peer_is_us(fd, &uid, &server)) {
                 fprintf(stderr,
                         "cloister mount: %s is served by uid %d, not ours: mounting without it\n",
                         path, (int)uid);
+                return MOUNT_SERVER_NONE;
+        }
+        /* A server in another mount namespace (a container's) would mount where we don't see. */
+        if (!same_mount_namespace(server)) {
+                fprintf(stderr,
+                        "cloister mount: the server at %s mounts in another mount namespace: "
+                        "mounting without it\n",
+                        path);
                 return MOUNT_SERVER_NONE;
         }
         cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);

@@ -202,6 +202,27 @@ server_pid=""
 [ ! -e "$sock" ]
 ok $? "and_removes_its_socket"
 
+# A server in another mount namespace: its daemons would mount where the caller sees nothing.
+if command -v unshare >/dev/null; then
+        MOUNT_SERVER_MARK=1 unshare -m --propagation private "$CLOISTER" mount --server \
+                2>"$T/server.err" &
+        server_pid=$!
+        for _ in $(seq 300); do
+                grep -q "serving mounts at" "$T/server.err" && break
+                sleep 0.1
+        done
+        run "$CLOISTER" mount "$T/ws-4.ini"
+        expect "a_server_in_another_mount_namespace_is_not_used" 0 "another mount namespace"
+        mountpoint -q "$T/mnt-4" && ! marked "$(cat "$T/state-4/mount.pid")"
+        ok $? "the_mount_is_made_here_by_cloister_mount"
+        "$CLOISTER" unmount "$T/ws-4.ini" >/dev/null 2>&1
+        kill "$server_pid"
+        wait "$server_pid"
+        server_pid=""
+else
+        ok 0 "a_server_in_another_mount_namespace_is_not_used # SKIP no unshare"
+fi
+
 # A client uses only a server of its own uid: one of nobody's is not handed root's descriptors.
 mkdir -p "$T/nobody-state"
 chown 65534:65534 "$T/nobody-state"
