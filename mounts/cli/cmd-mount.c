@@ -194,7 +194,7 @@ static int mount_run(int argc, char **argv)
 {
         _cleanup_config_ struct config *c = NULL;
         const char *file = NULL, *v;
-        bool foreground = false, json = false, server = false;
+        bool foreground = false, json = false, server = false, no_server = false;
         int r, pid = 0, ready_fd = -1;
 
         for (int i = 1; i < argc; i++) {
@@ -209,6 +209,8 @@ static int mount_run(int argc, char **argv)
                         json = true;
                 else if (streq(argv[i], "--server"))
                         server = true;
+                else if (streq(argv[i], "--no-server"))
+                        no_server = true;
                 else if (argv[i][0] == '-')
                         return command_fail(&command_mount, EXIT_USAGE, "unknown option '%s'",
                                             argv[i]);
@@ -217,14 +219,15 @@ static int mount_run(int argc, char **argv)
                 else
                         return command_fail(&command_mount, EXIT_USAGE, "too many arguments");
         }
-        if (server && (file || foreground || json || ready_fd >= 0))
+        if (server && (file || foreground || json || no_server || ready_fd >= 0))
                 return command_fail(&command_mount, EXIT_USAGE,
                                     "--server takes no config and no other option");
         if (server)
                 return mount_server_main();
         if (!file)
-                return command_fail(&command_mount, EXIT_USAGE,
-                                    "usage: cloister mount CONFIG [--foreground] | --server");
+                return command_fail(
+                        &command_mount, EXIT_USAGE,
+                        "usage: cloister mount CONFIG [--foreground | --no-server] | --server");
         if (ready_fd >= 0 && (foreground || json))
                 return command_fail(&command_mount, EXIT_USAGE,
                                     "--ready-fd is for `cloister run`, without --foreground or "
@@ -295,8 +298,12 @@ static int mount_run(int argc, char **argv)
                         return r;
                 return serve(c, foreground ? -1 : ready_fd, !foreground);
         }
-        /* Forked by this user's mount server if one listens (mount-server.h), else by us. */
-        r = mount_server_request(file, c, &pid);
+        /*
+         * Forked by this user's mount server if one listens (mount-server.h),
+         * else by us. --no-server: by us, so that the daemon is this
+         * process's child (a systemd unit's, in its cgroup, with its limits).
+         */
+        r = no_server ? MOUNT_SERVER_NONE : mount_server_request(file, c, &pid);
         if (r == MOUNT_SERVER_NONE)
                 r = mount_daemon_fork(c, -1, &pid);
         if (r)

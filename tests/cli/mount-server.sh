@@ -161,6 +161,14 @@ marked "$(cat "$T/state-3/mount.pid")"
 ok $? "through_the_server_still"
 kill "$silent" 2>/dev/null
 wait "$silent" 2>/dev/null
+# --no-server: forked by `cloister mount` though a server listens (cloister-mount@.service).
+run "$CLOISTER" mount --no-server "$T/ws-4.ini"
+expect "no_server_mounts_too" 0
+! marked "$(cat "$T/state-4/mount.pid")"
+ok $? "no_server_forks_the_daemon_itself"
+"$CLOISTER" unmount "$T/ws-4.ini" >/dev/null 2>&1
+run "$CLOISTER" mount --server --no-server
+expect "server_with_no_server_is_a_usage_error" 2
 
 # Another uid: refused by the server, even with the socket opened to all.
 chmod 666 "$sock"
