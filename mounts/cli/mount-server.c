@@ -19,6 +19,11 @@
  * init (or the nearest subreaper), not to the server, and it lives on
  * when the server ends.
  *
+ * The server only loads the module: it does not initialize libgit2 for
+ * its daemons, which would fork one seeded random state (mbedTLS's, and
+ * libgit2's) into all of them, and cost each more memory than it saves
+ * (docs/bench-log/2026-12-07-density-shared-pages.md).
+ *
  * Request (SOCK_SEQPACKET, one message): struct request, then the config's
  * path, the state and the mountpoint the client checked, each
  * NUL-terminated; and three descriptors: the client's working directory,
