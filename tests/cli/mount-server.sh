@@ -112,6 +112,15 @@ behaves 1 server
 ok $? "a_relative_config_is_found_from_the_callers_directory" "$(cat "$T/err")"
 marked "$(cat "$T/state-2/mount.pid")"
 ok $? "through_the_server"
+# The caller's descriptor limit, not the server's (fs/nofile.sh mounts this way).
+prlimit --nofile=2048:2048 "$CLOISTER" mount "$T/ws-3.ini" >/dev/null 2>"$T/err"
+ok $? "a_mount_under_a_lower_descriptor_limit" "$(cat "$T/err")"
+d3=$(cat "$T/state-3/mount.pid")
+out=$(awk '/^Max open files/ { print $4, $5 }' "/proc/$d3/limits")
+marked "$d3" && [ "$out" = "2048 2048" ]
+ok $? "the_daemon_has_the_callers_limit" "$out"
+"$CLOISTER" unmount "$T/ws-3.ini" >/dev/null 2>&1
+gone "$d3"
 # Errors are the caller's to see: a second mount of a served workspace.
 run "$CLOISTER" mount "$T/ws-2.ini"
 expect "mounting_it_again_exits_3" 3 "already served"
