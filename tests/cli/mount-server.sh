@@ -121,6 +121,18 @@ marked "$d3" && [ "$out" = "2048 2048" ]
 ok $? "the_daemon_has_the_callers_limit" "$out"
 "$CLOISTER" unmount "$T/ws-3.ini" >/dev/null 2>&1
 gone "$d3"
+# [logs] stdout = json: the journal's lines go to the caller's stdout, as from a forked daemon.
+printf '[scope "git"]\naudience = https://git.example.com\n' >"$T/policy.ini"
+printf '[workspace]\nname = wj\nstate = %s\nmountpoint = %s\n[repo]\nsource = %s\n[broker]\npolicy = %s\n[logs]\nstdout = json\n' \
+        "$T/state-j" "$T/mnt-j" "$T/src" "$T/policy.ini" >"$T/ws-j.ini"
+"$CLOISTER" mount "$T/ws-j.ini" >"$T/logs.jsonl" 2>"$T/err"
+ok $? "a_mount_with_logs_on_stdout" "$(cat "$T/err")"
+echo logged >"$T/mnt-j/workspace/logged.txt"
+marked "$(cat "$T/state-j/mount.pid")"
+ok $? "through_the_server_as_well"
+"$CLOISTER" unmount "$T/ws-j.ini" >/dev/null 2>&1
+grep -q '"workspace":"wj","stream":"journal"' "$T/logs.jsonl" && grep -q 'logged.txt' "$T/logs.jsonl"
+ok $? "its_journal_lines_reach_the_callers_stdout" "$(head -c 600 "$T/logs.jsonl")"
 # Errors are the caller's to see: a second mount of a served workspace.
 run "$CLOISTER" mount "$T/ws-2.ini"
 expect "mounting_it_again_exits_3" 3 "already served"
