@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cmd-mount.c: `cloister mount CONFIG [--foreground]` and
- * `cloister unmount CONFIG | --all`.
+ * cmd-mount.c: `cloister mount CONFIG [--foreground | --no-server]`,
+ * `cloister mount --server` (mount-server.c) and `cloister unmount CONFIG | --all`.
  *
  * mount forks the daemon and returns 0 only once the mount serves requests
  * (the daemon writes one byte to a pipe); if setup fails the daemon prints
