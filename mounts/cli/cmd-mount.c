@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cmd-mount.c: `cloister mount CONFIG [--foreground]` and
- * `cloister unmount CONFIG | --all`.
+ * cmd-mount.c: `cloister mount CONFIG [--foreground | --no-server]`,
+ * `cloister mount --server` (mount-server.c) and `cloister unmount CONFIG | --all`.
  *
  * mount forks the daemon and returns 0 only once the mount serves requests
  * (the daemon writes one byte to a pipe); if setup fails the daemon prints
  * why and the exit code is passed on. Exit 3: a live daemon already serves
- * this workspace. See docs/cloister-mount.md.
+ * this workspace. With a mount server of this user listening
+ * (mount-server.h), it forks the daemon instead, after the same checks made
+ * here. See docs/cloister-mount.md.
  */
 #include <errno.h>
 #include <jansson.h>
@@ -32,6 +34,7 @@
 #include "lib/logsink.h"
 #include "operations.h"
 #include "lib/util.h"
+#include "mount-server.h"
 #include "sandbox.h"
 
 #define EXIT_ALREADY 3
@@ -191,10 +194,8 @@ static int mount_run(int argc, char **argv)
 {
         _cleanup_config_ struct config *c = NULL;
         const char *file = NULL, *v;
-        bool foreground = false, json = false;
-        int p[2], r, pid = 0, status, ready_fd = -1;
-        pid_t child;
-        char byte;
+        bool foreground = false, json = false, server = false, no_server = false;
+        int r, pid = 0, ready_fd = -1;
 
         for (int i = 1; i < argc; i++) {
                 if (streq(argv[i], "--foreground") || streq(argv[i], "-f"))
@@ -206,6 +207,10 @@ static int mount_run(int argc, char **argv)
                                                     "--ready-fd takes an open descriptor above 2");
                 } else if (streq(argv[i], "--json"))
                         json = true;
+                else if (streq(argv[i], "--server"))
+                        server = true;
+                else if (streq(argv[i], "--no-server"))
+                        no_server = true;
                 else if (argv[i][0] == '-')
                         return command_fail(&command_mount, EXIT_USAGE, "unknown option '%s'",
                                             argv[i]);
@@ -214,9 +219,15 @@ static int mount_run(int argc, char **argv)
                 else
                         return command_fail(&command_mount, EXIT_USAGE, "too many arguments");
         }
-        if (!file)
+        if (server && (file || foreground || json || no_server || ready_fd >= 0))
                 return command_fail(&command_mount, EXIT_USAGE,
-                                    "usage: cloister mount CONFIG [--foreground]");
+                                    "--server takes no config and no other option");
+        if (server)
+                return mount_server_main();
+        if (!file)
+                return command_fail(
+                        &command_mount, EXIT_USAGE,
+                        "usage: cloister mount CONFIG [--foreground | --no-server] | --server");
         if (ready_fd >= 0 && (foreground || json))
                 return command_fail(&command_mount, EXIT_USAGE,
                                     "--ready-fd is for `cloister run`, without --foreground or "
@@ -281,14 +292,37 @@ static int mount_run(int argc, char **argv)
         if (r < 0)
                 return command_fail(&command_mount, 1, "cannot clean up '%s': %s",
                                     c->workspace.mountpoint, strerror(-r));
+        if (foreground || ready_fd >= 0) {
+                r = sink_open(c);
+                if (r)
+                        return r;
+                return serve(c, foreground ? -1 : ready_fd, !foreground);
+        }
+        /*
+         * Forked by this user's mount server if one listens (mount-server.h),
+         * else by us. --no-server: by us, so that the daemon is this
+         * process's child (a systemd unit's, in its cgroup, with its limits).
+         */
+        r = no_server ? MOUNT_SERVER_NONE : mount_server_request(file, c, &pid);
+        if (r == MOUNT_SERVER_NONE)
+                r = mount_daemon_fork(c, -1, &pid);
+        if (r)
+                return r;
+        (void)claims_record(c); /* by its state's device and inode too, now there */
+        if (json)
+                json_print(c, pid, false);
+        return 0;
+}
+
+int mount_daemon_fork(const struct config *c, int close_in_child, int *ret_pid)
+{
+        int p[2], r, status;
+        pid_t child;
+        char byte;
+
         r = sink_open(c);
         if (r)
                 return r;
-        if (foreground)
-                return serve(c, -1, false);
-        if (ready_fd >= 0)
-                return serve(c, ready_fd, true);
-
         if (pipe2(p, O_CLOEXEC) < 0)
                 return command_fail(&command_mount, 1, "pipe: %s", strerror(errno));
         fflush(NULL);
@@ -297,6 +331,8 @@ static int mount_run(int argc, char **argv)
                 return command_fail(&command_mount, 1, "fork: %s", strerror(errno));
         if (child == 0) {
                 close(p[0]);
+                if (close_in_child >= 0)
+                        close(close_in_child);
                 fs_daemon_prepare(); /* beside the identity's reservation */
                 setsid();
                 exit(serve(c, p[1], true)); /* exit, not _exit: LeakSanitizer runs at exit */
@@ -304,12 +340,7 @@ static int mount_run(int argc, char **argv)
         close(p[1]);
         r = (int)read(p[0], &byte, 1);
         close(p[0]);
-        if (r == 1)
-                (void)claims_record(c); /* by its state's device and inode too, now there */
-        if (r == 1 && json) {
-                (void)fs_mount_probe(c->workspace.state, c->workspace.mountpoint, &pid);
-                json_print(c, pid, false);
-        }
+        *ret_pid = child;
         if (r == 1)
                 return 0;
         if (waitpid(child, &status, 0) < 0)

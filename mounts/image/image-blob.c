@@ -53,12 +53,21 @@ int image_fd_sha256(int fd, char hex[static IMAGE_HEX_LEN + 1])
 {
         crypto_hash_sha256_state st;
         unsigned char d[crypto_hash_sha256_BYTES];
-        static __thread unsigned char buf[1 << 16];
+        /*
+         * Not a static __thread buffer: thread-local storage of the binary is
+         * laid out, zeroed, in every thread of every process that links this
+         * file, which hashes or not (each FUSE daemon's threads held 64 KiB
+         * each of it).
+         */
+        enum { BUF_SIZE = 1 << 16 };
+        _cleanup_free_ unsigned char *buf = malloc(BUF_SIZE);
         off_t off = 0;
 
+        if (!buf)
+                return -ENOMEM;
         crypto_hash_sha256_init(&st);
         for (;;) {
-                ssize_t n = pread(fd, buf, sizeof(buf), off);
+                ssize_t n = pread(fd, buf, BUF_SIZE, off);
                 if (n < 0 && errno == EINTR)
                         continue;
                 if (n < 0)
