@@ -3,8 +3,9 @@
  * ops.h: fs/ops, the private header of the FUSE request side.
  *
  * Owns: the libfuse low-level handlers (ops-entry.c: lookups, attributes,
- * listings; ops-data.c: open files; ops-ns.c: names; ops-xattr.c), what
- * they share (ops-common.c), the gate in front of them (admit.c), the
+ * listings; ops-open.c, ops-rw.c, ops-attr.c: open files, their data and
+ * attributes; ops-ns.c: names; ops-xattr.c), what they share (ops-common.c,
+ * and ops-handle.c for the open-file handle), the gate in front of them (admit.c), the
  * shedding of cached nodes when descriptors run short (shed.c) and the
  * request loop (loop.c). struct handle, an open file, lives here.
  *
@@ -107,21 +108,41 @@ void ops_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file
 void ops_statfs(fuse_req_t req, fuse_ino_t ino);
 void ops_readlink(fuse_req_t req, fuse_ino_t ino);
 
-/* ops-data.c */
+/* ops-handle.c: an open file's handle, and what the data handlers share */
+/* Join ws->handles, which a checkpoint moves. */
+void ops_handle_track(struct fs_workspace *ws, struct handle *h);
+/* Free h now (no reference taken yet; NULL is a no-op). */
+void ops_handle_free(struct fs_workspace *ws, struct handle *h);
+/* Drop a reference; the last one frees h. */
+void ops_handle_put(struct fs_workspace *ws, struct handle *h);
+/* Before the first write through a handle: copy the data of a metacopy up. */
+int ops_fill_before_write(struct fs_workspace *ws, struct node *n);
+/* Truncate n's upper fd to size, the growth charged to the quota (n->lock taken). */
+int ops_truncate_upper_fd(struct fs_workspace *ws, struct node *n, int fd, uint64_t size);
+/* Have the kernel ask n's attributes again (its cached mode changed). */
+void ops_kill_notify(struct fs_workspace *ws, struct node *n);
+/* Drop n's set-uid/set-gid as the kernel asked, journalled. ns_lock held exclusively. */
+int ops_kill_suidgid(struct fs_workspace *ws, fuse_req_t req, struct node *n);
+
+/* ops-open.c */
 void ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                 struct fuse_file_info *fi);
+void ops_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+
+/* ops-rw.c */
 void ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
 void ops_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
                    struct fuse_file_info *fi);
 void ops_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void ops_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
-void ops_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void ops_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-                 struct fuse_file_info *fi);
 void ops_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
                    struct fuse_file_info *fi);
 void ops_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi);
+
+/* ops-attr.c */
+void ops_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                 struct fuse_file_info *fi);
 
 /* ops-ns.c */
 void ops_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
