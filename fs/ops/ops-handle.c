@@ -7,6 +7,8 @@
  * when the kernel asks (FUSE_HANDLE_KILLPRIV_V2).
  */
 #include <fcntl.h>
+#include <linux/capability.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,4 +176,60 @@ int ops_kill_suidgid(struct fs_workspace *ws, fuse_req_t req, struct node *n)
         ops_kill_notify(ws, n);
         return ops_journal(ws, req, JOURNAL_CHMOD, n, NULL,
                            &(struct journal_entry){.mode = m, .uid = -1, .gid = -1});
+}
+
+/*
+ * Whether the caller (a thread blocked in its open(2) while we serve it, so
+ * its credentials and its pid are stable) has CAP_FSETID as the kernel's
+ * capable() means it: effective, in the initial user namespace. Read from
+ * /proc: CapEff, and its user namespace the same as ours while ours is the
+ * initial one (the whole id range mapped to itself). Anything not known
+ * (a caller outside our pid namespace, pid 0) is taken as lacking it.
+ */
+static bool caller_has_fsetid(pid_t pid)
+{
+        _cleanup_fclose_ FILE *f = NULL;
+        _cleanup_free_ char *p = NULL, *line = NULL;
+        unsigned long long caps = 0;
+        unsigned long long first, lower, count;
+        struct stat self, them;
+        size_t cap = 0;
+        bool found = false;
+
+        if (pid <= 0 || asprintf(&p, "/proc/%d/ns/user", (int)pid) < 0)
+                return false;
+        if (stat(p, &them) < 0 || stat("/proc/self/ns/user", &self) < 0 ||
+            them.st_ino != self.st_ino || them.st_dev != self.st_dev)
+                return false;
+        f = fopen("/proc/self/uid_map", "re");
+        if (!f || fscanf(f, "%llu %llu %llu", &first, &lower, &count) != 3 || first != 0 ||
+            lower != 0 || count != 4294967295ULL)
+                return false;
+        fclose(f);
+        f = NULL;
+        free(p);
+        p = NULL;
+        if (asprintf(&p, "/proc/%d/status", (int)pid) < 0)
+                return false;
+        f = fopen(p, "re");
+        if (!f)
+                return false;
+        while (getline(&line, &cap, f) > 0)
+                if (sscanf(line, "CapEff: %llx", &caps) == 1) {
+                        found = true;
+                        break;
+                }
+        return found && (caps & (1ULL << CAP_FSETID));
+}
+
+bool ops_open_kills_suidgid(struct fs_workspace *ws, fuse_req_t req)
+{
+        if (ws->killpriv_v2)
+                return fs_loop_kill_suidgid();
+        /* Over io_uring KILLPRIV_V2 is declined (fs/daemon/uring.c), and the
+         * kernel, which clears the bits itself on a write or a truncate,
+         * leaves an O_TRUNC open's to us: the rule it would have flagged. */
+        if (ws->uring)
+                return !caller_has_fsetid(fuse_req_ctx(req)->pid);
+        return false;
 }

@@ -123,6 +123,10 @@ int ops_truncate_upper_fd(struct fs_workspace *ws, struct node *n, int fd, uint6
 void ops_kill_notify(struct fs_workspace *ws, struct node *n);
 /* Drop n's set-uid/set-gid as the kernel asked, journalled. ns_lock held exclusively. */
 int ops_kill_suidgid(struct fs_workspace *ws, fuse_req_t req, struct node *n);
+/* Does this O_TRUNC open ask that set-uid/set-gid be dropped? With
+ * KILLPRIV_V2, as the kernel flagged it (loop.c); over io_uring, where it
+ * can't be read, as the kernel's rule would: the caller lacks CAP_FSETID. */
+bool ops_open_kills_suidgid(struct fs_workspace *ws, fuse_req_t req);
 
 /* ops-open.c */
 void ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
@@ -226,10 +230,15 @@ int shed_admit(struct fs_workspace *ws, pid_t pid, bool handle);
 void shed_stop(struct fs_workspace *ws);
 
 /* loop.c: serve se until it is unmounted or stopped by a signal */
-int fs_loop_run(struct fuse_session *se, unsigned max_workers);
+int fs_loop_run(struct fuse_session *se, unsigned max_workers, void (*after_init)(void *),
+                void *arg);
 /* A handler about to wait for something another request must first end (a
  * directory lock the kernel holds for it): another worker reads meanwhile. */
 void fs_loop_hand_on(void);
+/* Is this thread one of the loop's workers (not one of libfuse's io_uring
+ * ring threads, which serve their queue in order and may not wait for a
+ * request queued behind them)? */
+bool fs_loop_serving(void);
 /* Did the kernel ask, in the request this thread is serving, that set-uid
  * and set-gid be dropped (FUSE_WRITE_KILL_SUIDGID on a WRITE,
  * FUSE_OPEN_KILL_SUIDGID on an OPEN)? libfuse 3.18 passes neither flag to
