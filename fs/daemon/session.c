@@ -299,6 +299,7 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
          * libgit2 repository handle, which is worth not reopening per burst. */
         r = fs_loop_run(ws->se, 16, uring_confirm, ws);
         r = r < 0 ? r : 0;
+        uring_stop(ws);
         shed_stop(ws); /* it notifies the session */
         (void)unlinkat(ws->state_fd, "mount.pid", 0);
         (void)unlinkat(ws->state_fd, "fs/datapath.json", 0);

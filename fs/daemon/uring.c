@@ -129,6 +129,21 @@ static unsigned uring_fds(void)
         return n;
 }
 
+void uring_stop(struct fs_workspace *ws)
+{
+        if (ws->uring_depth == 0)
+                return;
+        /*
+         * libfuse 3.18 stops its rings only at the end of its own loops, and
+         * fuse_session_destroy() does not: a ring thread would outlive the
+         * session it reads. fuse_session_loop() of an exited session reads
+         * nothing and just stops them (waking each, then joining it).
+         */
+        fuse_session_exit(ws->se);
+        (void)fuse_session_loop(ws->se);
+        fuse_session_reset(ws->se);
+}
+
 void uring_confirm(void *arg)
 {
         struct fs_workspace *ws = arg;

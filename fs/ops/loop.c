@@ -397,6 +397,23 @@ static void *worker_main(void *arg)
         return NULL;
 }
 
+__thread bool fs_loop_settled;
+
+/*
+ * libfuse stops its io_uring rings by waking each ring thread and then
+ * cancelling and joining it (fuse_uring.c): a ring thread still inside a
+ * handler would be cancelled at its next cancellation point (a write, a
+ * condition wait), its locks held. Handlers are not cancellable: the
+ * thread finishes the request, sees the wake, and returns. Loop workers
+ * have it disabled already (enabled only around their read).
+ */
+void fs_loop_settle_thread(void)
+{
+        if (!loop_self)
+                pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+        fs_loop_settled = true;
+}
+
 bool fs_loop_serving(void)
 {
         return loop_self != NULL;

@@ -56,8 +56,16 @@ struct handle {
         int write_error; /* a checkpoint could not carry it to the new layer: writes fail */
 };
 
+/* loop.c: this thread has served a request before (fs_loop_settle_thread). */
+extern __thread bool fs_loop_settled;
+void fs_loop_settle_thread(void);
+
+/* The workspace a request is for; every handler asks it first, which also
+ * settles a thread of libfuse's io_uring rings on its first request. */
 static inline struct fs_workspace *req_ws(fuse_req_t req)
 {
+        if (__builtin_expect(!fs_loop_settled, 0))
+                fs_loop_settle_thread();
         return fuse_req_userdata(req);
 }
 
