@@ -79,15 +79,17 @@ int fs_datapath_read(const char *state, struct fs_datapath *ret)
         t = json_object_get(o, "transport");
         why = json_object_get(o, "io_uring_why");
         if (!json_is_string(t) || strlen(json_string_value(t)) >= sizeof(ret->transport) ||
-            !json_is_string(why) || strlen(json_string_value(why)) >= sizeof(ret->io_uring_why) ||
+            (why && (!json_is_string(why) ||
+                     strlen(json_string_value(why)) >= sizeof(ret->io_uring_why))) ||
             !json_is_boolean(json_object_get(o, "io_uring")) ||
             !json_is_boolean(json_object_get(o, "killpriv_v2")) ||
             !json_is_boolean(json_object_get(o, "passthrough"))) {
                 r = -EBADMSG;
         } else {
                 snprintf(ret->transport, sizeof(ret->transport), "%s", json_string_value(t));
+                /* A daemon from before io_uring_why (still mounted across an upgrade). */
                 snprintf(ret->io_uring_why, sizeof(ret->io_uring_why), "%s",
-                         json_string_value(why));
+                         why ? json_string_value(why) : "");
                 ret->io_uring = json_is_true(json_object_get(o, "io_uring"));
                 ret->killpriv_v2 = json_is_true(json_object_get(o, "killpriv_v2"));
                 ret->passthrough = json_is_true(json_object_get(o, "passthrough"));

@@ -145,6 +145,10 @@ C3=$(make_config kernoff "$T/plain")
 check mount_with_enable_uring_off do_mount "$C3"
 same status_says_enable_uring_is_off "$(datapath "$C3")" \
         "/dev/fuse False True off in the kernel ($URING_PARAM is N)"
+# A record written by a daemon from before io_uring_why still reads.
+printf '{"transport":"/dev/fuse","io_uring":false,"killpriv_v2":true,"passthrough":false}\n' \
+        >"$(state_of "$C3")/fs/datapath.json"
+same status_reads_a_record_without_io_uring_why "$(datapath "$C3")" "/dev/fuse False True "
 check unmount_the_third do_unmount "$C3"
 
 finish
