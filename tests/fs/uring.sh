@@ -85,6 +85,8 @@ work() {
 
         # [limits] bytes (8M here, less what is used) exact under 4 parallel writers.
         local free0
+        # The files first: a late writer would find no room for its name.
+        for i in 1 2 3 4; do : >"$W/fill$i"; done
         free0=$("$P" statfs "$W" | cut -d' ' -f1)
         for i in 1 2 3 4; do
                 "$P" fill "$W/fill$i" 1000 >"$T/fill$i" &
