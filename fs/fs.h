@@ -68,6 +68,7 @@ struct fs_options {
          * root. Read by fs_workspace_new() only. */
         const char *image;
         uint64_t tree_cache; /* bytes of parsed git trees the daemon keeps; 0: the default */
+        bool io_uring_off;   /* [fs] io_uring = off: serve on /dev/fuse even where io_uring is on */
         /*
          * The sandbox identity of the agent, when the daemon runs as root
          * and the agent as an unprivileged host uid (host_uid 0: none, the
@@ -145,13 +146,15 @@ int fs_mount_owner(const char *state, const char *name, const char *mountpoint,
                    char owner[static FS_NAME_MAX + 1]);
 /*
  * The data path a mounted workspace's daemon serves on, as negotiated with
- * the kernel when it mounted: the transport ("/dev/fuse"), and whether FUSE
- * over io_uring, FUSE_HANDLE_KILLPRIV_V2 and passthrough are in use.
+ * the kernel when it mounted: the transport ("/dev/fuse" or "io_uring"),
+ * whether FUSE over io_uring (and why not, when not), FUSE_HANDLE_KILLPRIV_V2
+ * and passthrough are in use.
  * -ENOENT before the kernel's FUSE_INIT was answered (or never mounted),
  * -EBADMSG if the record is damaged.
  */
 struct fs_datapath {
         char transport[32];
+        char io_uring_why[128]; /* "" when io_uring is in use */
         bool io_uring, killpriv_v2, passthrough;
 };
 int fs_datapath_read(const char *state, struct fs_datapath *ret);

@@ -52,6 +52,7 @@ int compose_fs_options(const struct config *c, struct compose_fs *ret)
                 .max_files = c->limits.files,
                 .max_journal = c->limits.journal,
                 .tree_cache = c->limits.tree_cache,
+                .io_uring_off = c->fs.io_uring_off,
                 .index_uid = SANDBOX_AGENT_UID,
                 .index_gid = SANDBOX_AGENT_GID,
         };

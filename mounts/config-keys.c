@@ -19,7 +19,7 @@ const char *const config_section_names[SECTION_MAX] = {
         [SECTION_WORKSPACE] = "workspace", [SECTION_REPO] = "repo",     [SECTION_HOME] = "home",
         [SECTION_MIRROR] = "mirror",       [SECTION_BROKER] = "broker", [SECTION_LIMITS] = "limits",
         [SECTION_NETWORK] = "network",     [SECTION_RUN] = "run",       [SECTION_INJECT] = "inject",
-        [SECTION_LOGS] = "logs",           [SECTION_IMAGE] = "image",
+        [SECTION_LOGS] = "logs",           [SECTION_IMAGE] = "image",   [SECTION_FS] = "fs",
 };
 
 enum key_type {
@@ -34,6 +34,7 @@ enum key_type {
         KEY_NETWORK,
         KEY_CGROUP,
         KEY_LOG_STDOUT,
+        KEY_IO_URING, /* auto or off */
         KEY_ENV_LIST,
         KEY_USER,
         KEY_SEED,         /* repeatable */
@@ -99,6 +100,7 @@ static const struct key keys[] = {
         {SECTION_LIMITS, "runlog", KEY_SIZE, CFG(limits.runlog), 1 * MiB, 64 * GiB, 0},
         {SECTION_LIMITS, "cgroup", KEY_CGROUP, CFG(limits.cgroup), 0, 0, 0},
         {SECTION_LOGS, "stdout", KEY_LOG_STDOUT, CFG(logs.stdout_json), 0, 0, 0},
+        {SECTION_FS, "io_uring", KEY_IO_URING, CFG(fs.io_uring_off), 0, 0, 0},
         {SECTION_LIMITS, "tree_cache", KEY_SIZE, CFG(limits.tree_cache), 4 * KiB, 64 * GiB, 0},
         {SECTION_NETWORK, "mode", KEY_NETWORK, CFG(network.mode), 0, 0, 0},
         {SECTION_RUN, "env", KEY_ENV_LIST, CFG(run.env), 0, 0, 0},
@@ -455,6 +457,16 @@ static int key_value_apply(struct parse_state *st, const struct key *k, void *ba
                 else
                         return config_error(st, line,
                                             "key '%s' in [%s]: '%s' is not 'none' or 'json'",
+                                            k->name, sec, value);
+                return 1;
+        case KEY_IO_URING:
+                if (streq(value, "auto"))
+                        *(bool *)field = false;
+                else if (streq(value, "off"))
+                        *(bool *)field = true;
+                else
+                        return config_error(st, line,
+                                            "key '%s' in [%s]: '%s' is not 'auto' or 'off'",
                                             k->name, sec, value);
                 return 1;
         case KEY_USER:

@@ -20,6 +20,7 @@ enum section_kind {
         SECTION_RUN,
         SECTION_INJECT,
         SECTION_LOGS,
+        SECTION_FS,
         SECTION_IMAGE,
         SECTION_MAX,
 };

@@ -165,6 +165,12 @@ struct config {
                 bool stdout_json;
         } logs;
 
+        struct {
+                /* [fs] io_uring = off: the daemon serves on /dev/fuse even where
+                 * FUSE over io_uring is on in the kernel; default auto */
+                bool io_uring_off;
+        } fs;
+
         /* [image]: the declared environment the sandbox runs on (docs/cloister-image.md) */
         struct {
                 char *source;         /* "oci:/DIR[:TAG]", ...; NULL: the host's /usr (default) */

@@ -317,6 +317,12 @@ struct fs_workspace {
         /* FUSE_HANDLE_KILLPRIV_V2 was negotiated: the kernel leaves clearing
          * set-uid/set-gid on write, truncate and chown to us (attr_kill_suidgid). */
         bool killpriv_v2;
+        /* The transport (fs/daemon/uring.c): [fs] io_uring = off; the ring
+         * depth planned (0: /dev/fuse); whether FUSE over io_uring is in use,
+         * and why not when not. Written before serving and at FUSE_INIT. */
+        bool uring_off, uring;
+        unsigned uring_depth;
+        const char *uring_why;
 
         struct {
                 _Atomic int state; /* GITINDEX_* or a negative errno (failed) */

@@ -14,7 +14,7 @@
  * concurrent writers never overshoot it. Whatever changes a file's data
  * (write, truncate, fallocate, a copy-up) first reserves the most that its
  * cost can grow by (quota_write_bound: every block of the range that is
- * not data already), under that file's lock (ops-data.c), and then
+ * not data already), under that file's lock (ops-rw.c, ops-attr.c), and then
  * settles to the cost the host reports after (quota_settle), so the count
  * is exact to the block and never passes the cap on what the range can
  * allocate. What only the host's own bookkeeping adds (an extent-tree

@@ -5,7 +5,8 @@
  * <state>/fs/datapath.json, written once the kernel has answered and read
  * by anyone who asks (the file is the daemon's; a reader only parses it).
  *
- * {"transport":"/dev/fuse","io_uring":false,"killpriv_v2":true,"passthrough":false}
+ * {"transport":"/dev/fuse","io_uring":false,"io_uring_why":"...","killpriv_v2":true,
+ *  "passthrough":false}
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -28,8 +29,12 @@ int datapath_write(struct fs_workspace *ws)
         json_t *o;
         size_t len;
 
-        /* io_uring and passthrough are not used yet (issue 45): /dev/fuse, read and written. */
-        o = json_pack("{s:s, s:b, s:b, s:b}", "transport", "/dev/fuse", "io_uring", 0,
+        /* Passthrough is not used yet (issue 45). */
+        o = json_pack("{s:s, s:b, s:s, s:b, s:b}", "transport",
+                      ws->uring ? "io_uring" : "/dev/fuse", "io_uring", ws->uring, "io_uring_why",
+                      ws->uring       ? ""
+                      : ws->uring_why ? ws->uring_why
+                                      : "not negotiated",
                       "killpriv_v2", ws->killpriv_v2, "passthrough", 0);
         if (!o)
                 return -ENOMEM;
@@ -55,7 +60,7 @@ int fs_datapath_read(const char *state, struct fs_datapath *ret)
         _cleanup_close_ int fd = -1;
         char buf[DATAPATH_MAX];
         json_error_t e;
-        json_t *o, *t;
+        json_t *o, *t, *why;
         ssize_t k;
         int r = 0;
 
@@ -72,13 +77,19 @@ int fs_datapath_read(const char *state, struct fs_datapath *ret)
         if (!o)
                 return -EBADMSG;
         t = json_object_get(o, "transport");
+        why = json_object_get(o, "io_uring_why");
         if (!json_is_string(t) || strlen(json_string_value(t)) >= sizeof(ret->transport) ||
+            (why && (!json_is_string(why) ||
+                     strlen(json_string_value(why)) >= sizeof(ret->io_uring_why))) ||
             !json_is_boolean(json_object_get(o, "io_uring")) ||
             !json_is_boolean(json_object_get(o, "killpriv_v2")) ||
             !json_is_boolean(json_object_get(o, "passthrough"))) {
                 r = -EBADMSG;
         } else {
                 snprintf(ret->transport, sizeof(ret->transport), "%s", json_string_value(t));
+                /* A daemon from before io_uring_why (still mounted across an upgrade). */
+                snprintf(ret->io_uring_why, sizeof(ret->io_uring_why), "%s",
+                         why ? json_string_value(why) : "");
                 ret->io_uring = json_is_true(json_object_get(o, "io_uring"));
                 ret->killpriv_v2 = json_is_true(json_object_get(o, "killpriv_v2"));
                 ret->passthrough = json_is_true(json_object_get(o, "passthrough"));

@@ -50,6 +50,8 @@ static const char *mount_hint(void)
                "that denies mount, or a missing privilege";
 }
 
+#define FS_MAX_WRITE (1u << 20)
+
 /*
  * The 3.17+ feature API: fuse_set_feature_flag() sets a flag in want_ext
  * only where the kernel is capable of it, and the 32-bit want/capable
@@ -69,16 +71,21 @@ static void ops_init(void *userdata, struct fuse_conn_info *conn)
         fuse_unset_feature_flag(conn, FUSE_CAP_WRITEBACK_CACHE);
         fuse_unset_feature_flag(conn, FUSE_CAP_POSIX_ACL);
         fuse_unset_feature_flag(conn, FUSE_CAP_HANDLE_KILLPRIV);
+        uring_negotiate(ws, conn);
         /*
          * KILLPRIV_V2: the kernel no longer asks GETXATTR security.capability
          * before every write(2), and flags the write, truncate, chown or
          * O_TRUNC open whose writer lacks CAP_FSETID instead; we drop the
          * bits then (attr_kill_suidgid). Where the kernel can't, it clears
-         * them itself with a SETATTR of the mode, as before.
+         * them itself with a SETATTR of the mode, as before. Not over
+         * io_uring, where the flags can't be read (uring.c): there too.
          */
-        ws->killpriv_v2 = fuse_set_feature_flag(conn, FUSE_CAP_HANDLE_KILLPRIV_V2);
+        if (ws->uring)
+                fuse_unset_feature_flag(conn, FUSE_CAP_HANDLE_KILLPRIV_V2);
+        else
+                ws->killpriv_v2 = fuse_set_feature_flag(conn, FUSE_CAP_HANDLE_KILLPRIV_V2);
         fuse_unset_feature_flag(conn, FUSE_CAP_EXPORT_SUPPORT);
-        conn->max_write = 1 << 20;
+        conn->max_write = FS_MAX_WRITE;
         conn->max_readahead = 1 << 20;
         conn->time_gran = 1;
         /* For `cloister status`; serving does not depend on it. */
@@ -221,6 +228,15 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
                      "default_permissions,nosuid,nodev,fsname=cloister:%s:%s,subtype=cloister%s",
                      ws->name, id, geteuid() == 0 ? ",allow_other" : "") < 0)
                 return -ENOMEM;
+        /* libfuse's rings, sized here (uring.c); ops_init still decides. */
+        uring_plan(ws, FS_MAX_WRITE);
+        if (ws->uring_depth) {
+                char *o = NULL;
+                if (asprintf(&o, "%s,io_uring,io_uring_q_depth=%u", opts, ws->uring_depth) < 0)
+                        return -ENOMEM;
+                free(opts);
+                opts = o;
+        }
         if (fuse_opt_add_arg(&args, "cloister") < 0 || fuse_opt_add_arg(&args, "-o") < 0 ||
             fuse_opt_add_arg(&args, opts) < 0) {
                 fuse_opt_free_args(&args);
@@ -281,8 +297,9 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
         }
         /* Workers are kept once started (no idle limit): each one holds its own
          * libgit2 repository handle, which is worth not reopening per burst. */
-        r = fs_loop_run(ws->se, 16);
+        r = fs_loop_run(ws->se, 16, uring_confirm, ws);
         r = r < 0 ? r : 0;
+        uring_stop(ws);
         shed_stop(ws); /* it notifies the session */
         (void)unlinkat(ws->state_fd, "mount.pid", 0);
         (void)unlinkat(ws->state_fd, "fs/datapath.json", 0);

@@ -111,10 +111,12 @@ struct loop {
         struct worker *workers; /* every worker started */
         unsigned n_workers, max_workers;
         int error;
-        sem_t finish;       /* posted when a worker stops the loop */
-        struct busypoll bp; /* used by the reading worker only */
-        int fd;             /* /dev/fuse made O_NONBLOCK, when polling is on; else -1 */
-        int stop_fd;        /* an eventfd, readable once the loop stops (with fd) */
+        sem_t finish;               /* posted when a worker stops the loop */
+        struct busypoll bp;         /* used by the reading worker only */
+        int fd;                     /* /dev/fuse made O_NONBLOCK, when polling is on; else -1 */
+        void (*after_init)(void *); /* run once INIT was answered (uring.c), or NULL */
+        void *after_init_arg;
+        int stop_fd; /* an eventfd, readable once the loop stops (with fd) */
 };
 
 /* Quick requests: answered from the node table and the kernel-facing state,
@@ -165,6 +167,13 @@ static bool request_is_quick(const struct fuse_buf *buf)
         default:
                 return false;
         }
+}
+
+static bool request_is_init(const struct fuse_buf *buf)
+{
+        const struct loop_in_header *in = buf->mem;
+
+        return !(buf->flags & FUSE_BUF_IS_FD) && buf->size >= sizeof(*in) && in->opcode == OP_INIT;
 }
 
 static void loop_stop_locked(struct loop *l, int error)
@@ -340,6 +349,7 @@ static void *worker_main(void *arg)
         loop_self = l;
         pthread_mutex_lock(&l->lock);
         for (;;) {
+                bool init;
                 int res;
 
                 while (!l->exit && l->reading) {
@@ -370,8 +380,12 @@ static void *worker_main(void *arg)
                 pthread_mutex_unlock(&l->lock);
 
                 loop_kill = request_kills_suidgid(&w->buf);
+                init = request_is_init(&w->buf);
                 fuse_session_process_buf(l->se, &w->buf);
                 loop_kill = false;
+                /* INIT runs alone (request_is_quick): nothing races the hook. */
+                if (init && l->after_init)
+                        l->after_init(l->after_init_arg);
 
                 pthread_mutex_lock(&l->lock);
         }
@@ -381,6 +395,28 @@ static void *worker_main(void *arg)
                 close(loop_peek[1]);
         }
         return NULL;
+}
+
+__thread bool fs_loop_settled;
+
+/*
+ * libfuse stops its io_uring rings by waking each ring thread and then
+ * cancelling and joining it (fuse_uring.c): a ring thread still inside a
+ * handler would be cancelled at its next cancellation point (a write, a
+ * condition wait), its locks held. Handlers are not cancellable: the
+ * thread finishes the request, sees the wake, and returns. Loop workers
+ * have it disabled already (enabled only around their read).
+ */
+void fs_loop_settle_thread(void)
+{
+        if (!loop_self)
+                pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+        fs_loop_settled = true;
+}
+
+bool fs_loop_serving(void)
+{
+        return loop_self != NULL;
 }
 
 void fs_loop_hand_on(void)
@@ -395,9 +431,13 @@ void fs_loop_hand_on(void)
         pthread_mutex_unlock(&l->lock);
 }
 
-int fs_loop_run(struct fuse_session *se, unsigned max_workers)
+int fs_loop_run(struct fuse_session *se, unsigned max_workers, void (*after_init)(void *),
+                void *arg)
 {
-        struct loop l = {.se = se, .max_workers = max_workers ? max_workers : 1};
+        struct loop l = {.se = se,
+                         .max_workers = max_workers ? max_workers : 1,
+                         .after_init = after_init,
+                         .after_init_arg = arg};
         sigset_t stop, old;
         int r;
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ops-common.c: what the handlers of ops-data.c, ops-entry.c, ops-ns.c and
- * ops-xattr.c share: who is asking (the journal's caller), the journal
- * entry of a change, the one constructor of a file handle, and the owner
- * and mode of a new entry. Here, so that no handler file calls another.
+ * ops-common.c: what the handlers of ops-entry.c, ops-open.c, ops-rw.c,
+ * ops-attr.c, ops-ns.c and ops-xattr.c share: who is asking (the journal's
+ * caller), the journal entry of a change, the one constructor of a file
+ * handle, and the owner and mode of a new entry. Here (and in ops-handle.c
+ * for the open-file handle), so that no handler file calls another.
  */
 #include <fcntl.h>
 #include <stdio.h>

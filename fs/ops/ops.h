@@ -3,8 +3,9 @@
  * ops.h: fs/ops, the private header of the FUSE request side.
  *
  * Owns: the libfuse low-level handlers (ops-entry.c: lookups, attributes,
- * listings; ops-data.c: open files; ops-ns.c: names; ops-xattr.c), what
- * they share (ops-common.c), the gate in front of them (admit.c), the
+ * listings; ops-open.c, ops-rw.c, ops-attr.c: open files, their data and
+ * attributes; ops-ns.c: names; ops-xattr.c), what they share (ops-common.c,
+ * and ops-handle.c for the open-file handle), the gate in front of them (admit.c), the
  * shedding of cached nodes when descriptors run short (shed.c) and the
  * request loop (loop.c). struct handle, an open file, lives here.
  *
@@ -55,8 +56,16 @@ struct handle {
         int write_error; /* a checkpoint could not carry it to the new layer: writes fail */
 };
 
+/* loop.c: this thread has served a request before (fs_loop_settle_thread). */
+extern __thread bool fs_loop_settled;
+void fs_loop_settle_thread(void);
+
+/* The workspace a request is for; every handler asks it first, which also
+ * settles a thread of libfuse's io_uring rings on its first request. */
 static inline struct fs_workspace *req_ws(fuse_req_t req)
 {
+        if (__builtin_expect(!fs_loop_settled, 0))
+                fs_loop_settle_thread();
         return fuse_req_userdata(req);
 }
 
@@ -107,21 +116,45 @@ void ops_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file
 void ops_statfs(fuse_req_t req, fuse_ino_t ino);
 void ops_readlink(fuse_req_t req, fuse_ino_t ino);
 
-/* ops-data.c */
+/* ops-handle.c: an open file's handle, and what the data handlers share */
+/* Join ws->handles, which a checkpoint moves. */
+void ops_handle_track(struct fs_workspace *ws, struct handle *h);
+/* Free h now (no reference taken yet; NULL is a no-op). */
+void ops_handle_free(struct fs_workspace *ws, struct handle *h);
+/* Drop a reference; the last one frees h. */
+void ops_handle_put(struct fs_workspace *ws, struct handle *h);
+/* Before the first write through a handle: copy the data of a metacopy up. */
+int ops_fill_before_write(struct fs_workspace *ws, struct node *n);
+/* Truncate n's upper fd to size, the growth charged to the quota (n->lock taken). */
+int ops_truncate_upper_fd(struct fs_workspace *ws, struct node *n, int fd, uint64_t size);
+/* Have the kernel ask n's attributes again (its cached mode changed). */
+void ops_kill_notify(struct fs_workspace *ws, struct node *n);
+/* Drop n's set-uid/set-gid as the kernel asked, journalled. ns_lock held exclusively. */
+int ops_kill_suidgid(struct fs_workspace *ws, fuse_req_t req, struct node *n);
+/* Does this O_TRUNC open ask that set-uid/set-gid be dropped? With
+ * KILLPRIV_V2, as the kernel flagged it (loop.c); over io_uring, where it
+ * can't be read, as the kernel's rule would: the caller lacks CAP_FSETID. */
+bool ops_open_kills_suidgid(struct fs_workspace *ws, fuse_req_t req);
+
+/* ops-open.c */
 void ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                 struct fuse_file_info *fi);
+void ops_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+
+/* ops-rw.c */
 void ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);
 void ops_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
                    struct fuse_file_info *fi);
 void ops_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void ops_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi);
-void ops_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
-void ops_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
-                 struct fuse_file_info *fi);
 void ops_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
                    struct fuse_file_info *fi);
 void ops_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi);
+
+/* ops-attr.c */
+void ops_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                 struct fuse_file_info *fi);
 
 /* ops-ns.c */
 void ops_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev);
@@ -205,10 +238,15 @@ int shed_admit(struct fs_workspace *ws, pid_t pid, bool handle);
 void shed_stop(struct fs_workspace *ws);
 
 /* loop.c: serve se until it is unmounted or stopped by a signal */
-int fs_loop_run(struct fuse_session *se, unsigned max_workers);
+int fs_loop_run(struct fuse_session *se, unsigned max_workers, void (*after_init)(void *),
+                void *arg);
 /* A handler about to wait for something another request must first end (a
  * directory lock the kernel holds for it): another worker reads meanwhile. */
 void fs_loop_hand_on(void);
+/* Is this thread one of the loop's workers (not one of libfuse's io_uring
+ * ring threads, which serve their queue in order and may not wait for a
+ * request queued behind them)? */
+bool fs_loop_serving(void);
 /* Did the kernel ask, in the request this thread is serving, that set-uid
  * and set-gid be dropped (FUSE_WRITE_KILL_SUIDGID on a WRITE,
  * FUSE_OPEN_KILL_SUIDGID on an OPEN)? libfuse 3.18 passes neither flag to

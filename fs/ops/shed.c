@@ -391,6 +391,18 @@ void shed_repay(struct fs_workspace *ws)
 
         if (!ws->se)
                 return;
+        /*
+         * Not on an io_uring ring's thread (fs/daemon/uring.c): it serves
+         * its queue in order, and a drop that waits for a lookup queued
+         * behind it would never end. The shed's own thread drops instead.
+         */
+        if (!fs_loop_serving()) {
+                pthread_mutex_lock(&ws->itable_lock);
+                if (shed_short_locked(ws))
+                        shed_kick(ws);
+                pthread_mutex_unlock(&ws->itable_lock);
+                return;
+        }
         pthread_mutex_lock(&ws->itable_lock);
         if (shed_short_locked(ws))
                 ws->shed.debt = MIN(ws->shed.debt + SHED_REPAY, (size_t)SHED_BATCH);

@@ -112,10 +112,14 @@ static int status_run(int argc, char **argv)
         else
                 printf("%-11s not mounted (%s)\n", "mount", str(o, "mountpoint"));
         dp = json_object_get(o, "datapath");
-        if (json_is_object(dp))
-                printf("%-11s %s; killpriv_v2 %s, passthrough %s, io_uring %s\n", "data path",
+        if (json_is_object(dp)) {
+                const char *why = json_string_value(json_object_get(dp, "io_uring_why"));
+                if (!why)
+                        why = "";
+                printf("%-11s %s; killpriv_v2 %s, passthrough %s, io_uring %s%s%s%s\n", "data path",
                        str(dp, "transport"), yes_no(dp, "killpriv_v2"), yes_no(dp, "passthrough"),
-                       yes_no(dp, "io_uring"));
+                       yes_no(dp, "io_uring"), *why ? " (" : "", why, *why ? ")" : "");
+        }
         printf("%-11s %" JSON_INTEGER_FORMAT "\n", "runs live",
                json_integer_value(json_object_get(o, "runs_live")));
         if (json_is_true(json_object_get(o, "mounted")))

@@ -144,6 +144,7 @@ static const struct tool tools[] = {
                 "\"runs_live\":{\"type\":\"integer\"},"
                 "\"datapath\":{\"type\":[\"object\",\"null\"],\"properties\":{"
                 "\"transport\":{\"type\":\"string\"},\"io_uring\":{\"type\":\"boolean\"},"
+                "\"io_uring_why\":{\"type\":\"string\"},"
                 "\"killpriv_v2\":{\"type\":\"boolean\"},"
                 "\"passthrough\":{\"type\":\"boolean\"}}}},"
                 "\"required\":[\"name\",\"repo\",\"rev\",\"mounted\",\"runs_live\"]}}},"

@@ -66,8 +66,9 @@ static json_t *datapath(const struct config *c)
 
         if (fs_datapath_read(c->workspace.state, &d) < 0)
                 return json_null();
-        o = json_pack("{s:s, s:b, s:b, s:b}", "transport", d.transport, "io_uring", d.io_uring,
-                      "killpriv_v2", d.killpriv_v2, "passthrough", d.passthrough);
+        o = json_pack("{s:s, s:b, s:s, s:b, s:b}", "transport", d.transport, "io_uring", d.io_uring,
+                      "io_uring_why", d.io_uring_why, "killpriv_v2", d.killpriv_v2, "passthrough",
+                      d.passthrough);
         return o ? o : json_null();
 }
 

@@ -45,7 +45,14 @@ mkdir -p "$REF"
 make_pre "$REF"
 
 # The daemon starts under a umask that would mask the modes the agent asks for.
+# URING=1 (meson's fs-conform-uring): the battery over FUSE's io_uring
+# transport, with the kernel's enable_uring on for the run (lib.sh).
+[ -z "${URING:-}" ] || uring_on
 check mount_under_umask_027 bash -c "umask 027; '$CLOISTER' mount '$C'"
+if [ -n "${URING:-}" ]; then
+        "$CLOISTER" status "$C" | grep -q "^data path   io_uring; .*, io_uring yes$"
+        ok $? the_mount_serves_over_io_uring
+fi
 
 # LAYERS=fork or restore (meson runs both as well as the plain run): the
 # same battery in a fork at a checkpoint, or after a restore to one, with a

@@ -33,9 +33,44 @@ cleanup() {
         for p in "$T"/*/state/mount.pid; do
                 [ -f "$p" ] && kill -9 "$(cat "$p")" 2>/dev/null
         done
+        # After every mount of ours is gone: the kernel's setting as it was.
+        [ -z "$URING_OLD" ] || echo "$URING_OLD" >"$URING_PARAM" 2>/dev/null
         rm -rf "$T"
 }
 trap cleanup EXIT
+
+# uring_on: FUSE over io_uring on in the kernel for the rest of this test
+# (enable_uring, which no product code changes), turned back to what it
+# was on every way out: exit, an error, or a signal (meson's timeout sends
+# SIGTERM), each of which ends in the EXIT trap. Affects every FUSE mount
+# made meanwhile: such tests are is_parallel: false. Skips (77) where the
+# kernel has no such parameter or it cannot be set here.
+URING_PARAM=/sys/module/fuse/parameters/enable_uring
+URING_OLD=
+uring_on() {
+        [ -e "$URING_PARAM" ] || skip_all "the kernel has no FUSE over io_uring (no $URING_PARAM)"
+        local old
+        old=$(cat "$URING_PARAM") || skip_all "cannot read $URING_PARAM"
+        trap 'exit 129' HUP
+        trap 'exit 130' INT
+        trap 'exit 143' TERM
+        URING_OLD=$old
+        echo Y >"$URING_PARAM" 2>/dev/null || skip_all "cannot turn on $URING_PARAM"
+        [ "$(cat "$URING_PARAM")" = Y ] || skip_all "$URING_PARAM stays $(cat "$URING_PARAM")"
+}
+
+# uring_cqes PID: completions all of the daemon's io_uring rings have had
+# (their fdinfo's CqTail): grows while requests are served over the rings.
+uring_cqes() {
+        local f fd sum=0 v
+        for f in /proc/"$1"/fd/*; do
+                [ "$(readlink "$f")" = "anon_inode:[io_uring]" ] || continue
+                fd=${f##*/}
+                v=$(awk '$1 == "CqTail:" { print $2 }' "/proc/$1/fdinfo/$fd")
+                sum=$((sum + ${v:-0}))
+        done
+        echo "$sum"
+}
 
 ok() { # ok STATUS NAME
         n=$((n + 1))

@@ -21,6 +21,10 @@ check mount_with_quota do_mount "$C"
 same statfs_reports_the_whole_quota_free "$("$P" statfs "$W")" "1048576 40"
 
 # 8 writers appending 1000-byte chunks (not block aligned) at the same time.
+# Their files are made first: a writer that started late would find no room
+# left for its file's name, and fail before writing (fsprobe prints only the
+# errno then).
+for i in 1 2 3 4 5 6 7 8; do : >"$W/w$i"; done
 for i in 1 2 3 4 5 6 7 8; do
         "$P" fill "$W/w$i" 1000 >"$T/fill$i" &
 done

@@ -267,6 +267,20 @@ START_TEST(bad_host_uid_ranges_are_refused)
               ":7: key 'cgroup' in [limits]: 'pod' is not 'sandbox' or 'container'");
         FAILS(HEAD "[logs]\nstdout = yes\n",
               ":7: key 'stdout' in [logs]: 'yes' is not 'none' or 'json'");
+        FAILS(HEAD "[fs]\nio_uring = on\n",
+              ":7: key 'io_uring' in [fs]: 'on' is not 'auto' or 'off'");
+}
+END_TEST
+
+START_TEST(fs_io_uring_is_auto_unless_off)
+{
+        _cleanup_config_ struct config *c = load_ok(HEAD);
+        _cleanup_config_ struct config *a = load_ok(HEAD "[fs]\nio_uring = auto\n");
+        _cleanup_config_ struct config *o = load_ok(HEAD "[fs]\nio_uring = off\n");
+
+        ck_assert(!c->fs.io_uring_off);
+        ck_assert(!a->fs.io_uring_off);
+        ck_assert(o->fs.io_uring_off);
 }
 END_TEST
 
@@ -644,6 +658,7 @@ static Suite *config_suite(void)
         tcase_add_checked_fixture(tc, setup, teardown);
         tcase_add_test(tc, defaults_apply_when_keys_are_absent);
         tcase_add_test(tc, every_key_is_parsed);
+        tcase_add_test(tc, fs_io_uring_is_auto_unless_off);
         tcase_add_test(tc, config_dir_specifier_expands);
         tcase_add_test(tc, unknown_specifier_is_refused);
         tcase_add_test(tc, worktree_specifier_outside_git_is_refused);
