@@ -19,9 +19,8 @@ ok() { # COND DESCRIPTION
 }
 
 echo "1..16"
-# shellcheck disable=SC2034 # read by the conditions ok evaluates
-plan=$("$peers/run" --list 2>&1)
-rc=$?
+# shellcheck disable=SC2034 # both read by the conditions ok evaluates
+plan=$("$peers/run" --list 2>&1) rc=$?
 ok '[ $rc -eq 0 ]' "--list exits 0"
 for row in '`git status`' '`find` + stat' 'read every tracked file' '`grep -r`' '`git grep`' \
         'create + delete 5,000 files' 'untar a real `node_modules`' 'write 64 MiB + fsync' \
