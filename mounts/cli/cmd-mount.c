@@ -7,7 +7,8 @@
  * (the daemon writes one byte to a pipe); if setup fails the daemon prints
  * why and the exit code is passed on. Exit 3: a live daemon already serves
  * this workspace. With a mount server of this user listening
- * (mount-server.h), it forks the daemon instead, after the same checks made
+ * (mount-server.h), the binary hands the whole command to it before it
+ * loads this module (mount-client.c), and the server's handler runs it
  * here. See docs/cloister-mount.md.
  */
 #include <errno.h>
@@ -299,13 +300,13 @@ static int mount_run(int argc, char **argv)
                 return serve(c, foreground ? -1 : ready_fd, !foreground);
         }
         /*
-         * Forked by this user's mount server if one listens (mount-server.h),
-         * else by us. --no-server: by us, so that the daemon is this
-         * process's child (a systemd unit's, in its cgroup, with its limits).
+         * Forked by us: in a mount server's handler (mount-server.c), which
+         * the binary asked before it loaded this module (mount-client.c), or
+         * in `cloister mount` where no server listens, or with --no-server
+         * (the daemon then is this process's child: a systemd unit's, in its
+         * cgroup, with its limits).
          */
-        r = no_server ? MOUNT_SERVER_NONE : mount_server_request(file, c, &pid);
-        if (r == MOUNT_SERVER_NONE)
-                r = mount_daemon_fork(c, -1, &pid);
+        r = mount_daemon_fork(c, mount_server_conn, &pid);
         if (r)
                 return r;
         (void)claims_record(c); /* by its state's device and inode too, now there */

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "command.h"
+#include "mount-server.h"
 #include "sandbox.h"
 #include "lib/util.h"
 
@@ -108,5 +109,13 @@ int main(int argc, char **argv)
         /* The same help for every command, whether or not it parses --help itself. */
         if (argc == 3 && (streq(argv[2], "--help") || streq(argv[2], "-h")))
                 return command_usage(c);
+        /* `cloister mount CONFIG` through this user's mount server, if one listens: the
+         * server has the module loaded, so this process needs not (mount-client.c). */
+        if (c == &module_mount) {
+                int r = mount_client_forward(argc - 1, argv + 1);
+
+                if (r != MOUNT_SERVER_NONE)
+                        return r;
+        }
         return c->run(argc - 1, argv + 1);
 }

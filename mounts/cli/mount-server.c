@@ -24,10 +24,11 @@
  * libgit2's) into all of them, and cost each more memory than it saves
  * (docs/bench-log/2026-12-07-density-shared-pages.md).
  *
- * Request (SOCK_SEQPACKET, one message): struct request, then the config's
- * path, the state and the mountpoint the client checked, each
- * NUL-terminated; and three descriptors: the client's working directory,
- * stdout and stderr. Answer: struct answer.
+ * The request and its answer are in mount-server.h; the client, in the
+ * binary, is mount-client.c. The handler runs the command itself
+ * (command_mount, every check it makes) as the caller would have: in its
+ * working directory, with its output, umask, descriptor limit and the
+ * variables that place its state and config.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -53,79 +54,16 @@
 #include "lib/util.h"
 #include "mount-server.h"
 
-#define REQUEST_MAGIC 0x636c6d31u /* "clm1" */
-#define REQUEST_FDS   3           /* working directory, stdout, stderr */
-#define REQUEST_MAX   (sizeof(struct request) + 3 * (PATH_MAX + 1))
 /* Handlers running at once; a connection past them is answered "busy". */
 #define MOUNT_SERVER_HANDLERS 64
 /* How long a handler waits for its request. */
 #define REQUEST_TIMEOUT_S 10
 
-struct request {
-        uint32_t magic;
-        uint32_t umask;
-        uint64_t nofile_cur, nofile_max; /* the client's RLIMIT_NOFILE */
-};
+int mount_server_conn = -1;
 
-struct answer {
-        uint32_t magic;
-        int32_t code; /* what `cloister mount` exits with */
-        int32_t pid;  /* the daemon's, when code is 0 */
-        char message[244];
-};
-
-int mount_server_path(char **ret)
+static void answer_send(int fd, int code, const char *message)
 {
-        _cleanup_free_ char *dir = NULL;
-        int r = known_xdg_dir("state", &dir);
-
-        if (r < 0)
-                return r;
-        if (asprintf(ret, "%s/mount.sock", dir) < 0)
-                return -ENOMEM;
-        if (strlen(*ret) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
-                free(*ret);
-                *ret = NULL;
-                return -ENAMETOOLONG;
-        }
-        return 0;
-}
-
-static void address(const char *path, struct sockaddr_un *a)
-{
-        memset(a, 0, sizeof(*a));
-        a->sun_family = AF_UNIX;
-        memcpy(a->sun_path, path, strlen(path) + 1); /* mount_server_path checked its length */
-}
-
-/* The peer's uid is ours (root's: root); its pid in *ret_pid if not NULL. */
-static bool peer_is_us(int fd, uid_t *ret_uid, pid_t *ret_pid)
-{
-        struct ucred cred;
-        socklen_t len = sizeof(cred);
-
-        if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || len != sizeof(cred))
-                return false;
-        *ret_uid = cred.uid;
-        if (ret_pid)
-                *ret_pid = cred.pid;
-        return cred.uid == geteuid();
-}
-
-/* pid mounts where we do: a daemon it forked would mount where we see it. */
-static bool same_mount_namespace(pid_t pid)
-{
-        char p[64];
-        struct stat ours, theirs;
-
-        snprintf(p, sizeof(p), "/proc/%d/ns/mnt", (int)pid);
-        return pid > 0 && stat("/proc/self/ns/mnt", &ours) == 0 && stat(p, &theirs) == 0 &&
-               ours.st_dev == theirs.st_dev && ours.st_ino == theirs.st_ino;
-}
-
-static void answer_send(int fd, int code, int pid, const char *message)
-{
-        struct answer a = {.magic = REQUEST_MAGIC, .code = code, .pid = pid};
+        struct mount_answer a = {.magic = MOUNT_REQUEST_MAGIC, .code = code};
 
         if (message)
                 snprintf(a.message, sizeof(a.message), "%s", message);
@@ -143,16 +81,33 @@ static const char *field(const char *buf, size_t n, size_t *at)
         return s;
 }
 
+/* The caller's value of each of mount_server_env, from fields at *at: 0, or -EBADMSG. */
+static int env_take(const char *buf, size_t n, size_t *at)
+{
+        for (size_t i = 0; i < MOUNT_SERVER_ENV; i++) {
+                const char *f = field(buf, n, at), *name = mount_server_env[i], *v;
+
+                if (!f || !(v = startswith(f, name)))
+                        return -EBADMSG;
+                if (*v == '\0')
+                        (void)unsetenv(name);
+                else if (*v != '=' || setenv(name, v + 1, 1) < 0)
+                        return -EBADMSG;
+        }
+        return 0;
+}
+
 /*
- * A handler, in its own process: read conn's one request, load its config,
- * start the daemon, answer. The exit code, for the server's wait only.
+ * A handler, in its own process: read conn's one request, run `cloister
+ * mount` as its caller would have, answer. The exit code, for the
+ * server's wait only.
  */
 static int handle(int conn)
 {
-        static char buf[REQUEST_MAX];
+        static char buf[MOUNT_REQUEST_MAX];
         union {
                 struct cmsghdr h;
-                char b[CMSG_SPACE(REQUEST_FDS * sizeof(int))];
+                char b[CMSG_SPACE(MOUNT_REQUEST_FDS * sizeof(int))];
         } control;
         struct iovec iov = {.iov_base = buf, .iov_len = sizeof(buf)};
         struct msghdr m = {.msg_iov = &iov,
@@ -160,11 +115,9 @@ static int handle(int conn)
                            .msg_control = control.b,
                            .msg_controllen = sizeof(control.b)};
         struct timeval tv = {.tv_sec = REQUEST_TIMEOUT_S};
-        _cleanup_config_ struct config *c = NULL;
-        _cleanup_free_ char *err = NULL;
-        struct request req;
-        const char *file, *state, *mnt;
-        int fds[REQUEST_FDS] = {-1, -1, -1}, nfds = 0, r, pid = 0;
+        struct mount_request req;
+        char *argv[MOUNT_SERVER_ARGS + 1] = {NULL};
+        int fds[MOUNT_REQUEST_FDS] = {-1, -1, -1}, nfds = 0, r;
         size_t at = sizeof(req);
         ssize_t n;
 
@@ -178,7 +131,7 @@ static int handle(int conn)
                                 int fd;
 
                                 memcpy(&fd, CMSG_DATA(h) + i * sizeof(int), sizeof(int));
-                                if (nfds < REQUEST_FDS)
+                                if (nfds < MOUNT_REQUEST_FDS)
                                         fds[nfds] = fd;
                                 else
                                         close(fd);
@@ -186,35 +139,52 @@ static int handle(int conn)
                         }
                 }
         if (n < 0) {
-                answer_send(conn, 1, 0,
+                answer_send(conn, 1,
                             errno == EAGAIN || errno == EWOULDBLOCK
                                     ? "the mount server got no request in time"
                                     : "the mount server could not read the request");
                 return 1;
         }
         if ((m.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || (size_t)n < sizeof(req) ||
-            nfds != REQUEST_FDS) {
-                answer_send(conn, 1, 0,
+            nfds != MOUNT_REQUEST_FDS) {
+                answer_send(conn, 1,
                             "malformed request to the mount server: wrong size or descriptors");
                 return 1;
         }
         memcpy(&req, buf, sizeof(req));
-        file = field(buf, (size_t)n, &at);
-        state = field(buf, (size_t)n, &at);
-        mnt = field(buf, (size_t)n, &at);
-        if (req.magic != REQUEST_MAGIC || !file || !state || !mnt || at != (size_t)n) {
-                answer_send(conn, 1, 0,
+        if (req.magic != MOUNT_REQUEST_MAGIC || req.argc < 2 || req.argc > MOUNT_SERVER_ARGS) {
+                answer_send(conn, 1,
                             "malformed request to the mount server: not a cloister mount request");
+                return 1;
+        }
+        for (uint32_t i = 0; i < req.argc; i++)
+                argv[i] = (char *)field(buf, (size_t)n, &at);
+        for (uint32_t i = 0; i < req.argc; i++)
+                if (!argv[i]) {
+                        answer_send(conn, 1,
+                                    "malformed request to the mount server: an argument is not "
+                                    "terminated");
+                        return 1;
+                }
+        /* What the binary forwards and nothing else: never --server, --foreground, --ready-fd. */
+        if (!mount_server_args_ok((int)req.argc, argv)) {
+                answer_send(conn, 1,
+                            "malformed request to the mount server: arguments it does not run");
+                return 1;
+        }
+        if (env_take(buf, (size_t)n, &at) < 0 || at != (size_t)n) {
+                answer_send(conn, 1,
+                            "malformed request to the mount server: not the environment's fields");
                 return 1;
         }
         /* The client's directory, output and file mode mask, and its descriptor limit. */
         if (fchdir(fds[0]) < 0 || dup2(fds[1], STDOUT_FILENO) < 0 ||
             dup2(fds[2], STDERR_FILENO) < 0) {
-                answer_send(conn, 1, 0,
+                answer_send(conn, 1,
                             "malformed request to the mount server: a descriptor is not usable");
                 return 1;
         }
-        for (int i = 0; i < REQUEST_FDS; i++)
+        for (int i = 0; i < MOUNT_REQUEST_FDS; i++)
                 close(fds[i]);
         umask((mode_t)(req.umask & 0777));
         {
@@ -223,25 +193,11 @@ static int handle(int conn)
                 if (rl.rlim_cur <= rl.rlim_max)
                         (void)setrlimit(RLIMIT_NOFILE, &rl); /* above ours, root's server only */
         }
-        /* From here on, errors go to the client's stderr, as those of `cloister mount`. */
-        r = config_load(file, &c, &err);
-        if (r < 0) {
-                answer_send(
-                        conn,
-                        command_fail(&command_mount, EXIT_USAGE, "%s", err ? err : strerror(-r)), 0,
-                        NULL);
-                return EXIT_USAGE;
-        }
-        /* The client checked where these lie: a config changed since is not what it checked. */
-        if (!streq(c->workspace.state, state) || !streq(c->workspace.mountpoint, mnt)) {
-                answer_send(conn,
-                            command_fail(&command_mount, 1,
-                                         "%s: changed while being mounted; try again", c->file),
-                            0, NULL);
-                return 1;
-        }
-        r = mount_daemon_fork(c, conn, &pid);
-        answer_send(conn, r, r == 0 ? pid : 0, NULL);
+        /* From here on, the command's own output goes to the client, as from `cloister mount`. */
+        mount_server_conn = conn;
+        r = command_mount.run((int)req.argc, argv);
+        fflush(NULL);
+        answer_send(conn, r, NULL);
         return r;
 }
 
@@ -259,7 +215,7 @@ static int stale_remove(const char *path)
         fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
-        address(path, &a);
+        mount_server_address(path, &a);
         if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0)
                 return -EADDRINUSE;
         if (errno != ECONNREFUSED)
@@ -287,7 +243,7 @@ static int listen_open(const char *path, int *ret)
         fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         if (fd < 0)
                 return -errno;
-        address(path, &a);
+        mount_server_address(path, &a);
         old = umask(0177); /* the socket 0600: connecting needs write permission */
         r = bind(fd, (struct sockaddr *)&a, sizeof(a));
         umask(old);
@@ -307,22 +263,22 @@ static void accept_one(int listen_fd, int sig_fd, const sigset_t *old_mask, unsi
 
         if (conn < 0)
                 return;
-        if (!peer_is_us(conn, &uid, NULL)) {
+        if (!mount_server_peer_is_us(conn, &uid, NULL)) {
                 snprintf(why, sizeof(why),
                          "the mount server of uid %u serves that uid only, not %d",
                          (unsigned)geteuid(), uid == (uid_t)-1 ? -1 : (int)uid);
-                answer_send(conn, 1, 0, why);
+                answer_send(conn, 1, why);
                 return;
         }
         if (*handlers >= MOUNT_SERVER_HANDLERS) {
-                answer_send(conn, 1, 0, "the mount server is busy; try again");
+                answer_send(conn, 1, "the mount server is busy; try again");
                 return;
         }
         fflush(NULL);
         pid = fork();
         if (pid < 0) {
                 snprintf(why, sizeof(why), "the mount server cannot fork: %s", strerror(errno));
-                answer_send(conn, 1, 0, why);
+                answer_send(conn, 1, why);
                 return;
         }
         if (pid == 0) {
@@ -391,105 +347,4 @@ int mount_server_main(void)
                         (void)unlink(path);
         }
         return 0;
-}
-
-int mount_server_request(const char *file, const struct config *c, int *ret_pid)
-{
-        _cleanup_free_ char *path = NULL, *body = NULL;
-        _cleanup_close_ int fd = -1, cwd = -1;
-        struct sockaddr_un a;
-        struct request req = {.magic = REQUEST_MAGIC};
-        struct answer ans;
-        struct rlimit rl;
-        uid_t uid = (uid_t)-1;
-        pid_t server = 0;
-        size_t len;
-        ssize_t n;
-        mode_t mask;
-        union {
-                struct cmsghdr h;
-                char b[CMSG_SPACE(REQUEST_FDS * sizeof(int))];
-        } control;
-
-        if (mount_server_path(&path) < 0)
-                return MOUNT_SERVER_NONE;
-        fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-                return MOUNT_SERVER_NONE;
-        address(path, &a);
-        if (connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
-                return MOUNT_SERVER_NONE;
-        /* It gets our directory and output: only a server of our own uid. */
-        if (!peer_is_us(fd, &uid, &server)) {
-                fprintf(stderr,
-                        "cloister mount: %s is served by uid %d, not ours: mounting without it\n",
-                        path, (int)uid);
-                return MOUNT_SERVER_NONE;
-        }
-        /* A server in another mount namespace (a container's) would mount where we don't see. */
-        if (!same_mount_namespace(server)) {
-                fprintf(stderr,
-                        "cloister mount: the server at %s mounts in another mount namespace: "
-                        "mounting without it\n",
-                        path);
-                return MOUNT_SERVER_NONE;
-        }
-        cwd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-        if (cwd < 0)
-                return command_fail(&command_mount, 1, "cannot open the working directory: %s",
-                                    strerror(errno));
-        mask = umask(0);
-        umask(mask);
-        req.umask = mask;
-        if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
-                req.nofile_cur = rl.rlim_cur;
-                req.nofile_max = rl.rlim_max;
-        } else {
-                req.nofile_cur = req.nofile_max = RLIM_INFINITY;
-        }
-        len = sizeof(req) + strlen(file) + strlen(c->workspace.state) +
-              strlen(c->workspace.mountpoint) + 3;
-        if (len > REQUEST_MAX)
-                return MOUNT_SERVER_NONE; /* paths past PATH_MAX: nothing a server could open */
-        body = malloc(len);
-        if (!body)
-                return command_fail(&command_mount, 1, "out of memory");
-        memcpy(body, &req, sizeof(req));
-        stpcpy(stpcpy(stpcpy(body + sizeof(req), file) + 1, c->workspace.state) + 1,
-               c->workspace.mountpoint);
-        {
-                struct iovec iov = {.iov_base = body, .iov_len = len};
-                struct msghdr m = {.msg_iov = &iov,
-                                   .msg_iovlen = 1,
-                                   .msg_control = control.b,
-                                   .msg_controllen = sizeof(control.b)};
-                struct cmsghdr *h = CMSG_FIRSTHDR(&m);
-                int fds[REQUEST_FDS] = {cwd, STDOUT_FILENO, STDERR_FILENO};
-
-                memset(&control, 0, sizeof(control));
-                h->cmsg_level = SOL_SOCKET;
-                h->cmsg_type = SCM_RIGHTS;
-                h->cmsg_len = CMSG_LEN(sizeof(fds));
-                memcpy(CMSG_DATA(h), fds, sizeof(fds));
-                fflush(NULL);
-                if (sendmsg(fd, &m, MSG_NOSIGNAL) < 0)
-                        return command_fail(&command_mount, 1,
-                                            "cannot send the request to the mount server at %s: %s",
-                                            path, strerror(errno));
-        }
-        do
-                n = recv(fd, &ans, sizeof(ans), 0);
-        while (n < 0 && errno == EINTR);
-        if (n != (ssize_t)sizeof(ans) || ans.magic != REQUEST_MAGIC)
-                return command_fail(&command_mount, 1,
-                                    "the mount server at %s ended without an answer (see %s/fs/"
-                                    "daemon.log)",
-                                    path, c->workspace.state);
-        ans.message[sizeof(ans.message) - 1] = '\0';
-        if (ans.message[0])
-                fprintf(stderr, "cloister mount: %s\n", ans.message);
-        if (ans.code == 0 && ans.pid <= 0)
-                return command_fail(&command_mount, 1, "the mount server answered no daemon");
-        *ret_pid = ans.pid;
-        return ans.code == 0 ? 0 : ans.code > 0 && ans.code < 126 ? ans.code : 1;
 }

@@ -12,24 +12,75 @@
  */
 #pragma once
 
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
 #include "config.h"
 
-/* mount_server_request's answer when no server of ours listens: fork as before. */
+struct sockaddr_un;
+
+/* mount_client_forward's answer when no server of ours listens: run as before. */
 #define MOUNT_SERVER_NONE (-1)
+
+/*
+ * The request (SOCK_SEQPACKET, one message): struct mount_request, then
+ * argc NUL-terminated arguments (argv[0] "mount"), then MOUNT_SERVER_ENV
+ * fields "NAME=value", or "NAME" where the caller has none; and
+ * MOUNT_REQUEST_FDS descriptors: the caller's working directory, stdout and
+ * stderr. The answer: struct mount_answer, the code `cloister mount` exits
+ * with; whatever the command printed went to the caller's stdout and stderr.
+ */
+#define MOUNT_REQUEST_MAGIC 0x636c6d32u /* "clm2" */
+#define MOUNT_REQUEST_FDS   3
+#define MOUNT_SERVER_ARGS   3 /* mount CONFIG [--json] */
+#define MOUNT_SERVER_ENV    4
+#define MOUNT_REQUEST_MAX   (sizeof(struct mount_request) + 8 * 4096)
+
+struct mount_request {
+        uint32_t magic;
+        uint32_t umask;
+        uint64_t nofile_cur, nofile_max; /* the caller's RLIMIT_NOFILE */
+        uint32_t argc;
+        uint32_t reserved;
+};
+
+struct mount_answer {
+        uint32_t magic;
+        int32_t code;
+        int32_t reserved;
+        char message[244];
+};
+
+/* The variables that place a user's state and config, passed as the caller has them. */
+extern const char *const mount_server_env[MOUNT_SERVER_ENV];
 
 /* $XDG_STATE_HOME/cloister/mount.sock (known_xdg_dir); 0 or a negative errno. */
 int mount_server_path(char **ret);
+void mount_server_address(const char *path, struct sockaddr_un *a);
+
+/* The peer's uid is ours (root's: root); its uid and pid in *ret_uid, *ret_pid (may be NULL). */
+bool mount_server_peer_is_us(int fd, uid_t *ret_uid, pid_t *ret_pid);
+
+/* Whether argv (argv[0] "mount") is what a server runs: one config, --json at most. */
+bool mount_server_args_ok(int argc, char *const *argv);
+
+/*
+ * `cloister mount ARGS` through this user's server, from the binary before
+ * it loads the module (mount-client.c says why): MOUNT_SERVER_NONE where
+ * the arguments are not the server's or no usable server listens, else the
+ * exit code.
+ */
+int mount_client_forward(int argc, char *const *argv);
 
 /* `cloister mount --server`: serve until SIGTERM, SIGINT or SIGHUP; the exit code. */
 int mount_server_main(void);
 
 /*
- * Ask the server of this user, if one listens, to start c's daemon (c was
- * loaded from file and checked by the caller). MOUNT_SERVER_NONE if none
- * does, else what `cloister mount` exits with (0: it serves; the reason
- * for any other code is on stderr), and the daemon's pid in *ret_pid.
+ * In a server's handler, its connection (the daemon must not keep it);
+ * else -1. cmd-mount.c passes it to mount_daemon_fork.
  */
-int mount_server_request(const char *file, const struct config *c, int *ret_pid);
+extern int mount_server_conn;
 
 /*
  * Start c's daemon in a child of this process (cmd-mount.c): 0 once it

@@ -133,6 +133,19 @@ ok $? "through_the_server_as_well"
 "$CLOISTER" unmount "$T/ws-j.ini" >/dev/null 2>&1
 grep -q '"workspace":"wj","stream":"journal"' "$T/logs.jsonl" && grep -q 'logged.txt' "$T/logs.jsonl"
 ok $? "its_journal_lines_reach_the_callers_stdout" "$(head -c 600 "$T/logs.jsonl")"
+# The binary hands the command over without loading the commands module.
+if command -v strace >/dev/null; then
+        # LeakSanitizer cannot run under ptrace (the ASan build).
+        ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+                strace -o "$T/strace" -e trace=openat "$CLOISTER" mount "$T/ws-3.ini" \
+                >/dev/null 2>"$T/err"
+        ok $? "a_mount_under_strace" "$(cat "$T/err")"
+        ! grep -q 'cloister-commands' "$T/strace" && marked "$(cat "$T/state-3/mount.pid")"
+        ok $? "the_client_loaded_no_module" "$(grep cloister-commands "$T/strace")"
+        "$CLOISTER" unmount "$T/ws-3.ini" >/dev/null 2>&1
+else
+        ok 0 "the_client_loaded_no_module # SKIP no strace"
+fi
 # Errors are the caller's to see: a second mount of a served workspace.
 run "$CLOISTER" mount "$T/ws-2.ini"
 expect "mounting_it_again_exits_3" 3 "already served"
@@ -166,10 +179,42 @@ ok $? "a_short_request_is_answered_malformed" "$out"
 out=$(raw "$(printf '%0512x' 0)" fds 2>&1)
 grep -q '^1 malformed request' <<<"$out"
 ok $? "a_request_of_zeros_is_answered_malformed" "$out"
-# The right magic, but paths not NUL-terminated.
-out=$(raw "316d6c6300000000$(printf '%032x' 0)2f746d70" fds 2>&1)
-grep -q '^1 malformed request' <<<"$out"
-ok $? "an_unterminated_path_is_answered_malformed" "$out"
+# req ARGC FIELD...: a request's bytes in hex, the right magic and header, then the fields.
+req() {
+        python3 - "$@" <<'EOF'
+import struct, sys
+argc, fields = int(sys.argv[1]), sys.argv[2:]
+body = struct.pack("<IIQQII", 0x636c6d32, 0o22, 1024, 1024, argc, 0)
+body += b"".join(f.encode() + b"\0" for f in fields)
+print(body.hex())
+EOF
+}
+env_fields="HOME=$HOME XDG_STATE_HOME=$XDG_STATE_HOME XDG_CONFIG_HOME=$XDG_CONFIG_HOME TMPDIR"
+# The right magic, but the argument not NUL-terminated.
+out=$(raw "$(req 2 mount)2f746d70" fds 2>&1)
+grep -q '^1 malformed request.*not terminated' <<<"$out"
+ok $? "an_unterminated_argument_is_answered_malformed" "$out"
+# Only what the binary forwards is run: never --server, --foreground, --ready-fd.
+for what in "server:mount --server" "foreground:mount --foreground $T/ws-4.ini" \
+        "ready_fd:mount --ready-fd=5 $T/ws-4.ini" "two_configs:mount $T/ws-4.ini $T/ws-3.ini" \
+        "unmount:unmount $T/ws-4.ini"; do
+        set -- ${what#*:}
+        out=$(raw "$(req $# "$@" $env_fields)" fds 2>&1)
+        grep -q '^1 malformed request.*arguments it does not run' <<<"$out"
+        ok $? "the_server_does_not_run_${what%%:*}" "$out"
+done
+! mountpoint -q "$T/mnt-4"
+ok $? "and_mounted_nothing"
+# The environment's fields: each one, in order, as NAME or NAME=value.
+out=$(raw "$(req 2 mount "$T/ws-4.ini" HOME=/x)" fds 2>&1)
+grep -q '^1 malformed request.*environment' <<<"$out"
+ok $? "missing_environment_fields_are_answered_malformed" "$out"
+out=$(raw "$(req 2 mount "$T/ws-4.ini" PATH=/x XDG_STATE_HOME XDG_CONFIG_HOME TMPDIR)" fds 2>&1)
+grep -q '^1 malformed request.*environment' <<<"$out"
+ok $? "another_variable_is_answered_malformed" "$out"
+out=$(raw "$(req 2 mount "$T/ws-4.ini" $env_fields extra)" fds 2>&1)
+grep -q '^1 malformed request.*environment' <<<"$out"
+ok $? "a_field_past_them_is_answered_malformed" "$out"
 # A client that connects and says nothing holds its handler only.
 python3 -c 'import socket,sys,time; s=socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.connect(sys.argv[1]); time.sleep(30)' "$sock" &
 silent=$!
