@@ -222,14 +222,19 @@ static bool caller_has_fsetid(pid_t pid)
         return found && (caps & (1ULL << CAP_FSETID));
 }
 
-bool ops_open_kills_suidgid(struct fs_workspace *ws, fuse_req_t req)
+bool ops_open_kills_suidgid(struct fs_workspace *ws, fuse_req_t req, int fd)
 {
+        struct stat st;
+
         if (ws->killpriv_v2)
                 return fs_loop_kill_suidgid();
-        /* Over io_uring KILLPRIV_V2 is declined (fs/daemon/uring.c), and the
-         * kernel, which clears the bits itself on a write or a truncate,
-         * leaves an O_TRUNC open's to us: the rule it would have flagged. */
-        if (ws->uring)
-                return !caller_has_fsetid(fuse_req_ctx(req)->pid);
-        return false;
+        /* Without KILLPRIV_V2 (declined over io_uring: fs/daemon/uring.c; and
+         * so still when libfuse's rings then failed to start, INIT answered),
+         * the kernel clears the bits itself on a write or a truncate, but
+         * leaves an O_TRUNC open's to us: the rule it would have flagged.
+         * A set-id bit is marked by S_ISVTX on the upper file (attr.c), so a
+         * file without one costs no read of the caller's /proc. */
+        if (fstat(fd, &st) < 0 || !(st.st_mode & S_ISVTX))
+                return false;
+        return !caller_has_fsetid(fuse_req_ctx(req)->pid);
 }

@@ -49,7 +49,7 @@ static int open_cow(struct fs_workspace *ws, fuse_req_t req, struct node *n, int
                         r = ops_truncate_upper_fd(ws, n, h->fd, 0);
                         if (r == 0)
                                 r = ops_journal(ws, req, JOURNAL_TRUNCATE, n, NULL, NULL);
-                        if (r == 0 && ops_open_kills_suidgid(ws, req))
+                        if (r == 0 && ops_open_kills_suidgid(ws, req, h->fd))
                                 r = ops_kill_suidgid(ws, req, n);
                 }
         }

@@ -131,10 +131,12 @@ int ops_truncate_upper_fd(struct fs_workspace *ws, struct node *n, int fd, uint6
 void ops_kill_notify(struct fs_workspace *ws, struct node *n);
 /* Drop n's set-uid/set-gid as the kernel asked, journalled. ns_lock held exclusively. */
 int ops_kill_suidgid(struct fs_workspace *ws, fuse_req_t req, struct node *n);
-/* Does this O_TRUNC open ask that set-uid/set-gid be dropped? With
- * KILLPRIV_V2, as the kernel flagged it (loop.c); over io_uring, where it
- * can't be read, as the kernel's rule would: the caller lacks CAP_FSETID. */
-bool ops_open_kills_suidgid(struct fs_workspace *ws, fuse_req_t req);
+/* Does this O_TRUNC open of the upper file fd ask that set-uid/set-gid be
+ * dropped? With KILLPRIV_V2, as the kernel flagged it (loop.c); without it
+ * (declined over io_uring, kept declined when the rings then failed to
+ * start, or a kernel without it), as the kernel's rule would: the file has
+ * a set-id bit and the caller lacks CAP_FSETID. */
+bool ops_open_kills_suidgid(struct fs_workspace *ws, fuse_req_t req, int fd);
 
 /* ops-open.c */
 void ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

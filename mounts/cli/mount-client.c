@@ -29,8 +29,8 @@
 #include "lib/util.h"
 #include "mount-server.h"
 
-const char *const mount_server_env[MOUNT_SERVER_ENV] = {"HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME",
-                                                        "TMPDIR"};
+const char *const mount_server_env[MOUNT_SERVER_ENV] = {
+        "HOME", "XDG_STATE_HOME", "XDG_CONFIG_HOME", "TMPDIR", "PATH", "SOURCE_DATE_EPOCH"};
 
 int mount_server_path(char **ret)
 {
@@ -69,8 +69,7 @@ bool mount_server_peer_is_us(int fd, uid_t *ret_uid, pid_t *ret_pid)
         return cred.uid == geteuid();
 }
 
-/* pid mounts where we do: a daemon it forked would mount where we see it. */
-static bool same_mount_namespace(pid_t pid)
+bool mount_server_same_namespace(pid_t pid)
 {
         char p[64];
         struct stat ours, theirs;
@@ -170,7 +169,7 @@ int mount_client_forward(int argc, char *const *argv)
                 return MOUNT_SERVER_NONE;
         }
         /* A server in another mount namespace (a container's) would mount where we don't see. */
-        if (!same_mount_namespace(server)) {
+        if (!mount_server_same_namespace(server)) {
                 fprintf(stderr,
                         "cloister mount: the server at %s mounts in another mount namespace: "
                         "mounting without it\n",

@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -60,6 +61,9 @@
 #define REQUEST_TIMEOUT_S 10
 
 int mount_server_conn = -1;
+
+/* The server's lock (listen_open); its handlers and daemons do not keep it. */
+static int server_lock_fd = -1;
 
 static void answer_send(int fd, int code, const char *message)
 {
@@ -237,6 +241,20 @@ static int listen_open(const char *path, int *ret)
         r = mkdir_p(dir, 0700, 0700);
         if (r < 0)
                 return r;
+        /* Two servers starting at once: one could take the other's socket for a
+         * dead one's (connect refused between its bind and listen) and leave it
+         * listening on a name no longer there. The one holding the lock serves. */
+        {
+                _cleanup_free_ char *lock = NULL;
+
+                if (asprintf(&lock, "%s.lock", path) < 0)
+                        return -ENOMEM;
+                server_lock_fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+                if (server_lock_fd < 0)
+                        return -errno;
+                if (flock(server_lock_fd, LOCK_EX | LOCK_NB) < 0)
+                        return errno == EWOULDBLOCK ? -EADDRINUSE : -errno;
+        }
         r = stale_remove(path);
         if (r < 0)
                 return r;
@@ -259,15 +277,21 @@ static void accept_one(int listen_fd, int sig_fd, const sigset_t *old_mask, unsi
         _cleanup_close_ int conn = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
         char why[128];
         uid_t uid = (uid_t)-1;
-        pid_t pid;
+        pid_t pid, peer = 0;
 
         if (conn < 0)
                 return;
-        if (!mount_server_peer_is_us(conn, &uid, NULL)) {
+        if (!mount_server_peer_is_us(conn, &uid, &peer)) {
                 snprintf(why, sizeof(why),
                          "the mount server of uid %u serves that uid only, not %d",
                          (unsigned)geteuid(), uid == (uid_t)-1 ? -1 : (int)uid);
                 answer_send(conn, 1, why);
+                return;
+        }
+        /* Nor a process of that uid in another mount namespace (a container's,
+         * a confined service's): its daemons would be ours, with our view. */
+        if (!mount_server_same_namespace(peer)) {
+                answer_send(conn, 1, "the mount server serves its own mount namespace only");
                 return;
         }
         if (*handlers >= MOUNT_SERVER_HANDLERS) {
@@ -283,6 +307,7 @@ static void accept_one(int listen_fd, int sig_fd, const sigset_t *old_mask, unsi
         }
         if (pid == 0) {
                 close(listen_fd);
+                close(server_lock_fd);
                 close(sig_fd);
                 signal(SIGPIPE, SIG_DFL);
                 (void)sigprocmask(SIG_SETMASK, old_mask, NULL);
@@ -300,6 +325,11 @@ int mount_server_main(void)
         struct stat ours;
         int r;
 
+        /* A descriptor received later must not land on 0-2 and be closed by
+         * the handler's dup2 of the caller's output: none of them is free. */
+        for (int fd = 0; fd <= 2; fd++)
+                if (fcntl(fd, F_GETFD) < 0 && open("/dev/null", O_RDWR) != fd)
+                        return command_fail(&command_mount, 1, "--server: cannot open /dev/null");
         r = mount_server_path(&path);
         if (r < 0)
                 return command_fail(&command_mount, 1, "--server: no socket path: %s",

@@ -34,7 +34,7 @@ struct sockaddr_un;
 #define MOUNT_REQUEST_MAGIC 0x636c6d32u /* "clm2" */
 #define MOUNT_REQUEST_FDS   3
 #define MOUNT_SERVER_ARGS   3 /* mount CONFIG [--json] */
-#define MOUNT_SERVER_ENV    4
+#define MOUNT_SERVER_ENV    6
 #define MOUNT_REQUEST_MAX   (sizeof(struct mount_request) + 8 * 4096)
 
 struct mount_request {
@@ -52,7 +52,8 @@ struct mount_answer {
         char message[244];
 };
 
-/* The variables that place a user's state and config, passed as the caller has them. */
+/* The variables that place a user's state and config, where its helpers are found, and
+ * an image's timestamps (SOURCE_DATE_EPOCH): passed as the caller has them. */
 extern const char *const mount_server_env[MOUNT_SERVER_ENV];
 
 /* $XDG_STATE_HOME/cloister/mount.sock (known_xdg_dir); 0 or a negative errno. */
@@ -61,6 +62,9 @@ void mount_server_address(const char *path, struct sockaddr_un *a);
 
 /* The peer's uid is ours (root's: root); its uid and pid in *ret_uid, *ret_pid (may be NULL). */
 bool mount_server_peer_is_us(int fd, uid_t *ret_uid, pid_t *ret_pid);
+
+/* pid mounts where we do (the same mount namespace): what the one forks, the other sees. */
+bool mount_server_same_namespace(pid_t pid);
 
 /* Whether argv (argv[0] "mount") is what a server runs: one config, --json at most. */
 bool mount_server_args_ok(int argc, char *const *argv);

@@ -62,8 +62,10 @@ gone() {
         return 1
 }
 
-# marked PID: the daemon has the server's environment.
-marked() { tr '\0' '\n' <"/proc/$1/environ" | grep -qx 'MOUNT_SERVER_MARK=1'; }
+# marked PID: the daemon has the server's environment; unmarked PID: it is
+# alive and has not (a missing pid is neither).
+marked() { [ -n "$1" ] && tr '\0' '\n' <"/proc/$1/environ" | grep -qx 'MOUNT_SERVER_MARK=1'; }
+unmarked() { [ -n "$1" ] && [ -r "/proc/$1/environ" ] && ! marked "$1"; }
 
 # behaves N WHICH: mount ws-N, read, write, status, unmount; WHICH: server or fork.
 behaves() {
@@ -75,7 +77,7 @@ behaves() {
                 marked "$pid"
                 ok $? "${which}_the_daemon_was_forked_by_the_server" "pid $pid"
         else
-                ! marked "$pid"
+                unmarked "$pid"
                 ok $? "${which}_the_daemon_was_forked_by_cloister_mount" "pid $pid"
         fi
         grep -q "\"pid\":$pid," <<<"$out"
@@ -189,7 +191,7 @@ body += b"".join(f.encode() + b"\0" for f in fields)
 print(body.hex())
 EOF
 }
-env_fields="HOME=$HOME XDG_STATE_HOME=$XDG_STATE_HOME XDG_CONFIG_HOME=$XDG_CONFIG_HOME TMPDIR"
+env_fields="HOME=$HOME XDG_STATE_HOME=$XDG_STATE_HOME XDG_CONFIG_HOME=$XDG_CONFIG_HOME TMPDIR PATH=$PATH SOURCE_DATE_EPOCH"
 # The right magic, but the argument not NUL-terminated.
 out=$(raw "$(req 2 mount)2f746d70" fds 2>&1)
 grep -q '^1 malformed request.*not terminated' <<<"$out"
@@ -205,6 +207,30 @@ for what in "server:mount --server" "foreground:mount --foreground $T/ws-4.ini" 
 done
 ! mountpoint -q "$T/mnt-4"
 ok $? "and_mounted_nothing"
+# A well-formed request of our uid from another mount namespace (a container's):
+# refused by the server itself, not only by the client's check.
+if command -v unshare >/dev/null; then
+        hex=$(req 2 mount "$T/ws-4.ini" $env_fields)
+        out=$(unshare -m --propagation private python3 - "$sock" "$hex" 2>&1 <<'EOF'
+import os, socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+try:  # the server may have answered and closed already
+    s.sendmsg([bytes.fromhex(sys.argv[2])], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+               struct.pack("3i", os.open("/", os.O_RDONLY), 1, 2))])
+except BrokenPipeError:
+    pass
+a = s.recv(256)
+magic, code, pid = struct.unpack("<Iii", a[:12])
+print(code, a[12:].split(b"\0")[0].decode())
+EOF
+)
+        grep -q '^1 the mount server serves its own mount namespace only' <<<"$out" &&
+                ! mountpoint -q "$T/mnt-4"
+        ok $? "a_client_in_another_mount_namespace_is_refused" "$out"
+else
+        ok 0 "a_client_in_another_mount_namespace_is_refused # SKIP no unshare"
+fi
 # The environment's fields: each one, in order, as NAME or NAME=value.
 out=$(raw "$(req 2 mount "$T/ws-4.ini" HOME=/x)" fds 2>&1)
 grep -q '^1 malformed request.*environment' <<<"$out"
@@ -230,7 +256,7 @@ wait "$silent" 2>/dev/null
 # --no-server: forked by `cloister mount` though a server listens (cloister-mount@.service).
 run "$CLOISTER" mount --no-server "$T/ws-4.ini"
 expect "no_server_mounts_too" 0
-! marked "$(cat "$T/state-4/mount.pid")"
+unmarked "$(cat "$T/state-4/mount.pid")"
 ok $? "no_server_forks_the_daemon_itself"
 "$CLOISTER" unmount "$T/ws-4.ini" >/dev/null 2>&1
 run "$CLOISTER" mount --server --no-server
@@ -263,7 +289,7 @@ ok $? "a_daemon_serves_on_once_its_server_is_killed"
 # Its socket is left behind, dead: `cloister mount` forks the daemon itself.
 run "$CLOISTER" mount "$T/ws-4.ini"
 expect "with_the_server_gone_mount_forks_the_daemon_itself" 0
-! marked "$(cat "$T/state-4/mount.pid")"
+unmarked "$(cat "$T/state-4/mount.pid")"
 ok $? "not_through_the_server"
 "$CLOISTER" unmount "$T/ws-4.ini" >/dev/null 2>&1
 # A new server takes the dead one's socket.
@@ -287,7 +313,7 @@ if command -v unshare >/dev/null; then
         done
         run "$CLOISTER" mount "$T/ws-4.ini"
         expect "a_server_in_another_mount_namespace_is_not_used" 0 "another mount namespace"
-        mountpoint -q "$T/mnt-4" && ! marked "$(cat "$T/state-4/mount.pid")"
+        mountpoint -q "$T/mnt-4" && unmarked "$(cat "$T/state-4/mount.pid")"
         ok $? "the_mount_is_made_here_by_cloister_mount"
         "$CLOISTER" unmount "$T/ws-4.ini" >/dev/null 2>&1
         kill "$server_pid"
@@ -310,7 +336,7 @@ done
 chmod 666 "$T/nobody-state/cloister/mount.sock"
 XDG_STATE_HOME=$T/nobody-state run "$CLOISTER" mount "$T/ws-4.ini"
 expect "a_server_of_another_uid_is_not_used" 0 "served by uid 65534, not ours"
-! marked "$(cat "$T/state-4/mount.pid")"
+unmarked "$(cat "$T/state-4/mount.pid")"
 ok $? "the_daemon_is_forked_by_cloister_mount" "$(cat "$T/other.err")"
 XDG_STATE_HOME=$T/nobody-state "$CLOISTER" unmount "$T/ws-4.ini" >/dev/null 2>&1
 

@@ -72,6 +72,17 @@ uring_cqes() {
         echo "$sum"
 }
 
+# uring_rings PID: how many io_uring rings the daemon holds; "none" if PID is
+# no live process (so that a count of 0 says something).
+uring_rings() {
+        local f k=0
+        [ -n "$1" ] && [ -d "/proc/$1/fd" ] || { echo none; return; }
+        for f in /proc/"$1"/fd/*; do
+                [ "$(readlink "$f")" = "anon_inode:[io_uring]" ] && k=$((k + 1))
+        done
+        echo "$k"
+}
+
 ok() { # ok STATUS NAME
         n=$((n + 1))
         if [ "$1" = 0 ]; then echo "ok $n - $2"; else

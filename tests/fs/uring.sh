@@ -137,7 +137,7 @@ DP=$(datapath "$C2")
 same status_json_says_dev_fuse_switched_off "$DP" "/dev/fuse False True switched off ([fs] io_uring = off)"
 "$CLOISTER" status "$C2" | grep -q "^data path   /dev/fuse; killpriv_v2 yes, passthrough no, io_uring no (switched off (\[fs\] io_uring = off))$"
 ok $? status_prints_io_uring_no_and_why
-same the_daemon_holds_no_ring "$(uring_cqes "$PID2")" 0
+same the_daemon_holds_no_ring "$(uring_rings "$PID2")" 0
 work devfuse "$C2"
 check unmount_the_fallback do_unmount "$C2"
 
