@@ -50,7 +50,7 @@ void uring_negotiate(struct fs_workspace *ws, struct fuse_conn_info *conn);
 /* After INIT's reply (fs_loop_run's hook): did libfuse's rings start? */
 void uring_confirm(void *ws);
 /* After serving, before anything the handlers use goes: stop the rings. */
-void uring_stop(struct fs_workspace *ws);
+int uring_stop(struct fs_workspace *ws);
 
 /* session.c: the handler table (admit.c in front of the ops_* handlers) */
 extern const struct fuse_lowlevel_ops fs_ops;

@@ -299,7 +299,17 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
          * libgit2 repository handle, which is worth not reopening per burst. */
         r = fs_loop_run(ws->se, 16, uring_confirm, ws);
         r = r < 0 ? r : 0;
-        uring_stop(ws);
+        {
+                /* A ring thread that failed ended the session as an unmount
+                 * would: say so, and exit with it, not quietly with 0. */
+                int ur = uring_stop(ws);
+
+                if (ur < 0 && r == 0) {
+                        fuse_log(FUSE_LOG_ERR, "cloister: the io_uring rings ended serving: %s\n",
+                                 strerror(-ur));
+                        r = ur;
+                }
+        }
         shed_stop(ws); /* it notifies the session */
         (void)unlinkat(ws->state_fd, "mount.pid", 0);
         (void)unlinkat(ws->state_fd, "fs/datapath.json", 0);

@@ -129,10 +129,12 @@ static unsigned uring_fds(void)
         return n;
 }
 
-void uring_stop(struct fs_workspace *ws)
+int uring_stop(struct fs_workspace *ws)
 {
+        int r;
+
         if (ws->uring_depth == 0)
-                return;
+                return 0;
         /*
          * libfuse 3.18 stops its rings only at the end of its own loops, and
          * fuse_session_destroy() does not: a ring thread would outlive the
@@ -140,8 +142,9 @@ void uring_stop(struct fs_workspace *ws)
          * nothing and just stops them (waking each, then joining it).
          */
         fuse_session_exit(ws->se);
-        (void)fuse_session_loop(ws->se);
+        r = fuse_session_loop(ws->se); /* the error a ring thread ended the session with */
         fuse_session_reset(ws->se);
+        return r > 0 ? -r : r;
 }
 
 void uring_confirm(void *arg)

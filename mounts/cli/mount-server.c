@@ -323,6 +323,7 @@ int mount_server_main(void)
         sigset_t mask, old_mask;
         unsigned handlers = 0;
         struct stat ours;
+        pid_t pid;
         int r;
 
         /* A descriptor received later must not land on 0-2 and be closed by
@@ -363,9 +364,14 @@ int mount_server_main(void)
                 while (read(sig_fd, &si, sizeof(si)) == sizeof(si))
                         if (si.ssi_signo != SIGCHLD)
                                 stop = true;
-                while (waitpid(-1, NULL, WNOHANG) > 0)
+                for (int st; (pid = waitpid(-1, &st, WNOHANG)) > 0;) {
                         if (handlers)
                                 handlers--;
+                        /* A handler answers every failure it sees; one killed can't. */
+                        if (WIFSIGNALED(st))
+                                fprintf(stderr, "cloister mount: the handler %d died of %s\n",
+                                        (int)pid, strsignal(WTERMSIG(st)));
+                }
                 if (!stop && (p[1].revents & POLLIN))
                         accept_one(listen_fd, sig_fd, &old_mask, &handlers);
         }
