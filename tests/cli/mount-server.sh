@@ -174,6 +174,20 @@ print(code, a[12:].split(b"\0")[0].decode())
 EOF
 }
 
+# greeting LAUNCHER...: connect as LAUNCHER's python3 and print the answer the
+# server gives at once, before it reads anything: a refusal of the peer.
+# Nothing is sent (unread, the request could make the reset beat the answer).
+greeting() {
+        "$@" - "$sock" 2>&1 <<'EOF'
+import socket, struct, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+s.connect(sys.argv[1])
+a = s.recv(256)
+magic, code, pid = struct.unpack("<Iii", a[:12])
+print(code, a[12:].split(b"\0")[0].decode())
+EOF
+}
+
 # Malformed requests: an answer each, and the server keeps serving.
 out=$(raw 414243 2>&1)
 grep -q '^1 malformed request' <<<"$out"
@@ -210,17 +224,7 @@ ok $? "and_mounted_nothing"
 # A well-formed request of our uid from another mount namespace (a container's):
 # refused by the server itself, not only by the client's check.
 if command -v unshare >/dev/null; then
-        out=$(unshare -m --propagation private python3 - "$sock" 2>&1 <<'EOF'
-import socket, struct, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(sys.argv[1])
-# The server answers at once, before it reads (and closes: a request sent
-# would be unread, and the reset could come before the answer).
-a = s.recv(256)
-magic, code, pid = struct.unpack("<Iii", a[:12])
-print(code, a[12:].split(b"\0")[0].decode())
-EOF
-)
+        out=$(greeting unshare -m --propagation private "$py")
         grep -q '^1 the mount server serves its own mount namespace only' <<<"$out" &&
                 ! mountpoint -q "$T/mnt-4"
         ok $? "a_client_in_another_mount_namespace_is_refused" "$out"
@@ -261,15 +265,7 @@ expect "server_with_no_server_is_a_usage_error" 2
 # Another uid: refused by the server, even with the socket opened to all.
 chmod 666 "$sock"
 chmod 755 "$T/state" "$T/state/cloister"
-out=$(setpriv --reuid 65534 --regid 65534 --clear-groups "$py" - "$sock" 2>&1 <<'EOF'
-import socket, struct, sys
-s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-s.connect(sys.argv[1])
-a = s.recv(256)
-magic, code, pid = struct.unpack("<Iii", a[:12])
-print(code, a[12:].split(b"\0")[0].decode())
-EOF
-)
+out=$(greeting setpriv --reuid 65534 --regid 65534 --clear-groups "$py")
 grep -q '^1 the mount server of uid 0 serves that uid only, not 65534' <<<"$out"
 ok $? "another_uid_is_refused" "$out"
 chmod 600 "$sock"
