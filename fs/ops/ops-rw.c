@@ -142,6 +142,38 @@ void ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fus
         ops_handle_put(ws, h);
 }
 
+/*
+ * What changes a file's data starts with: its data copied up (a metacopy's),
+ * the write gate (a checkpoint waits for the writes in flight), the
+ * handle's error from a checkpoint that could not move it, the file's lock
+ * (quota exactness) and its size and blocks now. On 0 the gate and the lock
+ * are held, for write_end(); on an error neither is.
+ */
+static int write_begin(struct fs_workspace *ws, struct handle *h, struct stat *st)
+{
+        int r = ops_fill_before_write(ws, h->node);
+
+        if (r < 0)
+                return r;
+        pthread_rwlock_rdlock(&ws->write_gate);
+        r = h->write_error;
+        if (r == 0) {
+                pthread_mutex_lock(&h->node->lock);
+                if (fstat(h->fd, st) == 0)
+                        return 0;
+                r = negative_errno();
+                pthread_mutex_unlock(&h->node->lock);
+        }
+        pthread_rwlock_unlock(&ws->write_gate);
+        return r;
+}
+
+static void write_end(struct fs_workspace *ws, struct handle *h)
+{
+        pthread_mutex_unlock(&h->node->lock);
+        pthread_rwlock_unlock(&ws->write_gate);
+}
+
 /* The bytes written, or a negative errno. */
 static ssize_t do_write(fuse_req_t req, struct handle *h, struct fuse_bufvec *bufv, off_t off)
 {
@@ -164,20 +196,9 @@ static ssize_t do_write(fuse_req_t req, struct handle *h, struct fuse_bufvec *bu
                 return -EFBIG;
         if (len > ws->max_file_size - (uint64_t)off)
                 len = (size_t)(ws->max_file_size - (uint64_t)off);
-        r = ops_fill_before_write(ws, n);
+        r = write_begin(ws, h, &st);
         if (r < 0)
                 return r;
-        pthread_rwlock_rdlock(&ws->write_gate);
-        if (h->write_error) {
-                r = h->write_error;
-                pthread_rwlock_unlock(&ws->write_gate);
-                return r;
-        }
-        pthread_mutex_lock(&n->lock);
-        if (fstat(h->fd, &st) < 0) {
-                r = -errno;
-                goto out;
-        }
         /* Before the data, as the kernel's file_remove_privs() does. */
         if (fs_loop_kill_suidgid() && (st.st_mode & S_ISVTX)) {
                 r = attr_kill_suidgid(ws, n, h->fd, &killed_mode);
@@ -219,8 +240,7 @@ static ssize_t do_write(fuse_req_t req, struct handle *h, struct fuse_bufvec *bu
         quota_settle_fd(ws, h->fd, grant, before);
         r = 0;
 out:
-        pthread_mutex_unlock(&n->lock);
-        pthread_rwlock_unlock(&ws->write_gate);
+        write_end(ws, h);
         if (killed) {
                 int k;
                 pthread_rwlock_rdlock(&ws->ns_lock);
@@ -315,20 +335,9 @@ static int do_fallocate(fuse_req_t req, struct handle *h, int mode, off_t offset
                 return -EINVAL;
         if ((uint64_t)offset + (uint64_t)length > ws->max_file_size)
                 return -EFBIG;
-        r = ops_fill_before_write(ws, n);
+        r = write_begin(ws, h, &st);
         if (r < 0)
                 return r;
-        pthread_rwlock_rdlock(&ws->write_gate);
-        if (h->write_error) {
-                r = h->write_error;
-                pthread_rwlock_unlock(&ws->write_gate);
-                return r;
-        }
-        pthread_mutex_lock(&n->lock);
-        if (fstat(h->fd, &st) < 0) {
-                r = -errno;
-                goto out;
-        }
         before = quota_cost(&st);
         grant = FALLOC_SLACK;
         if (!punch)
@@ -345,8 +354,7 @@ static int do_fallocate(fuse_req_t req, struct handle *h, int mode, off_t offset
         }
         quota_settle_fd(ws, h->fd, grant, before);
 out:
-        pthread_mutex_unlock(&n->lock);
-        pthread_rwlock_unlock(&ws->write_gate);
+        write_end(ws, h);
         /* A hole or zeroes change what the file reads: journaled as a write. */
         if (r == 0 && (punch || (mode & FALLOC_FL_ZERO_RANGE))) {
                 pthread_rwlock_rdlock(&ws->ns_lock);
