@@ -21,6 +21,7 @@
 #include "paseto.h"
 #include "secrets.h"
 #include "server-private.h"
+#include "lib/quote.h"
 #include "lib/util.h"
 #include "verify.h"
 
@@ -34,6 +35,9 @@ json_t *broker_response_error(const char *code, const char *fmt, ...)
         va_start(ap, fmt);
         vsnprintf(msg, sizeof(msg), fmt, ap);
         va_end(ap);
+        /* A field name cut by "%.64s" in the middle of a character would
+         * make json_pack fail, and the answer "out of memory". */
+        quote_utf8_fix(msg);
         return json_pack("{s:b, s:s, s:s}", "ok", 0, "error", code, "message", msg);
 }
 
@@ -181,8 +185,9 @@ static json_t *do_issue(struct ws *ws, const struct peer *peer, json_t *req, int
         const struct broker_scope *sc;
         const struct broker_key *key = broker_keyring_current(ws->keys);
         const char *scope = NULL, *host = NULL, *bad;
-        char jti[JTI_MAX], what[160], iat[32], exp[32], footer[BROKER_KID_MAX + 16],
-                implicit[BROKER_NAME_MAX + 32], pay_buf[1024], head_buf[1536], tail_buf[256];
+        char jti[JTI_MAX], what[BROKER_NAME_MAX + 300], iat[32], exp[32],
+                footer[BROKER_KID_MAX + 16], implicit[BROKER_NAME_MAX + 32], pay_buf[1024],
+                head_buf[1536], tail_buf[256];
         unsigned char rnd[16];
         struct broker_claims c = {0};
         struct broker_jw pay, head, tail;
@@ -212,8 +217,12 @@ static json_t *do_issue(struct ws *ws, const struct peer *peer, json_t *req, int
                 return broker_response_error("malformed",
                                              "issue: 'ttl' must be a positive whole number of "
                                              "seconds");
+        /* Room for a whole host (253 bytes): a cut in the middle of a
+         * character would make the refusal's audit entry fail to build, and
+         * the refusal go unaudited. */
         snprintf(what, sizeof(what), "issue %s '%s'", scope ? "scope" : "host",
                  scope ? scope : host);
+        quote_utf8_fix(what);
         sc = scope ? broker_policy_scope(p, scope)
                    : broker_policy_scope_for_host(p, host, ws->name);
         if (!sc || !broker_scope_allows(sc, ws->name))

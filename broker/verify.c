@@ -16,6 +16,7 @@
 
 #include "paseto.h"
 #include "verify.h"
+#include "lib/quote.h"
 #include "lib/util.h"
 
 static int result(int code, char *reason, size_t size, const char *fmt, ...)
@@ -28,6 +29,10 @@ static int result(int code, char *reason, size_t size, const char *fmt, ...)
                 va_start(ap, fmt);
                 vsnprintf(reason, size, fmt, ap);
                 va_end(ap);
+                /* The unverified kid, cut by "%.60s" in the middle of a
+                 * character, must not make the reason invalid UTF-8: the
+                 * broker's answer and audit entry hold it as a JSON string. */
+                quote_utf8_fix(reason);
         }
         return code;
 }

@@ -156,6 +156,21 @@ static size_t quote_into(const char *s, unsigned flags, char *out)
         return o;
 }
 
+void quote_utf8_fix(char *s)
+{
+        unsigned char *p = (unsigned char *)s;
+        uint32_t c;
+
+        while (*p) {
+                size_t n = utf8_decode(p, &c);
+                if (n == 0) {
+                        *p++ = '?';
+                        continue;
+                }
+                p += n;
+        }
+}
+
 char *quote_dup(const char *s, unsigned flags)
 {
         size_t l = strlen(s);

@@ -43,3 +43,11 @@ int quote_fputs(FILE *out, const char *s, unsigned flags);
 
 /* s quoted if it needs it, malloc'd; NULL if out of memory. */
 char *quote_dup(const char *s, unsigned flags);
+
+/*
+ * Make s valid UTF-8 in place: every byte that is not part of a valid
+ * sequence becomes '?'. For a message that snprintf's "%.Ns", or the end of
+ * its buffer, may have cut in the middle of an agent's character: jansson
+ * refuses such a string, and a JSON object that holds it is never made.
+ */
+void quote_utf8_fix(char *s);

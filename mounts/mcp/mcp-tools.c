@@ -243,10 +243,12 @@ static const struct tool tools[] = {
                 "base64.",
                 "{\"type\":\"object\",\"properties\":{"
                 "\"path\":" S_PATH_READ ","
-                "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"description\":\"lines to "
-                "skip\"},"
-                "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"description\":\"lines to "
-                "return (default: all, up to 256 KiB)\"},"
+                /* At most 2^53 - 1, the largest whole number every JSON
+                 * reader holds exactly: offset + 1 never overflows. */
+                "\"offset\":{\"type\":\"integer\",\"minimum\":0,\"maximum\":9007199254740991,"
+                "\"description\":\"lines to skip\"},"
+                "\"limit\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":9007199254740991,"
+                "\"description\":\"lines to return (default: all, up to 256 KiB)\"},"
                 "\"numbered\":" S_BOOL(
                         "prefix each line with its number, as cat -n does") "},\"required\":["
                                                                             "\"path\"],"

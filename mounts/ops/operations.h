@@ -355,6 +355,8 @@ json_t *ops_json_text(const char *p, size_t n);
 #define OPS_FILE_READ_MAX  (256 * 1024)      /* bytes a file_read returns */
 #define OPS_FILE_WRITE_MAX (8 * 1024 * 1024) /* bytes a file_write or file_edit writes */
 #define OPS_LIST_MAX       10000             /* entries a file_list returns */
+/* A file_read's offset and limit, in lines: 2^53 - 1, what a JSON number holds exactly. */
+#define OPS_FILE_LINES_MAX INT64_C(9007199254740991)
 
 /*
  * The file tools of `cloister mcp`. path is as the agent sees it in the

@@ -24,6 +24,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fnmatch.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <linux/openat2.h>
 #include <stdio.h>
@@ -436,9 +437,12 @@ int ops_file_read(const struct config *c, const char *path, int64_t offset_line,
         r = path_check(path, path ? strlen(path) : 0, ret_error);
         if (r < 0)
                 return r;
-        if (offset_line < 0 || limit < 0)
+        /* The bound keeps offset_line + 1 (first_line) from overflowing. */
+        if (offset_line < 0 || limit < 0 || offset_line > OPS_FILE_LINES_MAX ||
+            limit > OPS_FILE_LINES_MAX)
                 return errorf(ret_error, -EINVAL,
-                              "offset and limit are counts of lines, 0 or more");
+                              "offset and limit are counts of lines, 0 to %" PRId64,
+                              OPS_FILE_LINES_MAX);
         p = in_view(c, path);
         if (!p)
                 return -ENOMEM;
@@ -546,10 +550,28 @@ static int write_file(int dirfd, const char *name, const char *content, size_t l
                 return -ELOOP;
         if (!*created && !S_ISREG(st.st_mode))
                 return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-        fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+        /*
+         * The agent can put a FIFO at name between the fstatat() above and
+         * the open (a rename over it): a blocking open would wait for a
+         * reader for ever, holding this call, and the server's exit, with
+         * it. Without a reader the open fails (ENXIO), with one it is
+         * refused below; what is checked is what was opened.
+         */
+        fd = openat(dirfd, name,
+                    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
                     0666 & ~022);
         if (fd < 0)
-                return negative_errno();
+                return errno == ENXIO ? -EINVAL : negative_errno();
+        if (fstat(fd, &st) < 0)
+                r = negative_errno();
+        else if (!S_ISREG(st.st_mode))
+                r = -EINVAL;
+        else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) < 0)
+                r = negative_errno();
+        if (r < 0) {
+                safe_close(fd);
+                return r;
+        }
         for (size_t off = 0; off < len;) {
                 ssize_t n = write(fd, content + off, len - off);
                 if (n < 0 && errno == EINTR)

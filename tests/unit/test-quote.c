@@ -208,6 +208,17 @@ START_TEST(quote_fputs_writes_the_quoted_form)
 }
 END_TEST
 
+START_TEST(utf8_fix_replaces_only_bytes_of_no_valid_character)
+{
+        /* "é" cut after its first byte, a stray continuation byte, an
+         * overlong '/', a surrogate; whole characters stay. */
+        char s[] = "ok \xc3\xa9 \xe2\x80\xae x\xc3 \x80 \xc0\xaf \xed\xa0\x80 end\xc3";
+
+        quote_utf8_fix(s);
+        ck_assert_str_eq(s, "ok \xc3\xa9 \xe2\x80\xae x? ? ?? ??? end?");
+}
+END_TEST
+
 int main(void)
 {
         Suite *s = suite_create("quote");
@@ -222,6 +233,7 @@ int main(void)
         tcase_add_test(tc, hostile_text_is_one_safe_line_that_round_trips);
         tcase_add_test(tc, every_byte_round_trips);
         tcase_add_test(tc, quote_fputs_writes_the_quoted_form);
+        tcase_add_test(tc, utf8_fix_replaces_only_bytes_of_no_valid_character);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);

@@ -1,0 +1,271 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""`cloister mcp` against a hostile client and a hostile agent, over raw
+JSON-RPC: framing the SDK never sends (deep nesting, invalid UTF-8, a raw
+NUL, numbers out of range, ids of odd types, a tools/call sent as a
+notification), numbers at the edge of a tool's schema, a glob that would
+make a naive backtracking matcher run for ever (glibc's fnmatch prunes it),
+and a FIFO the agent swaps in where the server is about to write. Every request gets its answer (a notification
+none), the server never hangs or crashes, and under the sanitizers it
+reports nothing. Prints TAP (docs/security.md, "The MCP server").
+
+Nothing depends on timing: the FIFO race runs a fixed number of writes
+against an agent that swaps as fast as it can, and a call that never comes
+back is what fails (a generous deadline only stops the test from hanging
+with it)."""
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+
+CLOISTER = os.environ.get("CLOISTER")
+n = 0
+failed = 0
+DEADLINE_S = 120  # a call that has not answered by then never will
+RACE_WRITES = int(os.environ.get("RACE_WRITES", "4000"))
+
+
+def ok(cond, name, why=None):
+    global n, failed
+    n += 1
+    print(("ok" if cond else "not ok") + f" {n} - {name}")
+    if not cond:
+        failed += 1
+        if why is not None:
+            for line in str(why)[:2000].splitlines():
+                print("# " + line)
+    sys.stdout.flush()
+
+
+def skip_all(why):
+    print(f"1..0 # SKIP {why}")
+    sys.exit(77)
+
+
+if not CLOISTER:
+    skip_all("CLOISTER is not set")
+if not os.path.exists("/dev/fuse"):
+    skip_all("FUSE is not available (/dev/fuse missing)")
+if os.geteuid() != 0 and not os.access("/dev/fuse", os.R_OK | os.W_OK):
+    skip_all("/dev/fuse is closed to this user")
+if subprocess.run(["bwrap", "--unshare-user", "--ro-bind", "/", "/", "true"],
+                  capture_output=True).returncode != 0 if shutil.which("bwrap") else True:
+    skip_all("bubblewrap is missing, or this kernel gives this user no user namespace")
+
+T = tempfile.mkdtemp(prefix="cloister-mcp-hostile.")
+repo = f"{T}/repo"
+subprocess.run(["git", "init", "-q", "-b", "main", repo], check=True)
+with open(f"{repo}/a.txt", "w") as f:
+    f.write("hello\nworld\n")
+subprocess.run(["git", "-C", repo, "add", "-A"], check=True)
+subprocess.run(["git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com",
+                "commit", "-qm", "base"], check=True)
+cfg = f"{T}/ws.ini"
+with open(cfg, "w") as f:
+    f.write(f"[workspace]\nname = hostile\nstate = {T}/state\nmountpoint = {T}/state/mnt\n"
+            f"[repo]\nsource = {repo}\nrev = HEAD\npath = /workspace\n"
+            "[limits]\ntimeout = 10m\n")
+
+errlog = open(f"{T}/server.err", "wb")
+server = subprocess.Popen([CLOISTER, "mcp", cfg], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                          stderr=errlog)
+buf = b""
+next_id = 0
+
+
+def send_raw(line):
+    server.stdin.write(line + b"\n")
+    server.stdin.flush()
+
+
+def recv():
+    """The next message, or None at the server's end or past the deadline."""
+    global buf
+    while b"\n" not in buf:
+        r, _, _ = select.select([server.stdout], [], [], DEADLINE_S)
+        if not r:
+            return None
+        chunk = os.read(server.stdout.fileno(), 1 << 20)
+        if not chunk:
+            return None
+        buf += chunk
+    line, buf = buf.split(b"\n", 1)
+    return json.loads(line)
+
+
+def answer_to(want):
+    while True:
+        m = recv()
+        if m is None or m.get("id") == want:
+            return m
+
+
+def request(method, params=None):
+    global next_id
+    next_id += 1
+    send_raw(json.dumps({"jsonrpc": "2.0", "id": next_id, "method": method,
+                         "params": params or {}}).encode())
+    return answer_to(next_id)
+
+
+def tool(name, **args):
+    m = request("tools/call", {"name": name, "arguments": args})
+    return (m or {}).get("result") or {"isError": True, "content": [{"text": json.dumps(m)}]}
+
+
+def err(res):
+    return res.get("isError") is True
+
+
+def raw(line):
+    """A hand-made line, then a ping: the line's answers, up to the ping's."""
+    global next_id
+    send_raw(line)
+    next_id += 1
+    send_raw(json.dumps({"jsonrpc": "2.0", "id": next_id, "method": "ping"}).encode())
+    got = []
+    while True:
+        m = recv()
+        if m is None:
+            return got + [None]
+        if m.get("id") == next_id and "result" in m:
+            return got
+        got.append(m)
+
+
+try:
+    m = request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                               "clientInfo": {"name": "hostile", "version": "1"}})
+    ok(m and m["result"]["serverInfo"]["name"] == "cloister", "mcp_server_initializes", m)
+    send_raw(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+
+    # Framing: each line gets one error (or none, for a notification), and
+    # the ping after it its answer.
+    cases = [
+        ("deep_nesting_is_a_parse_error", b"[" * 100000 + b"]" * 100000, -32700),
+        ("invalid_utf8_is_a_parse_error",
+         b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"\xff\xfe"}}', -32700),
+        ("a_raw_nul_is_a_parse_error", b'{"jsonrpc":"2.0","id":1,"method":"p\x00ing"}', -32700),
+        ("an_integer_past_int64_is_a_parse_error",
+         b'{"jsonrpc":"2.0","id":99999999999999999999999,"method":"ping"}', -32700),
+        ("a_real_past_double_is_a_parse_error",
+         b'{"jsonrpc":"2.0","id":1e99999,"method":"ping"}', -32700),
+        ("a_boolean_id_is_invalid", b'{"jsonrpc":"2.0","id":true,"method":"ping"}', -32600),
+        ("a_null_id_is_invalid", b'{"jsonrpc":"2.0","id":null,"method":"ping"}', -32600),
+        ("an_array_id_is_invalid", b'{"jsonrpc":"2.0","id":[1],"method":"ping"}', -32600),
+        ("a_method_with_a_nul_is_invalid",
+         b'{"jsonrpc":"2.0","id":1,"method":"ping\\u0000x"}', -32600),
+        ("params_that_are_a_string_are_invalid",
+         b'{"jsonrpc":"2.0","id":1,"method":"tools/list","params":"x"}', -32600),
+    ]
+    for name, line, code in cases:
+        got = raw(line)
+        ok(len(got) == 1 and got[0] and got[0].get("error", {}).get("code") == code, name, got)
+
+    # A tools/call without an id is a notification: no answer, and no effect.
+    got = raw(json.dumps({"jsonrpc": "2.0", "method": "tools/call", "params": {
+        "name": "file_write", "arguments": {"path": "notified.txt", "content": "x"}}}).encode())
+    ok(got == [], "a_tools_call_notification_gets_no_answer", got)
+    r = tool("file_read", path="notified.txt")
+    ok(err(r), "a_tools_call_notification_does_nothing", r)
+
+    # Numbers at the edge of a schema: never a wrapped counter, never UB.
+    r = tool("file_read", path="a.txt", offset=2**63 - 1)
+    ok(err(r) and "offset" in json.dumps(r), "file_read_offset_past_2_53_is_refused", r)
+    r = tool("file_read", path="a.txt", limit=2**63 - 1)
+    ok(err(r) and "limit" in json.dumps(r), "file_read_limit_past_2_53_is_refused", r)
+    r = tool("file_read", path="a.txt", offset=2**53 - 1, limit=2**53 - 1)
+    sc = r.get("structuredContent") or {}
+    ok(not err(r) and sc.get("first_line") == 2**53 and sc.get("lines") == 0,
+       "file_read_offset_at_2_53_reads_nothing", r)
+    r = tool("run_command", command="true", timeout_s=2**63 - 1)
+    ok(err(r), "run_command_timeout_past_its_maximum_is_refused", r)
+    r = tool("file_read", path="a.txt", offset=1.5)
+    ok(err(r), "a_fractional_offset_is_refused", r)
+
+    # A glob whose naive backtracking takes C(200, 40) steps on this name
+    # (glibc's fnmatch gives up early, so it is answered at once), then
+    # fnmatch's meaning, which file_list promises, for the usual patterns.
+    r = tool("run_command", command="mkdir globs && touch globs/" + "a" * 200 + " globs/ab")
+    ok(not err(r) and r["structuredContent"]["exit_code"] == 0, "sandbox_agent_makes_the_names", r)
+    r = tool("file_list", path="globs", pattern="*a" * 40 + "*b")
+    names = [e["path"] for e in (r.get("structuredContent") or {}).get("entries", [])]
+    ok(not err(r) and names == [], "file_list_with_a_backtracking_glob_is_answered", r)
+    for pat, want in [("a*b", ["ab"]), ("*b", ["ab"]), ("[a]?", ["ab"]), ("[!x]b", ["ab"]),
+                      ("a[[:alpha:]]", ["ab"]), ("*[b]", ["ab"]), ("\\a\\b", ["ab"]),
+                      ("a" * 200, ["a" * 200]), ("*a*a*a", ["a" * 200]), ("[b-a]*", []),
+                      ("[", []), ("*", ["a" * 200, "ab"]), ("?b", ["ab"]), ("a?", ["ab"])]:
+        r = tool("file_list", path="globs", pattern=pat)
+        names = [e["path"] for e in (r.get("structuredContent") or {}).get("entries", [])]
+        ok(not err(r) and names == want, f"file_list_pattern_matches_as_fnmatch: {pat[:20]}",
+           names)
+
+    # A FIFO swapped in where file_write is about to open: never a blocked
+    # call (a blocking open waits for a reader for ever). Two agents swap,
+    # and the writes go 16 at a time, so that the FIFO is often there.
+    swap = ("while [ ! -e stop ]; do rm -f f$1.new; mkfifo f$1.new; mv -f f$1.new target; "
+            "echo x > r$1.new; mv -f r$1.new target; done")
+    race_ids = []
+    for k in (1, 2):
+        r = tool("run_command", background=True, command=f"set -- {k}; {swap}")
+        race_ids.append((r.get("structuredContent") or {}).get("run_id"))
+        ok(not err(r) and race_ids[-1], f"sandbox_agent_{k}_starts_swapping", r)
+    outcomes = {"written": 0, "refused": 0, "lost": 0}
+    for batch in range(RACE_WRITES // 16):
+        ids = []
+        for i in range(16):
+            next_id += 1
+            ids.append(next_id)
+            send_raw(json.dumps({"jsonrpc": "2.0", "id": next_id, "method": "tools/call",
+                                 "params": {"name": "file_write", "arguments": {
+                                     "path": "target", "content": f"{batch}.{i}\n"}}}).encode())
+        waiting = set(ids)
+        while waiting:  # the answers come in any order
+            m = recv()
+            if m is None:
+                outcomes["lost"] += len(waiting)
+                break
+            if m.get("id") in waiting:
+                waiting.discard(m["id"])
+                outcomes["refused" if m["result"].get("isError") else "written"] += 1
+        if outcomes["lost"]:
+            break
+    print("# race outcomes:", outcomes)
+    ok(outcomes["lost"] == 0 and outcomes["written"] + outcomes["refused"] == RACE_WRITES // 16 * 16,
+       "file_write_over_a_swapped_in_fifo_is_always_answered", outcomes)
+    if outcomes["lost"] == 0:
+        tool("file_write", path="stop", content="")
+        for rid in race_ids:
+            tool("run_kill", run_id=rid)
+
+    m = request("ping")
+    ok(m is not None and m.get("result") == {}, "the_server_still_answers", m)
+finally:
+    try:
+        server.stdin.close()
+    except OSError:
+        pass
+    try:
+        code = server.wait(timeout=DEADLINE_S)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        code = server.wait()
+    ok(code == 0, "the_server_exits_cleanly", code)
+    errlog.close()
+    with open(f"{T}/server.err", "rb") as f:
+        text = f.read().decode(errors="replace")
+    ok("runtime error" not in text and "Sanitizer" not in text,
+       "the_server_ran_clean_under_the_sanitizers",
+       "\n".join(l for l in text.splitlines() if "error" in l or "Sanitizer" in l)[:2000])
+    with open("/proc/self/mounts") as f:
+        mounted = f" {T}/state/mnt " in f.read()
+    if mounted:
+        subprocess.run(["umount", "-l", f"{T}/state/mnt"], capture_output=True)
+    ok(not mounted, "the_server_unmounted_what_it_mounted")
+    shutil.rmtree(T, ignore_errors=True)
+
+print(f"1..{n}")
+sys.exit(1 if failed else 0)
