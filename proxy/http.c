@@ -284,6 +284,16 @@ int proxy_http_parse_head(struct proxy_http *p, bool request, bool skip_body, co
                         *ret_reason = "no request line";
                         goto fail;
                 }
+                /* llhttp, built as Debian ships it (not LLHTTP_STRICT_MODE),
+                 * takes a tab and a form feed inside the request-target; a
+                 * server that splits its request line at any white space
+                 * would read another target than the one judged here. */
+                for (const char *s = ret->target; *s; s++)
+                        if ((unsigned char)*s <= ' ' || (unsigned char)*s == 0x7f) {
+                                *ret_reason = "a control byte (tab, form feed) in the request "
+                                              "target";
+                                goto fail;
+                        }
                 (void)proxy_http_header(ret, "host", &dup);
                 if (dup) {
                         *ret_reason = "more than one Host header";

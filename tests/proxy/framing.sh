@@ -345,6 +345,21 @@ lacks pushes_by_any_path_spelling_never_went_up "$(seen)" "receive-pack"
 lacks pushes_by_any_path_spelling_never_went_up_in_any_case "$(seen)" "Receive-Pack"
 is pushes_by_any_path_spelling_left_main_unchanged "$(git -C "$G" rev-parse main)" "$old"
 
+# --- a tab or a form feed in the request target ------------------------------------
+# llhttp (not built in strict mode) takes both inside a URL; a server that
+# splits its request line at any white space reads another target.
+for ctl in '\t' '\f'; do
+        name=$([ "$ctl" = '\t' ] && echo tab || echo form_feed)
+        r=$(raw "$X" "GET http://api.test/api/x?a${ctl}b HTTP/1.1\r\nHost: api.test\r\n$A\r\nConnection: close\r\n\r\n")
+        is "${name}_in_an_injected_query_is_refused" "$(status_of "$r")" 400
+        contains "${name}_in_an_injected_query_says_why" "$(header_of "$r" x-cloister-error)" "control byte"
+        r=$(raw "$X" "GET http://plain.test:$PP/a${ctl}b HTTP/1.1\r\nHost: plain.test:$PP\r\nConnection: close\r\n\r\n")
+        is "${name}_in_a_plain_path_is_refused" "$(status_of "$r")" 400
+        contains "${name}_in_a_plain_path_says_why" "$(header_of "$r" x-cloister-error)" "control byte"
+done
+lacks no_tab_in_a_target_reached_a_server "$(raw_seen; cat "$T"/rawplain/conn-*)" "$(printf 'a\tb')"
+lacks no_form_feed_in_a_target_reached_a_server "$(raw_seen; cat "$T"/rawplain/conn-*)" "$(printf 'a\fb')"
+
 # --- the secret never appears where it must not -----------------------------------
 leaks=$(grep -rl -- "$SECRET" "$T" 2>/dev/null | grep -v -e '/web.requests$' -e '/raw/' -e '/policy' | tr '\n' ' ')
 is real_secret_appears_nowhere_but_at_the_server "$leaks" ""

@@ -343,6 +343,9 @@ START_TEST(smuggling_heads_are_refused)
         head_bad("POST http://a.test/ HTTP/1.0\r\nHost: a.test\r\nTransfer-Encoding: "
                  "chunked\r\n\r\n",
                  "HTTP/1.0");
+        /* llhttp's non-strict build takes these inside a URL. */
+        head_bad("GET http://a.test/a?b\tc HTTP/1.1\r\nHost: a.test\r\n\r\n", "control byte");
+        head_bad("GET http://a.test/a\fb HTTP/1.1\r\nHost: a.test\r\n\r\n", "control byte");
 }
 END_TEST
 
