@@ -17,11 +17,13 @@
  *
  * The response head is relayed as received after a strict parse (a 101 is
  * refused: nothing is upgraded; for an injected exchange so are a 206 and
- * a coded body, which the mask could not read whole); its body is decoded
- * the same way and chunked anew, and for an injected exchange the head and
- * the decoded body pass through the secret mask (inject.c) on their way to
- * the sandbox. An upstream connection is used for another request only
- * when both messages ended exactly where llhttp said (upstream_reusable()).
+ * a coded body, which the mask could not read whole), or for an injected
+ * exchange rebuilt from it without Set-Cookie (resp_head_write()); its
+ * body is decoded the same way and chunked anew, and for an injected
+ * exchange the head and the decoded body pass through the secret mask
+ * (inject.c) on their way to the sandbox. An upstream connection is used
+ * for another request only when both messages ended exactly where llhttp
+ * said (upstream_reusable()).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -331,6 +333,34 @@ static bool encoded(const struct proxy_http_head *h)
         return false;
 }
 
+/*
+ * An injected exchange's response head, rebuilt from what llhttp parsed,
+ * without the cookies the upstream set: a session that the real credential
+ * opened is a credential too, and outside the sandbox it would need no
+ * cloister token (a Jira JSESSIONID, say). Then through the mask, flushed
+ * whole: it ends in CRLF CRLF, which no secret holds.
+ */
+static int resp_head_write(struct client *c, struct evbuffer *out)
+{
+        const struct proxy_http_head *h = &c->resp_head;
+        struct evbuffer *b = evbuffer_new();
+
+        if (!b)
+                return -ENOMEM;
+        evbuffer_add_printf(b, "HTTP/%u.%u %d %s\r\n", h->major, h->minor, h->status,
+                            h->reason ? h->reason : "");
+        for (size_t i = 0; i < h->n_headers; i++) {
+                const struct proxy_header *f = &h->headers[i];
+                if (name_eq(f->name, "set-cookie", false) || name_eq(f->name, "set-cookie2", false))
+                        continue;
+                evbuffer_add_printf(b, "%s: %s\r\n", f->name, f->value);
+        }
+        evbuffer_add(b, "\r\n", 2);
+        proxy_mask_move(c, b, evbuffer_get_length(b), out, true);
+        evbuffer_free(b);
+        return 0;
+}
+
 /* A decoded response body passes the mask into c->relay. */
 static int resp_body_cb(void *userdata, const char *data, size_t len)
 {
@@ -443,8 +473,15 @@ void proxy_forward_upstream_read(struct client *c)
                                 return;
                         }
                         c->rec.bytes_in += hl;
-                        /* The head ends in CRLF CRLF, which no secret holds: flush it. */
-                        proxy_mask_move(c, in, hl, out, true);
+                        if (c->rule) {
+                                evbuffer_drain(in, hl);
+                                if (resp_head_write(c, out) < 0) {
+                                        proxy_client_refuse(c, 502, "out of memory");
+                                        return;
+                                }
+                        } else {
+                                proxy_mask_move(c, in, hl, out, true); /* as received */
+                        }
                         if (c->resp_head.status < 200)
                                 continue; /* 100, 103: another head follows */
                         c->have_resp = true;

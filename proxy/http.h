@@ -40,6 +40,7 @@ struct proxy_http_head {
         char *method; /* requests */
         char *target; /* requests: the request-target as sent */
         int status;   /* responses */
+        char *reason; /* responses: the reason phrase (may be NULL) */
         unsigned major, minor;
         struct proxy_header *headers;
         size_t n_headers;

@@ -371,6 +371,16 @@ code=$(curl -sS -x "http://$X" --tr-encoding -o "$T/body" -w '%{http_code}' \
 is a_gzip_transfer_coded_answer_to_an_injected_request_is_refused "$code" 502
 lacks the_transfer_coded_answer_never_reaches_the_client "$(cat "$T/body")" "$SECRET"
 
+# A session the real credential opened is a credential too: its cookie never
+# reaches the agent (the rest of the head does, the mask over it).
+code=$(curl -sS -x "http://$X" -D "$T/h" -o "$T/body" -w '%{http_code}' "http://api.test/api/login" -H "$A")
+is a_login_through_an_injected_rule_answers "$code" 200
+lacks a_session_cookie_opened_by_the_secret_never_reaches_the_agent "$(cat "$T/h")" "opened-by-the-real-secret"
+lacks set_cookie2_never_reaches_the_agent "$(cat "$T/h")" "old=1"
+contains the_rest_of_the_rebuilt_head_arrives "$(cat "$T/h")" "Content-Type: application/json"
+contains the_status_line_keeps_its_reason "$(head -n1 "$T/h")" "200 OK"
+contains the_body_after_a_rebuilt_head_arrives "$(cat "$T/body")" '{"ok": true}'
+
 # --- a tab or a form feed in the request target ------------------------------------
 # llhttp (not built in strict mode) takes both inside a URL; a server that
 # splits its request line at any white space reads another target.

@@ -20,6 +20,7 @@ ephemeral port of 127.0.0.1, serving
   /double       a response, then a second one nobody asked for (a server
                 out of step with its connection)
   /api/, /v1/   {"ok": true} with the expected credential, else 401
+  /api/login    the same, setting a session cookie (as Jira does for Basic auth)
   /redirect     302 to http://169.254.169.254/latest/meta-data/
   anything else 200 "hello from NAME"
 
@@ -180,7 +181,9 @@ class Handler(BaseHTTPRequestHandler):
         if path.startswith("/api/") or path.startswith("/v1/"):
             if not self.authorized():
                 return self.reply(401, b"no\n")
-            return self.reply(200, b'{"ok": true}\n', "application/json")
+            extra = [("Set-Cookie", "JSESSIONID=opened-by-the-real-secret; Path=/; HttpOnly"),
+                     ("set-cookie2", "old=1")] if path == "/api/login" else []
+            return self.reply(200, b'{"ok": true}\n', "application/json", extra)
         if path.startswith("/git/") and args.git_root:
             if not self.authorized():
                 return self.reply(401, b"credential refused\n",
