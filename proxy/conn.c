@@ -353,6 +353,11 @@ static void handle_connect(struct client *c)
                                     c->literal ? " (IP addresses must be listed exactly)" : "");
                 return;
         }
+        /* A tunnel is a connection of its own: an upstream that an earlier
+         * request on this connection kept alive would take the CONNECT as a
+         * plain request, past the ClientHello check. */
+        proxy_upstream_free(c->up);
+        c->up = NULL;
         c->state = CLIENT_WAIT;
         c->connect_tls = false;
         proxy_upstream_open(c, false);

@@ -396,6 +396,15 @@ done
 lacks no_tab_in_a_target_reached_a_server "$(raw_seen; cat "$T"/rawplain/conn-*)" "$(printf 'a\tb')"
 lacks no_form_feed_in_a_target_reached_a_server "$(raw_seen; cat "$T"/rawplain/conn-*)" "$(printf 'a\fb')"
 
+# --- a tunnel never rides on a kept-alive upstream -----------------------------------
+# plain.test:$PP is listed with its port, so CONNECT may go there too; after
+# a plain request kept its upstream open, the CONNECT must open a tunnel of
+# its own (and check its ClientHello), not go up that connection as a request.
+r=$(raw "$X" "GET http://plain.test:$PP/k HTTP/1.1\r\nHost: plain.test:$PP\r\n\r\nCONNECT plain.test:$PP HTTP/1.1\r\nHost: plain.test:$PP\r\n\r\nnot a ClientHello\r\n\r\n")
+is connect_after_a_kept_alive_request_gets_two_answers "$(printf '%s' "$r" | grep -c '^HTTP/1.1 200')" 2
+contains connect_after_a_kept_alive_request_opens_a_tunnel "$r" "200 Connection established"
+lacks connect_is_never_relayed_as_a_request "$(cat "$T"/rawplain/conn-*)" "CONNECT"
+
 # --- the secret never appears where it must not -----------------------------------
 leaks=$(grep -rl -- "$SECRET" "$T" 2>/dev/null | grep -v -e '/web.requests$' -e '/raw/' -e '/policy' | tr '\n' ' ')
 is real_secret_appears_nowhere_but_at_the_server "$leaks" ""
