@@ -84,6 +84,35 @@ TOK=$("$CLOISTER" token issue api --socket "$S")
 BASIC=$(b64 "x-access-token:$TOK")
 echo "# proxy on $X, https server on 127.0.0.1:$HP"
 
+# Started first, checked last (it takes 40 s): a head whose bytes come one
+# every 2 s is never idle for 30 s, but is cut 30 s after its first byte.
+cat >"$T/slow.py" <<'EOP'
+import socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+pp = sys.argv[2]
+s = socket.create_connection((host, int(port)), timeout=20)
+s.sendall(f"GET http://plain.test:{pp}/slow HTTP/1.1\r\nHost: plain.test:{pp}\r\nX-Slow: ".encode())
+for _ in range(20):
+    time.sleep(2)
+    try:
+        s.send(b"a")
+    except OSError:
+        break
+data = b""
+try:
+    s.sendall(b"\r\nConnection: close\r\n\r\n")
+    while True:
+        b = s.recv(4096)
+        if not b:
+            break
+        data += b
+except OSError:
+    pass
+print(data.split(b"\r\n")[0].decode("latin-1") or "closed")
+EOP
+python3 "$T/slow.py" "$X" "$PP" >"$T/slow.out" 2>&1 &
+SLOW_PID=$!
+
 # What the servers were asked, and the raw bytes the HTTPS one received.
 seen() { cat "$T/web.requests" "$T/plain.requests" 2>/dev/null; }
 raw_seen() { cat "$T"/raw/conn-* 2>/dev/null; }
@@ -408,4 +437,7 @@ lacks connect_is_never_relayed_as_a_request "$(cat "$T"/rawplain/conn-*)" "CONNE
 # --- the secret never appears where it must not -----------------------------------
 leaks=$(grep -rl -- "$SECRET" "$T" 2>/dev/null | grep -v -e '/web.requests$' -e '/raw/' -e '/policy' | tr '\n' ' ')
 is real_secret_appears_nowhere_but_at_the_server "$leaks" ""
+wait "$SLOW_PID"
+lacks a_head_sent_slowly_is_cut_at_its_deadline "$(cat "$T/slow.out")" " 200 "
+is a_slow_head_never_reached_the_server "$(grep -c '"/slow"' "$T/plain.requests")" 0
 done_testing
