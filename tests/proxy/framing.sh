@@ -260,6 +260,15 @@ contains pipelined_first_request_is_answered "$(printf '%s' "$r" | head -n1)" "2
 contains pipelined_delete_is_refused "$r" "HTTP/1.1 403"
 is pipelined_only_the_allowed_request_went_up "$(wc -l <"$T/web.requests")" 1
 lacks pipelined_delete_never_went_up "$(seen)" DELETE
+# A kept-alive connection whose first request was allowed lends the next
+# nothing: without its own token it gets 401, and another host gets no secret.
+: >"$T/web.requests"
+r=$(raw "$X" "GET http://api.test/api/x HTTP/1.1\r\nHost: api.test\r\n$A\r\n\r\nGET http://api.test/api/y HTTP/1.1\r\nHost: api.test\r\n\r\n")
+contains keep_alive_second_request_without_a_token_gets_401 "$r" "HTTP/1.1 401"
+is keep_alive_only_the_request_with_a_token_went_up "$(wc -l <"$T/web.requests")" 1
+r=$(raw "$X" "GET http://api.test/api/x HTTP/1.1\r\nHost: api.test\r\n$A\r\n\r\nGET http://plain.test:$PP/z HTTP/1.1\r\nHost: plain.test:$PP\r\nConnection: close\r\n\r\n")
+is keep_alive_then_another_host_gets_two_answers "$(printf '%s' "$r" | grep -c '^HTTP/1.1 200')" 2
+lacks keep_alive_then_another_host_never_gets_the_secret "$(grep '"/z"' "$T/plain.requests")" "Authorization"
 # A server that answers twice: the extra answer is never taken for the next one's.
 r=$(raw "$X" "GET http://api.test/double HTTP/1.1\r\nHost: api.test\r\n$A\r\n\r\nGET http://api.test/api/x HTTP/1.1\r\nHost: api.test\r\n$A\r\nConnection: close\r\n\r\n")
 contains out_of_step_server_first_answer "$r" "first"
