@@ -112,6 +112,44 @@ print(data.split(b"\r\n")[0].decode("latin-1") or "closed")
 EOP
 python3 "$T/slow.py" "$X" "$PP" >"$T/slow.out" 2>&1 &
 SLOW_PID=$!
+# The same for a tunnel's ClientHello (a real one, for plain.test, listed
+# with its port): a few bytes at once, then one every 2 s.
+cat >"$T/slowhello.py" <<'EOP'
+import socket, ssl, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+pp = sys.argv[2]
+inc, outg = ssl.MemoryBIO(), ssl.MemoryBIO()
+tls = ssl.create_default_context().wrap_bio(inc, outg, server_hostname="plain.test")
+try:
+    tls.do_handshake()
+except ssl.SSLWantReadError:
+    pass
+hello = outg.read()
+s = socket.create_connection((host, int(port)), timeout=20)
+s.sendall(f"CONNECT plain.test:{pp} HTTP/1.1\r\nHost: plain.test:{pp}\r\n\r\n".encode() + hello[:5])
+state = "open"
+for i in range(20):
+    time.sleep(2)
+    try:
+        s.send(hello[5 + i:6 + i])
+    except OSError:
+        state = "closed"
+        break
+if state == "open":
+    s.settimeout(2)
+    try:
+        head = s.recv(4096)  # the 200, then EOF if the proxy gave up
+        while head:
+            head = s.recv(4096)
+        state = "closed"
+    except socket.timeout:
+        pass
+    except OSError:
+        state = "closed"
+print(state)
+EOP
+python3 "$T/slowhello.py" "$X" "$PP" >"$T/slowhello.out" 2>&1 &
+SLOWHELLO_PID=$!
 
 # What the servers were asked, and the raw bytes the HTTPS one received.
 seen() { cat "$T/web.requests" "$T/plain.requests" 2>/dev/null; }
@@ -446,7 +484,8 @@ lacks connect_is_never_relayed_as_a_request "$(cat "$T"/rawplain/conn-*)" "CONNE
 # --- the secret never appears where it must not -----------------------------------
 leaks=$(grep -rl -- "$SECRET" "$T" 2>/dev/null | grep -v -e '/web.requests$' -e '/raw/' -e '/policy' | tr '\n' ' ')
 is real_secret_appears_nowhere_but_at_the_server "$leaks" ""
-wait "$SLOW_PID"
+wait "$SLOW_PID" "$SLOWHELLO_PID"
+is a_client_hello_sent_slowly_is_cut_at_its_deadline "$(cat "$T/slowhello.out")" closed
 lacks a_head_sent_slowly_is_cut_at_its_deadline "$(cat "$T/slow.out")" " 200 "
 is a_slow_head_never_reached_the_server "$(grep -c '"/slow"' "$T/plain.requests")" 0
 done_testing
