@@ -41,6 +41,8 @@ const char *proxy_status_text(int status)
                 return "Forbidden";
         case 407:
                 return "Proxy Authentication Required";
+        case 408:
+                return "Request Timeout";
         case 429:
                 return "Too Many Requests";
         case 502:
@@ -202,6 +204,7 @@ void proxy_client_refuse(struct client *c, int status, const char *fmt, ...)
         /* Read the rest of the request, so the client sees the answer and not a reset. */
         if (c->have_req && !c->req_done && c->req.has_body && !c->client_eof) {
                 c->state = CLIENT_DRAIN;
+                c->deadline_ms = proxy_now_ms() + HEAD_TIMEOUT_S * 1000;
                 set_timeout(c, HEAD_TIMEOUT_S);
                 bufferevent_enable(c->bev, EV_READ);
                 bufferevent_trigger(c->bev, EV_READ,
@@ -215,6 +218,10 @@ static void drain(struct client *c)
 {
         struct evbuffer *in = bufferevent_get_input(c->bev);
 
+        if (c->deadline_ms && proxy_now_ms() > c->deadline_ms) {
+                proxy_client_close_soon(c); /* the answer is out; the rest may trickle forever */
+                return;
+        }
         while (evbuffer_get_length(in) > 0) {
                 struct evbuffer_iovec v;
                 size_t used = 0;
@@ -353,6 +360,11 @@ static void handle_connect(struct client *c)
                                     c->literal ? " (IP addresses must be listed exactly)" : "");
                 return;
         }
+        /* A tunnel is a connection of its own: an upstream that an earlier
+         * request on this connection kept alive would take the CONNECT as a
+         * plain request, past the ClientHello check. */
+        proxy_upstream_free(c->up);
+        c->up = NULL;
         c->state = CLIENT_WAIT;
         c->connect_tls = false;
         proxy_upstream_open(c, false);
@@ -457,6 +469,13 @@ static void try_head(struct client *c)
 
         if (len == 0)
                 return;
+        if (!c->deadline_ms)
+                c->deadline_ms = proxy_now_ms() + HEAD_TIMEOUT_S * 1000;
+        else if (proxy_now_ms() > c->deadline_ms) {
+                proxy_client_refuse(c, 408, "the request head took longer than %d s",
+                                    HEAD_TIMEOUT_S);
+                return;
+        }
         n = MIN(len, (size_t)PROXY_HEAD_MAX + 1);
         data = (char *)evbuffer_pullup(in, (ssize_t)n);
         if (!data) {
@@ -472,6 +491,7 @@ static void try_head(struct client *c)
                 return;
         }
         evbuffer_drain(in, hl);
+        c->deadline_ms = 0;
         c->have_req = true;
         c->req_done = !c->req.has_body;
         if (!c->req.keep_alive)
@@ -545,6 +565,7 @@ void proxy_client_next(struct client *c)
                 return;
         }
         c->state = CLIENT_HEAD;
+        c->deadline_ms = 0; /* the next head's starts with its first byte */
         set_timeout(c, IDLE_TIMEOUT_S);
         bufferevent_enable(c->bev, EV_READ);
         try_head(c);

@@ -7,7 +7,8 @@
  * client's headers without hop-by-hop ones, without Proxy-Authorization,
  * and for injected requests without any client Authorization (or the
  * rule's header) and without the fields that override a method or path
- * (overrides_route()) and the client's Accept-Encoding, then
+ * (overrides_route()), the client's Accept-Encoding and Range (also
+ * If-Range, and Request-Range, which Apache reads as Range), then
  * Accept-Encoding: identity (the mask cannot read gzip) and the real
  * credential, then the framing as llhttp read it. The body goes out as
  * llhttp decoded it, framed anew by us (the same length, or fresh chunks
@@ -15,11 +16,14 @@
  * message's end elsewhere than we did (RFC 9112 6, request smuggling).
  *
  * The response head is relayed as received after a strict parse (a 101 is
- * refused: nothing is upgraded); its body is decoded the same way and
- * chunked anew, and for an injected exchange the head and the decoded body
- * pass through the secret mask (inject.c) on their way to the sandbox. An
- * upstream connection is used for another request only when both messages
- * ended exactly where llhttp said (upstream_reusable()).
+ * refused: nothing is upgraded; for an injected exchange so are a 206 and
+ * a coded body, which the mask could not read whole), or for an injected
+ * exchange rebuilt from it without Set-Cookie (resp_head_write()); its
+ * body is decoded the same way and chunked anew, and for an injected
+ * exchange the head and the decoded body pass through the secret mask
+ * (inject.c) on their way to the sandbox. An upstream connection is used
+ * for another request only when both messages ended exactly where llhttp
+ * said (upstream_reusable()).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -150,6 +154,9 @@ static int head_write(struct client *c, struct evbuffer *out)
                         continue; /* rewritten below for the TLS port */
                 if (r && name_eq(h->name, "accept-encoding", false))
                         continue; /* identity, below */
+                if (r && (name_eq(h->name, "range", false) || name_eq(h->name, "if-range", false) ||
+                          name_eq(h->name, "request-range", false)))
+                        continue; /* whole bodies only: a slice could cut the secret for the mask */
                 evbuffer_add_printf(out, "%s: %s\r\n", h->name, h->value);
         }
         if (r) {
@@ -306,17 +313,52 @@ void proxy_forward_client_read(struct client *c)
                 bufferevent_disable(c->bev, EV_READ); /* the next request waits its turn */
 }
 
-/* A response body under a content coding, which the mask cannot read. */
+/*
+ * A response body under a content coding, or a transfer coding besides
+ * chunked (llhttp removes only the chunking; "gzip, chunked" stays gzip),
+ * which the mask cannot read.
+ */
 static bool encoded(const struct proxy_http_head *h)
 {
         if (!h->has_body)
                 return false;
-        for (size_t i = 0; i < h->n_headers; i++)
-                if (name_eq(h->headers[i].name, "content-encoding", false) &&
-                    strcasecmp(h->headers[i].value, "identity") != 0 &&
-                    h->headers[i].value[0] != '\0')
+        for (size_t i = 0; i < h->n_headers; i++) {
+                const char *n = h->headers[i].name, *v = h->headers[i].value;
+                if (name_eq(n, "content-encoding", false) && strcasecmp(v, "identity") != 0 &&
+                    v[0] != '\0')
                         return true;
+                if (name_eq(n, "transfer-encoding", false) && strcasecmp(v, "chunked") != 0)
+                        return true;
+        }
         return false;
+}
+
+/*
+ * An injected exchange's response head, rebuilt from what llhttp parsed,
+ * without the cookies the upstream set: a session that the real credential
+ * opened is a credential too, and outside the sandbox it would need no
+ * cloister token (a Jira JSESSIONID, say). Then through the mask, flushed
+ * whole: it ends in CRLF CRLF, which no secret holds.
+ */
+static int resp_head_write(struct client *c, struct evbuffer *out)
+{
+        const struct proxy_http_head *h = &c->resp_head;
+        struct evbuffer *b = evbuffer_new();
+
+        if (!b)
+                return -ENOMEM;
+        evbuffer_add_printf(b, "HTTP/%u.%u %d %s\r\n", h->major, h->minor, h->status,
+                            h->reason ? h->reason : "");
+        for (size_t i = 0; i < h->n_headers; i++) {
+                const struct proxy_header *f = &h->headers[i];
+                if (name_eq(f->name, "set-cookie", false) || name_eq(f->name, "set-cookie2", false))
+                        continue;
+                evbuffer_add_printf(b, "%s: %s\r\n", f->name, f->value);
+        }
+        evbuffer_add(b, "\r\n", 2);
+        proxy_mask_move(c, b, evbuffer_get_length(b), out, true);
+        evbuffer_free(b);
+        return 0;
 }
 
 /* A decoded response body passes the mask into c->relay. */
@@ -414,15 +456,32 @@ void proxy_forward_upstream_read(struct client *c)
                         }
                         if (c->rule && encoded(&c->resp_head)) {
                                 proxy_client_refuse(c, 502,
-                                                    "%s answered with a Content-Encoding though "
-                                                    "asked for identity; the secret mask cannot "
-                                                    "read it",
+                                                    "%s answered with a Content-Encoding or "
+                                                    "Transfer-Encoding though asked for identity; "
+                                                    "the secret mask cannot read it",
+                                                    c->host);
+                                return;
+                        }
+                        /* The mask finds the secret only whole; a slice of it
+                         * (the rest in another 206) would pass. */
+                        if (c->rule && c->resp_head.status == 206) {
+                                proxy_client_refuse(c, 502,
+                                                    "%s answered with part of a body (206) though "
+                                                    "not asked for a range; the secret mask "
+                                                    "reads whole bodies only",
                                                     c->host);
                                 return;
                         }
                         c->rec.bytes_in += hl;
-                        /* The head ends in CRLF CRLF, which no secret holds: flush it. */
-                        proxy_mask_move(c, in, hl, out, true);
+                        if (c->rule) {
+                                evbuffer_drain(in, hl);
+                                if (resp_head_write(c, out) < 0) {
+                                        proxy_client_refuse(c, 502, "out of memory");
+                                        return;
+                                }
+                        } else {
+                                proxy_mask_move(c, in, hl, out, true); /* as received */
+                        }
                         if (c->resp_head.status < 200)
                                 continue; /* 100, 103: another head follows */
                         c->have_resp = true;

@@ -28,6 +28,7 @@ void proxy_http_head_done(struct proxy_http_head *h)
                 return;
         free(h->method);
         wipe_str(h->target);
+        wipe_str(h->reason);
         for (size_t i = 0; i < h->n_headers; i++) {
                 free(h->headers[i].name);
                 wipe_str(h->headers[i].value);
@@ -113,6 +114,11 @@ static int on_method(llhttp_t *p, const char *at, size_t len)
 static int on_url(llhttp_t *p, const char *at, size_t len)
 {
         return append(&self(p)->head->target, at, len);
+}
+
+static int on_status(llhttp_t *p, const char *at, size_t len)
+{
+        return append(&self(p)->head->reason, at, len);
 }
 
 /* Trailer fields (after a chunked body) are counted and dropped, never forwarded. */
@@ -248,6 +254,7 @@ int proxy_http_parse_head(struct proxy_http *p, bool request, bool skip_body, co
         llhttp_settings_init(&p->settings);
         p->settings.on_method = on_method;
         p->settings.on_url = on_url;
+        p->settings.on_status = on_status;
         p->settings.on_header_field = on_header_field;
         p->settings.on_header_value = on_header_value;
         p->settings.on_header_value_complete = on_header_value_complete;
@@ -284,6 +291,16 @@ int proxy_http_parse_head(struct proxy_http *p, bool request, bool skip_body, co
                         *ret_reason = "no request line";
                         goto fail;
                 }
+                /* llhttp, built as Debian ships it (not LLHTTP_STRICT_MODE),
+                 * takes a tab and a form feed inside the request-target; a
+                 * server that splits its request line at any white space
+                 * would read another target than the one judged here. */
+                for (const char *s = ret->target; *s; s++)
+                        if ((unsigned char)*s <= ' ' || (unsigned char)*s == 0x7f) {
+                                *ret_reason = "a control byte (tab, form feed) in the request "
+                                              "target";
+                                goto fail;
+                        }
                 (void)proxy_http_header(ret, "host", &dup);
                 if (dup) {
                         *ret_reason = "more than one Host header";

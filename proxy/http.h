@@ -6,7 +6,9 @@
  * it lets through that a proxy must not pass on, because two parsers could
  * read it two ways (request smuggling): a bare LF or a lone CR anywhere in
  * the head, obs-fold continuation lines, NUL bytes, white space in a header
- * name, a second Host, HTTP versions other than 1.0 and 1.1. llhttp itself
+ * name, a tab or form feed in the request-target (which llhttp's
+ * non-strict build takes), a second Host, HTTP versions other than 1.0
+ * and 1.1. llhttp itself
  * refuses Content-Length with Transfer-Encoding, duplicate Content-Length,
  * and Transfer-Encoding values other than a final "chunked" in requests.
  *
@@ -38,6 +40,7 @@ struct proxy_http_head {
         char *method; /* requests */
         char *target; /* requests: the request-target as sent */
         int status;   /* responses */
+        char *reason; /* responses: the reason phrase (may be NULL) */
         unsigned major, minor;
         struct proxy_header *headers;
         size_t n_headers;

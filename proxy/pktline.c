@@ -297,6 +297,7 @@ void proxy_push_refuse(struct client *c, const char *reason)
         c->reqp.on_body = NULL;
         if (!c->req_done && !c->client_eof) {
                 c->state = CLIENT_DRAIN;
+                c->deadline_ms = proxy_now_ms() + HEAD_TIMEOUT_S * 1000;
                 bufferevent_enable(c->bev, EV_READ);
                 bufferevent_trigger(c->bev, EV_READ,
                                     BEV_TRIG_IGNORE_WATERMARKS | BEV_TRIG_DEFER_CALLBACKS);

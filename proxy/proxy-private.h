@@ -154,6 +154,10 @@ struct client {
         enum client_state state;
         bool closing_after; /* close after the current exchange */
         bool client_eof;
+        /* When the head being read, the drain of a refused body or a tunnel's
+         * ClientHello must be done, however slowly its bytes come (the
+         * bufferevent timeouts only bound the silence between them); 0: none. */
+        int64_t deadline_ms;
 
         struct proxy_http reqp;
         struct proxy_http_head req;

@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <iconv.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
@@ -355,6 +356,29 @@ static bool pchar_plain(unsigned char c)
         return isalnum(c) || strchr("-._~!$&'()*+,;=:@", c);
 }
 
+/*
+ * Is s[0..len) UTF-8 as glibc's iconv reads it? It refuses overlong forms
+ * (%C0%AE is '.' to a lax decoder: "%C0%AE%C0%AE" a '..' that no check here
+ * would see) and surrogates.
+ */
+static bool utf8_valid(const char *s, size_t len)
+{
+        char out[256], *in = (char *)s, *o;
+        size_t il = len, ol;
+        iconv_t cd = iconv_open("UTF-8", "UTF-8");
+        bool ok = true;
+
+        if (cd == (iconv_t)-1)
+                return false;
+        while (ok && il > 0) {
+                o = out;
+                ol = sizeof(out);
+                ok = iconv(cd, &in, &il, &o, &ol) != (size_t)-1 || errno == E2BIG;
+        }
+        iconv_close(cd);
+        return ok;
+}
+
 static bool segment_is_dots(const char *seg, size_t len)
 {
         /* ".", "..", and the ";params" spellings some servers normalize away. */
@@ -423,6 +447,15 @@ int proxy_path_normalize(const char *path, size_t len, char **ret_decoded, char 
                 dec[d++] = (char)c;
         }
         dec[d] = '\0';
+        for (size_t i = 0; i < d; i++)
+                if ((unsigned char)dec[i] >= 0x80) {
+                        if (!utf8_valid(dec, d)) {
+                                *ret_reason = "the decoded path is not UTF-8 (an overlong form "
+                                              "such as %C0%AE reads as '.' to a lax decoder)";
+                                return -EINVAL;
+                        }
+                        break;
+                }
         for (size_t i = 0; i < d; i++) {
                 unsigned char c = (unsigned char)dec[i];
                 if (c == '/' || pchar_plain(c)) {

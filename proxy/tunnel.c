@@ -44,6 +44,7 @@ void proxy_tunnel_start(struct client *c)
         BIO *r, *w;
 
         c->state = CLIENT_TUNNEL;
+        c->deadline_ms = proxy_now_ms() + HEAD_TIMEOUT_S * 1000;
         SSL_CTX_set_tlsext_servername_callback(c->px->peek, sni_cb);
         c->peek = SSL_new(c->px->peek);
         c->hello = evbuffer_new();
@@ -87,6 +88,11 @@ static int peek_hello(struct client *c)
         r = SSL_do_handshake(c->peek);
         ERR_clear_error();
         if (!c->sni_seen) {
+                if (proxy_now_ms() > c->deadline_ms) {
+                        c->rec.decision = "refuse";
+                        tunnel_close(c, "the ClientHello took longer than 30 s");
+                        return -1;
+                }
                 if (r <= 0 && SSL_get_error(c->peek, r) == SSL_ERROR_WANT_READ &&
                     evbuffer_get_length(c->hello) < 2 * HELLO_MAX)
                         return 0;

@@ -182,7 +182,8 @@ contains following_the_redirect_is_refused "$(xerr)" "169.254.169.254"
 is redirect_reached_the_server_once "$(grep -c '"/redirect"' "$T/web.requests")" 1
 # Traversal to another repository, in every spelling.
 before=$(requests)
-for p in "/api/../other/x" "/api/%2e%2e/other/x" "/api/.%2E/other/x" "/api%2f..%2fother" "/api/..;/other"; do
+for p in "/api/../other/x" "/api/%2e%2e/other/x" "/api/.%2E/other/x" "/api%2f..%2fother" "/api/..;/other" \
+        "/api/%c0%ae%c0%ae/other/x" "/api/%e0%80%ae%e0%80%ae/other/x"; do
         name=$(printf '%s' "$p" | tr -c 'A-Za-z0-9\n' _)
         is "dotdot_path_${name}_is_refused" "$(px --path-as-is "http://api.test$p" -H "Authorization: Bearer $TOK")" 403
 done

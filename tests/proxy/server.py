@@ -8,14 +8,19 @@ ephemeral port of 127.0.0.1, serving
                 Authorization value; or --header NAME:VALUE)
   /echo         the request's headers, as the body (a server that reflects
                 credentials, for the masking test), gzipped if the request
-                accepts gzip
+                accepts gzip; a Range of bytes=A-B or bytes=-N is honoured
+                (206), as many servers do
   /echo-gzip    the same, gzipped whatever the request accepts
+  /echo-te-gzip the same, in Transfer-Encoding: gzip, chunked
+  /echo-partial?last=N
+                206 with the last N bytes of the same, whatever was asked
   /echo-chunked?size=N
                 the same, chunked in chunks of N bytes (where a chunk
                 boundary falls inside a reflected secret)
   /double       a response, then a second one nobody asked for (a server
                 out of step with its connection)
   /api/, /v1/   {"ok": true} with the expected credential, else 401
+  /api/login    the same, setting a session cookie (as Jira does for Basic auth)
   /redirect     302 to http://169.254.169.254/latest/meta-data/
   anything else 200 "hello from NAME"
 
@@ -130,7 +135,27 @@ class Handler(BaseHTTPRequestHandler):
             data = "".join(f"{k}: {v}\n" for k, v in self.headers.items()).encode()
             if "gzip" in self.headers.get("Accept-Encoding", ""):
                 return self.reply(200, gzip.compress(data), extra=[("Content-Encoding", "gzip")])
+            rng = self.headers.get("Range", "")
+            if rng.startswith("bytes="):
+                a, _, b = rng[6:].partition("-")
+                first = len(data) - int(b) if a == "" else int(a)
+                last = len(data) - 1 if a == "" or b == "" else min(int(b), len(data) - 1)
+                return self.reply(206, data[first:last + 1], extra=[
+                    ("Content-Range", f"bytes {first}-{last}/{len(data)}")])
             return self.reply(200, data)
+        if path == "/echo-te-gzip":
+            data = gzip.compress("".join(f"{k}: {v}\n" for k, v in self.headers.items()).encode())
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Transfer-Encoding", "gzip, chunked")
+            self.end_headers()
+            self.wfile.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data))
+            return
+        if path == "/echo-partial":
+            data = "".join(f"{k}: {v}\n" for k, v in self.headers.items()).encode()
+            n = int(self.path.split("last=", 1)[1])
+            return self.reply(206, data[-n:], extra=[
+                ("Content-Range", f"bytes {len(data) - n}-{len(data) - 1}/{len(data)}")])
         if path == "/echo-gzip":
             data = "".join(f"{k}: {v}\n" for k, v in self.headers.items()).encode()
             return self.reply(200, gzip.compress(data), extra=[("Content-Encoding", "gzip")])
@@ -156,7 +181,9 @@ class Handler(BaseHTTPRequestHandler):
         if path.startswith("/api/") or path.startswith("/v1/"):
             if not self.authorized():
                 return self.reply(401, b"no\n")
-            return self.reply(200, b'{"ok": true}\n', "application/json")
+            extra = [("Set-Cookie", "JSESSIONID=opened-by-the-real-secret; Path=/; HttpOnly"),
+                     ("set-cookie2", "old=1")] if path == "/api/login" else []
+            return self.reply(200, b'{"ok": true}\n', "application/json", extra)
         if path.startswith("/git/") and args.git_root:
             if not self.authorized():
                 return self.reply(401, b"credential refused\n",

@@ -237,6 +237,12 @@ START_TEST(paths_are_normalized_and_traversal_refused)
         path_bad("/a%zz", "malformed");
         path_bad("/a%4", "malformed");
         path_bad("/a%00b", "control");
+        path_ok("/caf%C3%A9", "/caf\xc3\xa9", "/caf%C3%A9");
+        path_bad("/org/%c0%ae%c0%ae/other", "not UTF-8");
+        path_bad("/org/%e0%80%ae%e0%80%ae/other", "not UTF-8");
+        path_bad("/org/%c0%af", "not UTF-8");
+        path_bad("/org/%ed%a0%80", "not UTF-8");
+        path_bad("/org/%c3", "not UTF-8");
         path_bad("org/repo", "start with '/'");
 }
 END_TEST
@@ -343,6 +349,9 @@ START_TEST(smuggling_heads_are_refused)
         head_bad("POST http://a.test/ HTTP/1.0\r\nHost: a.test\r\nTransfer-Encoding: "
                  "chunked\r\n\r\n",
                  "HTTP/1.0");
+        /* llhttp's non-strict build takes these inside a URL. */
+        head_bad("GET http://a.test/a?b\tc HTTP/1.1\r\nHost: a.test\r\n\r\n", "control byte");
+        head_bad("GET http://a.test/a\fb HTTP/1.1\r\nHost: a.test\r\n\r\n", "control byte");
 }
 END_TEST
 
