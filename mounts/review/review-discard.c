@@ -129,10 +129,24 @@ static int path_restore(review *r, const char *rel, const git_oid *id, uint32_t 
                                         "restoring the symlink '%s': %m", rel);
                 goto out;
         }
-        fd = openat(pfd, base, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY,
+        /*
+         * Without blocking: the agent may have put a FIFO at the name since
+         * the check above (a running sandbox renames one there), and a
+         * blocking open for writing would wait for a reader for ever. What
+         * the open landed on must be a plain file still.
+         */
+        fd = openat(pfd, base,
+                    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK,
                     0644);
         if (fd < 0) {
                 k = review_fail(r, negative_errno(), "restoring '%s': %m", rel);
+                goto out;
+        }
+        if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+                k = review_fail(r, -EAGAIN,
+                                "restoring '%s': it is no longer a file (changed while it was "
+                                "restored); run the discard again",
+                                rel);
                 goto out;
         }
         /* As a fresh checkout of the base writes it: eol and ident as its attributes say. */

@@ -39,7 +39,7 @@ check_failed() {
         cmp -s "$t/c1.types" "$t/c2.types" 2>/dev/null || diff "$t/c1.types" "$t/c2.types" 2>/dev/null | sed 's/^/# /' | head -10
 }
 mount_ws
-echo "1..23"
+echo "1..24"
 
 # Checksums of every file in the source's .git, HEAD, refs, status.
 snapshot() {
@@ -223,3 +223,27 @@ check "discard_without_yes_and_without_a_terminal_refuses" \
 "$CLOISTER" export "$t/ws.ini" --discard --yes >/dev/null 2>"$t/discard.err"
 "$CLOISTER" diff "$t/ws.ini" >"$t/patch4" 2>/dev/null
 check "discard_resets_the_workspace_to_the_base" '[ $st -eq 0 ] && [ ! -s "$t/patch4" ]'
+
+# An agent renaming FIFOs over a file discard restores: discard's open for
+# writing must not wait for a reader (it did: the name was checked, then
+# opened blocking). Each discard gets 20 s; a hang is the failure.
+mount_ws
+( while :; do mkfifo "$W/a.fifo" 2>/dev/null; mv -f "$W/a.fifo" "$W/a.txt" 2>/dev/null; done ) &
+racer=$!
+hung=0 runs=0
+while [ $runs -lt 60 ]; do
+        runs=$((runs + 1))
+        # (KILL 5 s after TERM: an open(2) blocked on a FIFO restarts after a handled TERM)
+        timeout -k 5 20 "$CLOISTER" export "$t/ws.ini" --discard --yes >/dev/null 2>>"$t/race.err"
+        rc=$?
+        if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+                hung=$runs
+                break
+        fi
+done
+kill "$racer" 2>/dev/null
+wait "$racer" 2>/dev/null
+# a discard that hung holds the FIFO open for writing: a reader lets it go
+[ $hung -gt 0 ] && timeout 5 cat "$W/a.txt" >/dev/null 2>&1
+check "discard_does_not_wait_on_a_fifo_the_agent_swaps_in" '[ $hung -eq 0 ]'
+"$CLOISTER" unmount "$t/ws.ini" >/dev/null 2>&1
