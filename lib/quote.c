@@ -171,6 +171,20 @@ void quote_utf8_fix(char *s)
         }
 }
 
+bool quote_utf8_valid(const char *s, size_t len)
+{
+        const unsigned char *p = (const unsigned char *)s, *end = p + len;
+        uint32_t c;
+
+        while (p < end) {
+                size_t n = utf8_decode(p, &c);
+                if (n == 0 || n > (size_t)(end - p))
+                        return false;
+                p += n;
+        }
+        return true;
+}
+
 char *quote_dup(const char *s, unsigned flags)
 {
         size_t l = strlen(s);

@@ -51,3 +51,11 @@ char *quote_dup(const char *s, unsigned flags);
  * refuses such a string, and a JSON object that holds it is never made.
  */
 void quote_utf8_fix(char *s);
+
+/*
+ * Is s[0..len) UTF-8, strictly: no overlong form, no surrogate, nothing past
+ * U+10FFFF, no 5- or 6-byte form (which glibc's iconv still takes)? A
+ * sequence is read up to its end or a NUL, so s[len] must be readable (a
+ * NUL-terminated string).
+ */
+bool quote_utf8_valid(const char *s, size_t len);

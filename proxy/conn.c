@@ -71,6 +71,25 @@ static void set_timeout(struct client *c, int seconds)
         bufferevent_set_timeouts(c->bev, &tv, &tv);
 }
 
+/*
+ * The timeouts cut to what is left of c's deadline. libevent's are idle
+ * timeouts, reset by every byte read: without this a client that sends a
+ * byte just before each one holds a head (120 s idle on a kept-alive
+ * connection) far past its deadline.
+ */
+void proxy_deadline_arm(struct client *c)
+{
+        int64_t left;
+        struct timeval tv;
+
+        if (!c->deadline_ms)
+                return;
+        left = MAX(c->deadline_ms - proxy_now_ms(), (int64_t)1);
+        tv.tv_sec = (time_t)(left / 1000);
+        tv.tv_usec = (suseconds_t)(left % 1000) * 1000;
+        bufferevent_set_timeouts(c->bev, &tv, &tv);
+}
+
 void proxy_client_free(struct client *c)
 {
         if (!c)
@@ -222,6 +241,7 @@ static void drain(struct client *c)
                 proxy_client_close_soon(c); /* the answer is out; the rest may trickle forever */
                 return;
         }
+        proxy_deadline_arm(c);
         while (evbuffer_get_length(in) > 0) {
                 struct evbuffer_iovec v;
                 size_t used = 0;
@@ -476,6 +496,7 @@ static void try_head(struct client *c)
                                     HEAD_TIMEOUT_S);
                 return;
         }
+        proxy_deadline_arm(c);
         n = MIN(len, (size_t)PROXY_HEAD_MAX + 1);
         data = (char *)evbuffer_pullup(in, (ssize_t)n);
         if (!data) {

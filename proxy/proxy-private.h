@@ -207,6 +207,7 @@ bool proxy_bucket_take(struct bucket *b, double per_second, double burst, int64_
 /* Count bytes going upstream; false (and the budget marked spent) when over. */
 bool proxy_budget_charge(struct client *c, size_t n);
 void proxy_client_free(struct client *c);
+void proxy_deadline_arm(struct client *c);
 void proxy_schedule_head_sync(struct proxy *px);
 
 /* conn.c */

@@ -14,11 +14,11 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
-#include <iconv.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/quote.h"
 #include "lib/util.h"
 #include "broker/policy.h"
 #include "rules.h"
@@ -357,26 +357,25 @@ static bool pchar_plain(unsigned char c)
 }
 
 /*
- * Is s[0..len) UTF-8 as glibc's iconv reads it? It refuses overlong forms
- * (%C0%AE is '.' to a lax decoder: "%C0%AE%C0%AE" a '..' that no check here
- * would see) and surrogates.
+ * What a lax decoder upstream could still read as '.', '/' or '\\': the
+ * fullwidth forms (U+FF0E, U+FF0F, U+FF3C), which NFKC folds to them, and a
+ * second layer of escapes (%252E decodes here to "%2E", which a server that
+ * decodes twice reads as '.'). No rule needs them in a path it allows.
  */
-static bool utf8_valid(const char *s, size_t len)
+static const char *path_lookalike(const char *dec, size_t d)
 {
-        char out[256], *in = (char *)s, *o;
-        size_t il = len, ol;
-        iconv_t cd = iconv_open("UTF-8", "UTF-8");
-        bool ok = true;
-
-        if (cd == (iconv_t)-1)
-                return false;
-        while (ok && il > 0) {
-                o = out;
-                ol = sizeof(out);
-                ok = iconv(cd, &in, &il, &o, &ol) != (size_t)-1 || errno == E2BIG;
+        for (size_t i = 0; i < d; i++) {
+                const unsigned char *u = (const unsigned char *)dec + i;
+                if (i + 2 < d && u[0] == 0xef && u[1] == 0xbc &&
+                    (u[2] == 0x8e || u[2] == 0x8f || u[2] == 0xbc))
+                        return "a fullwidth '.', '/' or '\\' in the path (U+FF0E, U+FF0F, U+FF3C)";
+                if (u[0] == '%' && i + 2 < d &&
+                    ((u[1] == '2' && (u[2] == 'e' || u[2] == 'E' || u[2] == 'f' || u[2] == 'F')) ||
+                     (u[1] == '5' && (u[2] == 'c' || u[2] == 'C'))))
+                        return "a double-escaped '.', '/' or '\\' in the path (%252E, %252F, "
+                               "%255C)";
         }
-        iconv_close(cd);
-        return ok;
+        return NULL;
 }
 
 static bool segment_is_dots(const char *seg, size_t len)
@@ -449,13 +448,15 @@ int proxy_path_normalize(const char *path, size_t len, char **ret_decoded, char 
         dec[d] = '\0';
         for (size_t i = 0; i < d; i++)
                 if ((unsigned char)dec[i] >= 0x80) {
-                        if (!utf8_valid(dec, d)) {
+                        if (!quote_utf8_valid(dec, d)) {
                                 *ret_reason = "the decoded path is not UTF-8 (an overlong form "
                                               "such as %C0%AE reads as '.' to a lax decoder)";
                                 return -EINVAL;
                         }
                         break;
                 }
+        if ((*ret_reason = path_lookalike(dec, d)))
+                return -EINVAL;
         for (size_t i = 0; i < d; i++) {
                 unsigned char c = (unsigned char)dec[i];
                 if (c == '/' || pchar_plain(c)) {

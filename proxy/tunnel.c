@@ -93,6 +93,7 @@ static int peek_hello(struct client *c)
                         tunnel_close(c, "the ClientHello took longer than 30 s");
                         return -1;
                 }
+                proxy_deadline_arm(c);
                 if (r <= 0 && SSL_get_error(c->peek, r) == SSL_ERROR_WANT_READ &&
                     evbuffer_get_length(c->hello) < 2 * HELLO_MAX)
                         return 0;

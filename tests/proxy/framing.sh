@@ -456,6 +456,13 @@ lacks set_cookie2_never_reaches_the_agent "$(cat "$T/h")" "old=1"
 contains the_rest_of_the_rebuilt_head_arrives "$(cat "$T/h")" "Content-Type: application/json"
 contains the_status_line_keeps_its_reason "$(head -n1 "$T/h")" "200 OK"
 contains the_body_after_a_rebuilt_head_arrives "$(cat "$T/body")" '{"ok": true}'
+# None of it touches a plain host's traffic (no credential in it): the
+# client's own Range is sent and its 206 comes back; a Set-Cookie arrives.
+code=$(curl -sS -x "http://$X" -o "$T/body" -w '%{http_code}' "http://plain.test:$PP/echo" -H "Range: bytes=0-3")
+is a_plain_hosts_206_for_the_clients_own_range_arrives "$code" 206
+contains range_is_sent_to_a_plain_host "$(grep '"/echo"' "$T/plain.requests" | tail -n1)" '"Range"'
+curl -sS -x "http://$X" -D "$T/h" -o /dev/null "http://plain.test:$PP/cookie"
+contains a_plain_hosts_set_cookie_arrives "$(cat "$T/h")" "plain=1"
 
 # --- a tab or a form feed in the request target ------------------------------------
 # llhttp (not built in strict mode) takes both inside a URL; a server that

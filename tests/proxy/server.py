@@ -21,6 +21,7 @@ ephemeral port of 127.0.0.1, serving
                 out of step with its connection)
   /api/, /v1/   {"ok": true} with the expected credential, else 401
   /api/login    the same, setting a session cookie (as Jira does for Basic auth)
+  /cookie       200 with a Set-Cookie, no credential asked
   /redirect     302 to http://169.254.169.254/latest/meta-data/
   anything else 200 "hello from NAME"
 
@@ -178,6 +179,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         if path == "/redirect":
             return self.reply(302, b"", extra=[("Location", "http://169.254.169.254/latest/meta-data/")])
+        if path == "/cookie":
+            return self.reply(200, b"a cookie\n", extra=[("Set-Cookie", "plain=1; Path=/")])
         if path.startswith("/api/") or path.startswith("/v1/"):
             if not self.authorized():
                 return self.reply(401, b"no\n")

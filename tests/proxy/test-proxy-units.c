@@ -243,6 +243,21 @@ START_TEST(paths_are_normalized_and_traversal_refused)
         path_bad("/org/%c0%af", "not UTF-8");
         path_bad("/org/%ed%a0%80", "not UTF-8");
         path_bad("/org/%c3", "not UTF-8");
+        /* what glibc's iconv took: 5- and 6-byte forms, past U+10FFFF, leads F5-FD */
+        path_bad("/api/%F8%88%80%80%AE/x", "not UTF-8");
+        path_bad("/api/%F4%90%80%AE/x", "not UTF-8");
+        path_bad("/api/%FD%BF%BF%BF%BF%BF", "not UTF-8");
+        path_bad("/api/%F5%80%80%80", "not UTF-8");
+        path_ok("/api/%F0%9F%98%80", "/api/\xf0\x9f\x98\x80", "/api/%F0%9F%98%80");
+        /* what a lax server could still fold or decode into '.', '/', '\\' */
+        path_bad("/api/%EF%BC%8E%EF%BC%8E/other", "fullwidth");
+        path_bad("/api/a%EF%BC%8Fb", "fullwidth");
+        path_bad("/api/a%EF%BC%BCb", "fullwidth");
+        path_bad("/api/%252e%252e/other", "double-escaped");
+        path_bad("/api/a%252Fb", "double-escaped");
+        path_bad("/api/a%255cb", "double-escaped");
+        path_ok("/api/100%25", "/api/100%", "/api/100%25");
+        path_ok("/api/a%2541", "/api/a%41", "/api/a%2541");
         path_bad("org/repo", "start with '/'");
 }
 END_TEST

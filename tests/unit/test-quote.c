@@ -208,6 +208,32 @@ START_TEST(quote_fputs_writes_the_quoted_form)
 }
 END_TEST
 
+START_TEST(utf8_valid_is_strict)
+{
+        static const char *good[] = {
+                "", "plain", "caf\xc3\xa9", "\xe2\x82\xac", "\xf0\x9f\x98\x80", "\xf4\x8f\xbf\xbf"};
+        static const char *bad[] = {
+                "\xc0\xae",                 /* overlong '.' */
+                "\xe0\x80\xae",             /* overlong '.' */
+                "\xed\xa0\x80",             /* a surrogate */
+                "\xf4\x90\x80\x80",         /* past U+10FFFF */
+                "\xf5\x80\x80\x80",         /* lead F5 */
+                "\xf8\x88\x80\x80\xae",     /* a 5-byte form */
+                "\xfd\xbf\xbf\xbf\xbf\xbf", /* a 6-byte form */
+                "\xc3",                     /* cut */
+                "ab\x80",                   /* a stray continuation */
+        };
+
+        for (size_t i = 0; i < sizeof(good) / sizeof(*good); i++)
+                ck_assert_msg(quote_utf8_valid(good[i], strlen(good[i])), "good %zu", i);
+        for (size_t i = 0; i < sizeof(bad) / sizeof(*bad); i++)
+                ck_assert_msg(!quote_utf8_valid(bad[i], strlen(bad[i])), "bad %zu", i);
+        /* the length bounds it: a valid prefix of a longer string */
+        ck_assert(quote_utf8_valid("ok\xc3\xa9", 2));
+        ck_assert(!quote_utf8_valid("\xc3\xa9", 1));
+}
+END_TEST
+
 START_TEST(utf8_fix_replaces_only_bytes_of_no_valid_character)
 {
         /* "é" cut after its first byte, a stray continuation byte, an
@@ -234,6 +260,7 @@ int main(void)
         tcase_add_test(tc, every_byte_round_trips);
         tcase_add_test(tc, quote_fputs_writes_the_quoted_form);
         tcase_add_test(tc, utf8_fix_replaces_only_bytes_of_no_valid_character);
+        tcase_add_test(tc, utf8_valid_is_strict);
         suite_add_tcase(s, tc);
         sr = srunner_create(s);
         srunner_run_all(sr, CK_NORMAL);
