@@ -19,37 +19,13 @@ import subprocess
 import sys
 import tempfile
 
-CLOISTER = os.environ.get("CLOISTER")
-n = 0
-failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # tests/
+from tap import ok, done, need_cloister, need_fuse, need_userns_bwrap  # noqa: E402
 
+CLOISTER = need_cloister()
 
-def ok(cond, name, why=None):
-    global n, failed
-    n += 1
-    print(("ok" if cond else "not ok") + f" {n} - {name}")
-    if not cond:
-        failed += 1
-        if why is not None:
-            for line in str(why)[:2000].splitlines():
-                print("# " + line)
-    sys.stdout.flush()
-
-
-def skip_all(why):
-    print(f"1..0 # SKIP {why}")
-    sys.exit(77)
-
-
-if not CLOISTER:
-    skip_all("CLOISTER is not set")
-if not os.path.exists("/dev/fuse"):
-    skip_all("FUSE is not available (/dev/fuse missing)")
-if os.geteuid() != 0 and not os.access("/dev/fuse", os.R_OK | os.W_OK):
-    skip_all("/dev/fuse is closed to this user (tests/install-deps opens it, as Debian's udev does)")
-if subprocess.run(["bwrap", "--unshare-user", "--ro-bind", "/", "/", "true"],
-                  capture_output=True).returncode != 0 if shutil.which("bwrap") else True:
-    skip_all("bubblewrap is missing, or this kernel gives this user no user namespace")
+need_fuse()
+need_userns_bwrap()
 
 T = tempfile.mkdtemp(prefix="cloister-mcp-escape.")
 repo = f"{T}/repo"
@@ -269,5 +245,4 @@ finally:
         if p.startswith(MARK):
             os.unlink(f"/tmp/{p}")
 
-print(f"1..{n}")
-sys.exit(1 if failed else 0)
+done()

@@ -15,34 +15,14 @@ import subprocess
 import sys
 import tempfile
 
-CLOISTER = os.environ.get("CLOISTER")
-n = 0
-failed = 0
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # tests/
+from tap import ok, skip_all, done, need_cloister, need_fuse  # noqa: E402
 
+CLOISTER = need_cloister()
 
-def ok(cond, name, why=None):
-    global n, failed
-    n += 1
-    print(("ok" if cond else "not ok") + f" {n} - {name}")
-    if not cond:
-        failed += 1
-        if why is not None:
-            for line in str(why)[:2000].splitlines():
-                print("# " + line)
-    sys.stdout.flush()
-
-
-def skip_all(why):
-    print(f"1..0 # SKIP {why}")
-    sys.exit(77)
-
-
-if not CLOISTER:
-    skip_all("CLOISTER is not set")
 if os.geteuid() != 0:
     skip_all("needs root (FUSE mounts and the sandbox's agent identity)")
-if not os.path.exists("/dev/fuse"):
-    skip_all("FUSE is not available (/dev/fuse missing)")
+need_fuse()
 if not shutil.which("bwrap"):
     skip_all("bubblewrap is not installed")
 
@@ -193,5 +173,4 @@ finally:
         subprocess.run([CLOISTER, "unmount", f"{T}/cfg/{f}.ini"], capture_output=True)
     shutil.rmtree(T, ignore_errors=True)
 
-print(f"1..{n}")
-sys.exit(1 if failed else 0)
+done()
