@@ -24,6 +24,14 @@ def ok(cond, name, why=None):
     sys.stdout.flush()
 
 
+def skip(name, why):
+    """One result skipped, with the reason."""
+    global _n
+    _n += 1
+    print(f"ok {_n} - {name} # SKIP {why}")
+    sys.stdout.flush()
+
+
 def skip_all(why):
     print(f"1..0 # SKIP {why}")
     sys.exit(77)

@@ -15,11 +15,10 @@ export CLOISTER_BROKER=$S
 log="$T/ws1/state/broker/audit.jsonl"
 tok=$("$CLOISTER" token issue git)
 
-# The requests, one connection, one answer each (python: exact bytes).
-python3 - "$S" "$tok" >"$T/hostile.out" <<'EOP'
-import base64, json, socket, sys
-s = socket.socket(socket.AF_UNIX); s.settimeout(20); s.connect(sys.argv[1])
-tok = sys.argv[2]
+# The requests (made by python: exact bytes), one connection, one answer each.
+mapfile -t reqs < <(python3 - "$tok" <<'EOP'
+import base64, json, sys
+tok = sys.argv[1]
 # 146 bytes, then two-byte characters up to 252: a 160-byte message would
 # end inside one.
 host = "a" * 146 + "\u00e9" * 53
@@ -28,21 +27,17 @@ footer = base64.urlsafe_b64encode(json.dumps({"kid": kid}).encode()).rstrip(b"="
 forged = tok.rsplit(".", 1)[0] + "." + footer
 field = "f" * 63 + "\u00e9"
 evil = "evil\n{\"event\":\"issue\"}\x1b]0;owned\x07\u202e.example.com"
-reqs = [{"op": "issue", "host": host}, {"op": "introspect", "token": forged},
-        {"op": "pubkey", field: 1}, {"op": "issue", "host": evil}]
-for r in reqs:
-    s.sendall(json.dumps(r).encode() + b"\n")
-s.shutdown(socket.SHUT_WR)
-data = b""
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    data += b
-for line in data.decode().splitlines():
+for r in [{"op": "issue", "host": host}, {"op": "introspect", "token": forged},
+          {"op": "pubkey", field: 1}, {"op": "issue", "host": evil}]:
+    print(json.dumps(r))
+EOP
+)
+raw "$S" "${reqs[@]}" | python3 -c '
+import json, sys
+for line in sys.stdin:
     d = json.loads(line)
     print(d.get("ok"), d.get("error"), d.get("active"), d.get("reason"), d.get("message"))
-EOP
+' >"$T/hostile.out"
 sed 's/^/# /' "$T/hostile.out"
 line() { sed -n "${1}p" "$T/hostile.out"; }
 case "$(line 1)" in

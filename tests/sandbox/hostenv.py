@@ -28,30 +28,8 @@ import time
 CLOISTER = os.environ.get("CLOISTER")
 BWRAP = "/usr/bin/bwrap"
 FIXED_ENV = ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]
-n = 0
-failed = 0
-
-
-def ok(cond, name, why=None):
-    global n, failed
-    n += 1
-    print(("ok" if cond else "not ok") + f" {n} - {name}")
-    if not cond:
-        failed += 1
-        for line in str(why)[:3000].splitlines():
-            print("# " + line)
-    sys.stdout.flush()
-
-
-def skip(name, why):
-    global n
-    n += 1
-    print(f"ok {n} - {name} # SKIP {why}")
-
-
-def skip_all(why):
-    print(f"1..0 # SKIP {why}")
-    sys.exit(77)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # tests/
+from tap import ok, skip, skip_all, done  # noqa: E402
 
 
 if not CLOISTER:
@@ -251,5 +229,4 @@ finally:
     subprocess.run([CLOISTER, "unmount", cfg], capture_output=True)
     shutil.rmtree(T, ignore_errors=True)
 
-print(f"1..{n}")
-sys.exit(1 if failed else 0)
+done()
