@@ -69,6 +69,9 @@ struct fs_options {
         const char *image;
         uint64_t tree_cache; /* bytes of parsed git trees the daemon keeps; 0: the default */
         bool io_uring_off;   /* [fs] io_uring = off: serve on /dev/fuse even where io_uring is on */
+        /* [fs] zero_message_opens = off: the copy-on-write parts on the root's
+         * connection, an OPEN and a RELEASE per open file */
+        bool zero_open_off;
         /*
          * The sandbox identity of the agent, when the daemon runs as root
          * and the agent as an unprivileged host uid (host_uid 0: none, the
@@ -147,8 +150,8 @@ int fs_mount_owner(const char *state, const char *name, const char *mountpoint,
 /*
  * The data path a mounted workspace's daemon serves on, as negotiated with
  * the kernel when it mounted: the transport ("/dev/fuse" or "io_uring"),
- * whether FUSE over io_uring (and why not, when not), FUSE_HANDLE_KILLPRIV_V2
- * and passthrough are in use.
+ * whether FUSE over io_uring (and why not, when not), FUSE_HANDLE_KILLPRIV_V2,
+ * passthrough and zero-message opens are in use.
  * -ENOENT before the kernel's FUSE_INIT was answered (or never mounted),
  * -EBADMSG if the record is damaged.
  */
@@ -156,6 +159,10 @@ struct fs_datapath {
         char transport[32];
         char io_uring_why[128]; /* "" when io_uring is in use */
         bool io_uring, killpriv_v2, passthrough;
+        /* The copy-on-write parts on connections of their own, with no OPEN
+         * per file (docs/fs-design.md); why not (or why a part is not). */
+        bool zero_message_opens;
+        char zero_message_opens_why[128];
 };
 int fs_datapath_read(const char *state, struct fs_datapath *ret);
 /*

@@ -53,6 +53,7 @@ int compose_fs_options(const struct config *c, struct compose_fs *ret)
                 .max_journal = c->limits.journal,
                 .tree_cache = c->limits.tree_cache,
                 .io_uring_off = c->fs.io_uring_off,
+                .zero_open_off = c->fs.zero_open_off,
                 .index_uid = SANDBOX_AGENT_UID,
                 .index_gid = SANDBOX_AGENT_GID,
         };

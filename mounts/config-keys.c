@@ -34,7 +34,7 @@ enum key_type {
         KEY_NETWORK,
         KEY_CGROUP,
         KEY_LOG_STDOUT,
-        KEY_IO_URING, /* auto or off */
+        KEY_IO_URING, /* auto or off (io_uring, zero_message_opens) */
         KEY_ENV_LIST,
         KEY_USER,
         KEY_SEED,         /* repeatable */
@@ -101,6 +101,7 @@ static const struct key keys[] = {
         {SECTION_LIMITS, "cgroup", KEY_CGROUP, CFG(limits.cgroup), 0, 0, 0},
         {SECTION_LOGS, "stdout", KEY_LOG_STDOUT, CFG(logs.stdout_json), 0, 0, 0},
         {SECTION_FS, "io_uring", KEY_IO_URING, CFG(fs.io_uring_off), 0, 0, 0},
+        {SECTION_FS, "zero_message_opens", KEY_IO_URING, CFG(fs.zero_open_off), 0, 0, 0},
         {SECTION_LIMITS, "tree_cache", KEY_SIZE, CFG(limits.tree_cache), 4 * KiB, 64 * GiB, 0},
         {SECTION_NETWORK, "mode", KEY_NETWORK, CFG(network.mode), 0, 0, 0},
         {SECTION_RUN, "env", KEY_ENV_LIST, CFG(run.env), 0, 0, 0},

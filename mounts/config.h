@@ -169,6 +169,9 @@ struct config {
                 /* [fs] io_uring = off: the daemon serves on /dev/fuse even where
                  * FUSE over io_uring is on in the kernel; default auto */
                 bool io_uring_off;
+                /* [fs] zero_message_opens = off: the copy-on-write parts stay on the
+                 * root's FUSE connection, an OPEN per open file; default auto */
+                bool zero_open_off;
         } fs;
 
         /* [image]: the declared environment the sandbox runs on (docs/cloister-image.md) */

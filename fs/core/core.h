@@ -123,6 +123,32 @@ struct layer {
         struct lower **retired;
         size_t n_retired;
         struct node *root;
+        /* Its own FUSE connection (parts.c, "Zero-message opens" in
+         * docs/fs-design.md), or NULL: served on the root's. Set while the
+         * root's is serving already, so atomic. */
+        struct fs_conn *_Atomic conn;
+};
+
+/*
+ * A FUSE connection of the daemon (session.c). The root's serves the
+ * synthetic root, the mirrors and /.cloister, with an OPEN per open file;
+ * each copy-on-write part may have its own, mounted over the root's
+ * directory, on which OPEN and FLUSH are answered ENOSYS once and never
+ * sent again: reads and writes then come without a handle (fh 0) and are
+ * served through one made for the request (ops_request_handle).
+ */
+struct fs_conn {
+        struct fs_workspace *ws;
+        struct fuse_session *se;
+        struct node *root;   /* FUSE_ROOT_ID on this connection */
+        struct layer *layer; /* the part it serves; NULL: the root's */
+        /* OPEN and FLUSH answered ENOSYS: set by a part's, cleared at its
+         * FUSE_INIT where the kernel has no FUSE_NO_OPEN_SUPPORT */
+        _Atomic bool no_open;
+        bool mounted, started;
+        char *mountpoint; /* a part's: the root's mountpoint and the part's path */
+        pthread_t thread; /* a part's loop */
+        int error;        /* what its loop ended with */
 };
 
 struct mirror {
@@ -323,6 +349,15 @@ struct fs_workspace {
         bool uring_off, uring;
         unsigned uring_depth;
         const char *uring_why;
+        /*
+         * The copy-on-write parts on connections of their own that send no
+         * OPEN (session.c): [fs] zero_message_opens = off keeps them on the
+         * root's; parts_why says why they are not when they are not.
+         */
+        bool parts_off, parts_split;
+        const char *parts_why;
+        struct fs_conn conn;          /* the root's */
+        _Atomic uint64_t checkpoints; /* bumped by each checkpoint (layers-online.c) */
 
         struct {
                 _Atomic int state; /* GITINDEX_* or a negative errno (failed) */
@@ -370,6 +405,31 @@ static inline gid_t fs_gid_store(const struct fs_workspace *ws, gid_t gid)
 static inline void fs_dir_changed(struct node *dir)
 {
         atomic_fetch_add(&dir->list_gen, 1);
+}
+
+/*
+ * The session whose kernel knows n, for a notification, and n's number
+ * there (FUSE_ROOT_ID for that connection's root); NULL when it is not
+ * serving.
+ */
+static inline struct fuse_session *fs_node_session(struct fs_workspace *ws, struct node *n,
+                                                   fuse_ino_t *ino)
+{
+        struct fs_conn *c =
+                n->kind == NODE_COW && n->layer && n->layer->conn ? n->layer->conn : &ws->conn;
+
+        *ino = n == c->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
+        return c->se;
+}
+
+/*
+ * Is n served on a connection that opens nothing? Then the daemon never
+ * sees a file's last close, only the kernel's FORGET of it: a removed
+ * file's space comes back then (release_locked, inode.c).
+ */
+static inline bool fs_node_opens_unseen(const struct node *n)
+{
+        return n->kind == NODE_COW && n->layer && n->layer->conn && n->layer->conn->no_open;
 }
 
 /* inode.c */

@@ -94,7 +94,13 @@ static void forget_git_attrs(struct fs_workspace *ws)
         git = node_find_ref(ws, upper_ino(&st));
         if (!git)
                 return; /* never looked up: nothing cached */
-        (void)fuse_lowlevel_notify_inval_inode(ws->se, (fuse_ino_t)(uintptr_t)git, -1, 0);
+        {
+                fuse_ino_t ino;
+                struct fuse_session *se = fs_node_session(ws, git, &ino);
+
+                if (se)
+                        (void)fuse_lowlevel_notify_inval_inode(se, ino, -1, 0);
+        }
         node_unref(ws, git);
 }
 

@@ -536,6 +536,7 @@ int fs_workspace_new(const struct fs_options *o, fs_workspace **ret, char **ret_
         ws->max_bytes = o->max_bytes;
         ws->max_files = o->max_files;
         ws->uring_off = o->io_uring_off;
+        ws->parts_off = o->zero_open_off;
         ws->home_persist = o->home.persist;
 
         r = state_mkdir_p(ws->state, 0700);

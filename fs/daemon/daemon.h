@@ -54,3 +54,16 @@ int uring_stop(struct fs_workspace *ws);
 
 /* session.c: the handler table (admit.c in front of the ops_* handlers) */
 extern const struct fuse_lowlevel_ops fs_ops;
+/* A part's connection's table: fs_ops but for INIT, OPEN and FLUSH. */
+void session_part_ops(struct fuse_lowlevel_ops *ops);
+
+/*
+ * parts.c: each copy-on-write part on a connection of its own that sends
+ * no OPEN, mounted over its directory of the root's mount (which must be
+ * served by then). parts_start falls back to the root's connection for a
+ * part that can't be split, with ws->parts_why; parts_stop unmounts them
+ * and ends their loops; parts_free, once nothing notifies them any more.
+ */
+void parts_start(struct fs_workspace *ws);
+void parts_stop(struct fs_workspace *ws);
+void parts_free(struct fs_workspace *ws);

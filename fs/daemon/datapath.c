@@ -6,7 +6,7 @@
  * by anyone who asks (the file is the daemon's; a reader only parses it).
  *
  * {"transport":"/dev/fuse","io_uring":false,"io_uring_why":"...","killpriv_v2":true,
- *  "passthrough":false}
+ *  "passthrough":false,"zero_message_opens":true,"zero_message_opens_why":""}
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -29,13 +29,17 @@ int datapath_write(struct fs_workspace *ws)
         json_t *o;
         size_t len;
 
-        /* Passthrough is not used yet (issue 45). */
-        o = json_pack("{s:s, s:b, s:s, s:b, s:b}", "transport",
+        /* Passthrough is not used (docs/performance.md says why). */
+        o = json_pack("{s:s, s:b, s:s, s:b, s:b, s:b, s:s}", "transport",
                       ws->uring ? "io_uring" : "/dev/fuse", "io_uring", ws->uring, "io_uring_why",
                       ws->uring       ? ""
                       : ws->uring_why ? ws->uring_why
                                       : "not negotiated",
-                      "killpriv_v2", ws->killpriv_v2, "passthrough", 0);
+                      "killpriv_v2", ws->killpriv_v2, "passthrough", 0, "zero_message_opens",
+                      ws->parts_split, "zero_message_opens_why",
+                      ws->parts_split ? (ws->parts_why ? ws->parts_why : "")
+                      : ws->parts_why ? ws->parts_why
+                                      : "not set up yet");
         if (!o)
                 return -ENOMEM;
         s = json_dumps(o, JSON_COMPACT);
@@ -60,7 +64,7 @@ int fs_datapath_read(const char *state, struct fs_datapath *ret)
         _cleanup_close_ int fd = -1;
         char buf[DATAPATH_MAX];
         json_error_t e;
-        json_t *o, *t, *why;
+        json_t *o, *t, *why, *zwhy;
         ssize_t k;
         int r = 0;
 
@@ -78,12 +82,15 @@ int fs_datapath_read(const char *state, struct fs_datapath *ret)
                 return -EBADMSG;
         t = json_object_get(o, "transport");
         why = json_object_get(o, "io_uring_why");
+        zwhy = json_object_get(o, "zero_message_opens_why");
         if (!json_is_string(t) || strlen(json_string_value(t)) >= sizeof(ret->transport) ||
             (why && (!json_is_string(why) ||
                      strlen(json_string_value(why)) >= sizeof(ret->io_uring_why))) ||
             !json_is_boolean(json_object_get(o, "io_uring")) ||
             !json_is_boolean(json_object_get(o, "killpriv_v2")) ||
-            !json_is_boolean(json_object_get(o, "passthrough"))) {
+            !json_is_boolean(json_object_get(o, "passthrough")) ||
+            (zwhy && (!json_is_string(zwhy) ||
+                      strlen(json_string_value(zwhy)) >= sizeof(ret->zero_message_opens_why)))) {
                 r = -EBADMSG;
         } else {
                 snprintf(ret->transport, sizeof(ret->transport), "%s", json_string_value(t));
@@ -93,6 +100,10 @@ int fs_datapath_read(const char *state, struct fs_datapath *ret)
                 ret->io_uring = json_is_true(json_object_get(o, "io_uring"));
                 ret->killpriv_v2 = json_is_true(json_object_get(o, "killpriv_v2"));
                 ret->passthrough = json_is_true(json_object_get(o, "passthrough"));
+                /* A daemon from before the split parts: every open was a message. */
+                ret->zero_message_opens = json_is_true(json_object_get(o, "zero_message_opens"));
+                snprintf(ret->zero_message_opens_why, sizeof(ret->zero_message_opens_why), "%s",
+                         zwhy ? json_string_value(zwhy) : "");
         }
         json_decref(o);
         return r;

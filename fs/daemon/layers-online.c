@@ -324,6 +324,8 @@ static int checkpoint(struct fs_workspace *ws, const char *name, size_t *ret_dep
         }
         for (size_t i = 0; i < p.n; i++)
                 apply_node(ws, &p.v[i]);
+        /* A handle made for one write before this point is of the frozen layer now. */
+        atomic_fetch_add(&ws->checkpoints, 1);
         /* Step 5. */
         pthread_mutex_lock(&ws->handles_lock);
         (void)carry_handles(ws, failed, n_failed);

@@ -52,6 +52,24 @@ static const char *mount_hint(void)
 
 #define FS_MAX_WRITE (1u << 20)
 
+/* What every connection asks for, the root's and the parts'. */
+static void init_common(struct fuse_conn_info *conn)
+{
+        (void)fuse_set_feature_flag(conn, FUSE_CAP_SPLICE_READ);
+        if (fuse_set_feature_flag(conn, FUSE_CAP_SPLICE_WRITE))
+                (void)fuse_set_feature_flag(conn, FUSE_CAP_SPLICE_MOVE);
+        if (fuse_set_feature_flag(conn, FUSE_CAP_READDIRPLUS))
+                (void)fuse_set_feature_flag(conn, FUSE_CAP_READDIRPLUS_AUTO);
+        (void)fuse_set_feature_flag(conn, FUSE_CAP_CACHE_SYMLINKS);
+        fuse_unset_feature_flag(conn, FUSE_CAP_WRITEBACK_CACHE);
+        fuse_unset_feature_flag(conn, FUSE_CAP_POSIX_ACL);
+        fuse_unset_feature_flag(conn, FUSE_CAP_HANDLE_KILLPRIV);
+        fuse_unset_feature_flag(conn, FUSE_CAP_EXPORT_SUPPORT);
+        conn->max_write = FS_MAX_WRITE;
+        conn->max_readahead = 1 << 20;
+        conn->time_gran = 1;
+}
+
 /*
  * The 3.17+ feature API: fuse_set_feature_flag() sets a flag in want_ext
  * only where the kernel is capable of it, and the 32-bit want/capable
@@ -59,18 +77,11 @@ static const char *mount_hint(void)
  */
 static void ops_init(void *userdata, struct fuse_conn_info *conn)
 {
-        struct fs_workspace *ws = userdata;
+        struct fs_conn *c = userdata;
+        struct fs_workspace *ws = c->ws;
 
-        (void)fuse_set_feature_flag(conn, FUSE_CAP_SPLICE_READ);
-        if (fuse_set_feature_flag(conn, FUSE_CAP_SPLICE_WRITE))
-                (void)fuse_set_feature_flag(conn, FUSE_CAP_SPLICE_MOVE);
+        init_common(conn);
         (void)fuse_set_feature_flag(conn, FUSE_CAP_ATOMIC_O_TRUNC);
-        if (fuse_set_feature_flag(conn, FUSE_CAP_READDIRPLUS))
-                (void)fuse_set_feature_flag(conn, FUSE_CAP_READDIRPLUS_AUTO);
-        (void)fuse_set_feature_flag(conn, FUSE_CAP_CACHE_SYMLINKS);
-        fuse_unset_feature_flag(conn, FUSE_CAP_WRITEBACK_CACHE);
-        fuse_unset_feature_flag(conn, FUSE_CAP_POSIX_ACL);
-        fuse_unset_feature_flag(conn, FUSE_CAP_HANDLE_KILLPRIV);
         uring_negotiate(ws, conn);
         /*
          * KILLPRIV_V2: the kernel no longer asks GETXATTR security.capability
@@ -84,12 +95,33 @@ static void ops_init(void *userdata, struct fuse_conn_info *conn)
                 fuse_unset_feature_flag(conn, FUSE_CAP_HANDLE_KILLPRIV_V2);
         else
                 ws->killpriv_v2 = fuse_set_feature_flag(conn, FUSE_CAP_HANDLE_KILLPRIV_V2);
-        fuse_unset_feature_flag(conn, FUSE_CAP_EXPORT_SUPPORT);
-        conn->max_write = FS_MAX_WRITE;
-        conn->max_readahead = 1 << 20;
-        conn->time_gran = 1;
         /* For `cloister status`; serving does not depend on it. */
         (void)datapath_write(ws);
+}
+
+/*
+ * A part's connection (parts.c), mounted once the root's was initialized.
+ * No ATOMIC_O_TRUNC: with no OPEN sent, the kernel would take the
+ * truncation of an O_TRUNC open as done by the OPEN and skip the SETATTR
+ * that now does it. KILLPRIV_V2 as the root's got it, since the handlers
+ * read ws->killpriv_v2 whichever connection a request came on; /dev/fuse
+ * only (uring.c plans the rings of the root's connection).
+ */
+static void ops_init_part(void *userdata, struct fuse_conn_info *conn)
+{
+        struct fs_conn *c = userdata;
+
+        init_common(conn);
+        fuse_unset_feature_flag(conn, FUSE_CAP_ATOMIC_O_TRUNC);
+        fuse_unset_feature_flag(conn, FUSE_CAP_OVER_IO_URING);
+        if (c->ws->killpriv_v2)
+                (void)fuse_set_feature_flag(conn, FUSE_CAP_HANDLE_KILLPRIV_V2);
+        else
+                fuse_unset_feature_flag(conn, FUSE_CAP_HANDLE_KILLPRIV_V2);
+        /* Every kernel cloister runs on has it (4.20); where one did not, an
+         * OPEN answered ENOSYS would fail the open: serve them there. */
+        if (!fuse_set_feature_flag(conn, FUSE_CAP_NO_OPEN_SUPPORT))
+                c->no_open = false;
 }
 
 /* Every mutating handler goes through the journal's gate, and every one that
@@ -130,6 +162,15 @@ const struct fuse_lowlevel_ops fs_ops = {
         .lseek = ops_lseek,
 };
 
+/* A part's: the same handlers, but for INIT, OPEN and FLUSH. */
+void session_part_ops(struct fuse_lowlevel_ops *ops)
+{
+        *ops = fs_ops;
+        ops->init = ops_init_part;
+        ops->open = ops_open_part;
+        ops->flush = ops_flush_part;
+}
+
 static int write_pid(struct fs_workspace *ws)
 {
         char buf[32];
@@ -163,6 +204,59 @@ static int write_start(struct fs_workspace *ws)
             renameat(fsdir, "mount.start.tmp", fsdir, "mount.start") < 0)
                 return negative_errno();
         return 0;
+}
+
+/* The thread that mounts the parts once the root's mount is served, then says ready. */
+struct serve_setup {
+        struct fs_workspace *ws;
+        int ready_fd;
+        pthread_t thread;
+        _Atomic bool done, stop; /* see serve_until_set_up */
+};
+
+static void *serve_setup_main(void *arg)
+{
+        struct serve_setup *su = arg;
+
+        parts_start(su->ws);
+        (void)datapath_write(su->ws);
+        if (su->ready_fd >= 0) {
+                char c = 1;
+                (void)!write(su->ready_fd, &c, 1);
+                close(su->ready_fd);
+        }
+        atomic_store(&su->done, true);
+        if (atomic_load(&su->stop))
+                fuse_session_exit(su->ws->se);
+        return NULL;
+}
+
+/*
+ * Serve the root's connection, and go on serving it after a stop (a
+ * SIGTERM just after the mount) until the parts' mounts are made: each
+ * looks its path up through this connection, and would wait for ever for
+ * an answer that no loop gives. The setup thread ends the loop then
+ * itself: it sets done before it reads stop, this sets stop before it
+ * reads done, so one of the two sees the other.
+ */
+static int serve_until_set_up(struct fs_workspace *ws, struct serve_setup *su)
+{
+        /* Workers are kept once started (no idle limit): each one holds its own
+         * libgit2 repository handle, which is worth not reopening per burst. */
+        int r = fs_loop_run(ws->se, 16, uring_confirm, ws);
+
+        while (!atomic_load(&su->done)) {
+                int k;
+
+                fuse_session_reset(ws->se);
+                atomic_store(&su->stop, true);
+                if (atomic_load(&su->done))
+                        break;
+                k = fs_loop_run(ws->se, 16, NULL, NULL);
+                if (k < 0 && r >= 0)
+                        r = k;
+        }
+        return r;
 }
 
 static void raise_nofile(void)
@@ -242,7 +336,9 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
                 fuse_opt_free_args(&args);
                 return -ENOMEM;
         }
-        ws->se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), ws);
+        ws->conn.ws = ws;
+        ws->conn.root = ws->root;
+        ws->se = ws->conn.se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), &ws->conn);
         fuse_opt_free_args(&args);
         if (!ws->se) {
                 if (ret_error)
@@ -290,15 +386,34 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
                         *ret_error = NULL;
                 goto out_unmount;
         }
-        if (ready_fd >= 0) {
-                char c = 1;
-                (void)!write(ready_fd, &c, 1);
-                close(ready_fd);
+        /*
+         * The parts' own mounts (parts.c) look their paths up through this
+         * one, so they are made once it is served, by a thread of their own,
+         * which then says the workspace is ready: a sandbox set up before
+         * would bind the root's directories, not the parts.
+         */
+        {
+                struct serve_setup su = {.ws = ws, .ready_fd = ready_fd};
+                sigset_t stop, old;
+
+                sigemptyset(&stop);
+                sigaddset(&stop, SIGINT);
+                sigaddset(&stop, SIGTERM);
+                sigaddset(&stop, SIGHUP);
+                pthread_sigmask(SIG_BLOCK, &stop, &old);
+                r = -pthread_create(&su.thread, NULL, serve_setup_main, &su);
+                pthread_sigmask(SIG_SETMASK, &old, NULL);
+                if (r < 0) {
+                        if (ret_error &&
+                            asprintf(ret_error, "cannot start serving: %s", strerror(-r)) < 0)
+                                *ret_error = NULL;
+                        goto out_unmount;
+                }
+                r = serve_until_set_up(ws, &su);
+                r = r < 0 ? r : 0;
+                pthread_join(su.thread, NULL);
+                parts_stop(ws);
         }
-        /* Workers are kept once started (no idle limit): each one holds its own
-         * libgit2 repository handle, which is worth not reopening per burst. */
-        r = fs_loop_run(ws->se, 16, uring_confirm, ws);
-        r = r < 0 ? r : 0;
         {
                 /* A ring thread that failed ended the session as an unmount
                  * would: say so, and exit with it, not quietly with 0. */
@@ -321,8 +436,10 @@ out_destroy:
         shed_stop(ws);
         layers_online_stop(ws); /* before the session goes: a checkpoint may run */
         gitindex_stop(ws);      /* it may still notify the session */
+        parts_stop(ws);         /* (an early failure: none started) */
+        parts_free(ws);
         fuse_session_destroy(ws->se);
-        ws->se = NULL;
+        ws->se = ws->conn.se = NULL;
         if (ws->has_home && !ws->home_persist) {
                 _cleanup_close_ int home = -1;
                 int fsdir = state_open_dir(ws->state_fd, "fs", false);

@@ -105,7 +105,7 @@ void ops_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                  struct fuse_file_info *fi)
 {
         struct fs_workspace *ws = req_ws(req);
-        struct node *n = ino_node(ws, ino);
+        struct node *n = req_node(req, ino);
         struct handle *h = fi_handle(fi);
         int meta = to_set & ~FUSE_SET_ATTR_SIZE;
         struct stat st;

@@ -183,7 +183,7 @@ void ops_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
         struct fs_workspace *ws = req_ws(req);
         struct shed_stale stale = {0};
         struct fuse_entry_param e;
-        int r = do_lookup(ws, ino_node(ws, parent), name, &e, &stale);
+        int r = do_lookup(ws, req_node(req, parent), name, &e, &stale);
 
         if (r < 0)
                 fuse_reply_err(req, -r);
@@ -198,7 +198,7 @@ void ops_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 void ops_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
 {
         struct fs_workspace *ws = req_ws(req);
-        node_forget(ws, ino_node(ws, ino), nlookup);
+        node_forget(ws, req_node(req, ino), nlookup);
         fuse_reply_none(req);
 }
 
@@ -206,14 +206,14 @@ void ops_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *for
 {
         struct fs_workspace *ws = req_ws(req);
         for (size_t i = 0; i < count; i++)
-                node_forget(ws, ino_node(ws, forgets[i].ino), forgets[i].nlookup);
+                node_forget(ws, req_node(req, forgets[i].ino), forgets[i].nlookup);
         fuse_reply_none(req);
 }
 
 void ops_getattr_req(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
         struct fs_workspace *ws = req_ws(req);
-        struct node *n = ino_node(ws, ino);
+        struct node *n = req_node(req, ino);
         struct stat st;
         int r;
 
@@ -289,7 +289,7 @@ static int do_opendir(struct fs_workspace *ws, struct node *n, struct fuse_file_
 void ops_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
         struct fs_workspace *ws = req_ws(req);
-        int r = do_opendir(ws, ino_node(ws, ino), fi);
+        int r = do_opendir(ws, req_node(req, ino), fi);
 
         if (r < 0)
                 fuse_reply_err(req, -r);
@@ -499,7 +499,7 @@ static void do_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         size_t pos = 0;
         int r = off < 0 ? -EINVAL
                 : !buf  ? -ENOMEM
-                        : readdir_fill(req, ws, ino_node(ws, ino), fi_handle(fi), buf, size, off,
+                        : readdir_fill(req, ws, req_node(req, ino), fi_handle(fi), buf, size, off,
                                        plus, &pos);
 
         if (r < 0)
@@ -533,7 +533,7 @@ void ops_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void ops_fsyncdir(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
         struct fs_workspace *ws = req_ws(req);
-        struct node *n = ino_node(ws, ino);
+        struct node *n = req_node(req, ino);
         int r = 0;
         (void)fi;
         pthread_rwlock_rdlock(&ws->ns_lock);
@@ -598,7 +598,7 @@ void ops_readlink(fuse_req_t req, fuse_ino_t ino)
 {
         struct fs_workspace *ws = req_ws(req);
         _cleanup_free_ char *target = NULL;
-        int r = do_readlink(ws, ino_node(ws, ino), &target);
+        int r = do_readlink(ws, req_node(req, ino), &target);
 
         if (r < 0)
                 fuse_reply_err(req, -r);

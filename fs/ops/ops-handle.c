@@ -77,7 +77,7 @@ void ops_handle_free(struct fs_workspace *ws, struct handle *h)
                 unlinked = h->node->unlinked;
                 pthread_mutex_unlock(&ws->itable_lock);
                 /* The last close of a removed file gives its space back, as on a disk. */
-                if (refs == 1 && unlinked)
+                if (refs == 1 && unlinked && !fs_node_opens_unseen(h->node))
                         quota_reclaim(ws, h->node);
                 node_unref(ws, h->node);
         }
@@ -150,7 +150,11 @@ out:
  */
 void ops_kill_notify(struct fs_workspace *ws, struct node *n)
 {
-        (void)fuse_lowlevel_notify_inval_inode(ws->se, node_ino(ws, n), -1, 0);
+        fuse_ino_t ino;
+        struct fuse_session *se = fs_node_session(ws, n, &ino);
+
+        if (se)
+                (void)fuse_lowlevel_notify_inval_inode(se, ino, -1, 0);
 }
 
 /*

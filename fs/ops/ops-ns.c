@@ -225,7 +225,7 @@ static void do_make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
                     const char *link, enum journal_op op)
 {
         struct fs_workspace *ws = req_ws(req);
-        struct node *p = ino_node(ws, parent), *n = NULL;
+        struct node *p = req_node(req, parent), *n = NULL;
         mode_t type = mode & S_IFMT, xbits = 0;
         char en[256];
         int fd = -1, r;
@@ -262,7 +262,7 @@ static void do_make(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t 
 void ops_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
         struct fs_workspace *ws = req_ws(req);
-        struct node *p = ino_node(ws, parent);
+        struct node *p = req_node(req, parent);
         mode_t type = mode & S_IFMT;
         int r = 0;
 
@@ -298,7 +298,7 @@ void ops_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char
 void ops_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
 {
         struct fs_workspace *ws = req_ws(req);
-        struct node *n = ino_node(ws, ino), *p = ino_node(ws, newparent);
+        struct node *n = req_node(req, ino), *p = req_node(req, newparent);
         struct shed_stale stale = {0};
         char en[256], srcen[256];
         bool begun = false;
@@ -383,7 +383,7 @@ static void reclaim_if_closed(struct fs_workspace *ws, struct node *n)
         pthread_mutex_lock(&ws->itable_lock);
         refs = n->refs;
         pthread_mutex_unlock(&ws->itable_lock);
-        if (refs == 0)
+        if (refs == 0 && !fs_node_opens_unseen(n))
                 quota_reclaim(ws, n);
 }
 
@@ -467,7 +467,7 @@ static bool dir_empty(struct fs_workspace *ws, struct node *d, int *ret)
 static void do_remove(fuse_req_t req, fuse_ino_t parent, const char *name, bool dir)
 {
         struct fs_workspace *ws = req_ws(req);
-        struct node *p = ino_node(ws, parent), *c = NULL;
+        struct node *p = req_node(req, parent), *c = NULL;
         char en[256];
         int r;
 
@@ -707,23 +707,23 @@ void ops_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t 
         struct shed_stale stale[2] = {0};
         int r;
         pthread_rwlock_wrlock(&ws->ns_lock);
-        fs_dir_changed(ino_node(ws, parent));
-        fs_dir_changed(ino_node(ws, newparent));
+        fs_dir_changed(req_node(req, parent));
+        fs_dir_changed(req_node(req, newparent));
         /* The name's room in the new parent; the old one's sidecar changes too. */
-        r = quota_dir_begin(ws, ino_node(ws, newparent), QUOTA_DIR_BLOCK);
+        r = quota_dir_begin(ws, req_node(req, newparent), QUOTA_DIR_BLOCK);
         if (r == 0) {
-                (void)quota_dir_begin(ws, ino_node(ws, parent), 0);
-                r = do_rename(ws, req, ino_node(ws, parent), name, ino_node(ws, newparent), newname,
-                              flags, stale);
-                quota_dir_end(ws, ino_node(ws, parent));
-                quota_dir_end(ws, ino_node(ws, newparent));
+                (void)quota_dir_begin(ws, req_node(req, parent), 0);
+                r = do_rename(ws, req, req_node(req, parent), name, req_node(req, newparent),
+                              newname, flags, stale);
+                quota_dir_end(ws, req_node(req, parent));
+                quota_dir_end(ws, req_node(req, newparent));
         }
         if (r < 0 && r != -ENOENT) {
-                struct node *np = ino_node(ws, newparent);
+                struct node *np = req_node(req, newparent);
                 _cleanup_free_ char *dir = np->kind == NODE_COW ? node_path(np) : NULL, *to = NULL;
                 if (dir && asprintf(&to, "%s/%s", dir, newname) < 0)
                         to = NULL;
-                journal_failure(ws, req, JOURNAL_RENAME, ino_node(ws, parent), name, to, r);
+                journal_failure(ws, req, JOURNAL_RENAME, req_node(req, parent), name, to, r);
         }
         pthread_rwlock_unlock(&ws->ns_lock);
         fuse_reply_err(req, -r);

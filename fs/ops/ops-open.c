@@ -130,12 +130,96 @@ void ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
         struct fs_workspace *ws = req_ws(req);
         struct handle *h = NULL;
-        int r = do_open(req, ws, ino_node(ws, ino), fi, &h);
+        int r = do_open(req, ws, req_node(req, ino), fi, &h);
 
         if (r < 0)
                 fuse_reply_err(req, -r);
         else if (fuse_reply_open(req, fi) == -ENOENT) /* interrupted */
                 ops_handle_free(ws, h);
+}
+
+void ops_open_part(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        if (req_conn(req)->no_open)
+                fuse_reply_err(req, ENOSYS);
+        else
+                admit_open(req, ino, fi);
+}
+
+void ops_flush_part(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+        if (req_conn(req)->no_open)
+                fuse_reply_err(req, ENOSYS);
+        else
+                ops_flush(req, ino, fi);
+}
+
+/*
+ * A handle for one request on a connection that opens nothing. Reading
+ * needs what an open for reading makes (the upper file, or the lower
+ * entry, read at the first read); writing, the data copied up and the
+ * upper file open for writing, under the namespace lock taken shared where
+ * nothing is to be copied. Nothing of it outlives the request, so there is
+ * nothing to keep, track or move: a checkpoint that switches the upper
+ * file meanwhile is seen by its count (write_begin, ops-rw.c).
+ */
+static int request_handle_new(fuse_req_t req, struct fs_workspace *ws, struct node *n, bool write,
+                              struct handle **ret)
+{
+        struct fuse_file_info fi = {.flags = O_RDONLY};
+        struct handle *h;
+        int r;
+
+        if (n->kind != NODE_COW)
+                return -EBADF; /* a part's connection serves nothing else */
+        if (S_ISDIR(n->type))
+                return -EISDIR;
+        h = handle_new();
+        if (!h)
+                return -ENOMEM;
+        h->per_request = true;
+        if (!write) {
+                r = open_cow(ws, req, n, O_RDONLY, h, &fi);
+        } else {
+                pthread_rwlock_rdlock(&ws->ns_lock);
+                if (!n->upper || n->metacopy) {
+                        pthread_rwlock_unlock(&ws->ns_lock);
+                        pthread_rwlock_wrlock(&ws->ns_lock);
+                        r = copyup(ws, n, COPYUP_DATA);
+                } else {
+                        r = 0;
+                }
+                if (r == 0)
+                        r = upper_open(n, O_RDWR | O_NONBLOCK, &h->fd);
+                /* A mode that lets the store's owner write only (0200), for a daemon not root. */
+                if (r == -EACCES)
+                        r = upper_open(n, O_WRONLY | O_NONBLOCK, &h->fd);
+                h->is_upper = h->writable = r == 0;
+                h->checkpoints = atomic_load(&ws->checkpoints);
+                pthread_rwlock_unlock(&ws->ns_lock);
+        }
+        if (r < 0) {
+                ops_handle_free(ws, h);
+                return r;
+        }
+        h->node = n;
+        node_ref(ws, n);
+        atomic_store(&h->refs, 1);
+        *ret = h;
+        return 0;
+}
+
+int ops_request_handle(fuse_req_t req, struct node *n, struct fuse_file_info *fi, bool write,
+                       struct handle **ret)
+{
+        struct handle *h = fi_handle(fi);
+
+        if (h) {
+                atomic_fetch_add(&h->refs, 1);
+                *ret = h;
+                return 0;
+        }
+        return request_handle_new(req, req_ws(req), n, write, ret);
 }
 
 /*
@@ -262,13 +346,24 @@ void ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode
         struct fs_workspace *ws = req_ws(req);
         struct fuse_entry_param e;
         struct handle *h = NULL;
-        int r = do_create(req, ws, ino_node(ws, parent), name, mode, fi, &e, &h);
+        int r = do_create(req, ws, req_node(req, parent), name, mode, fi, &e, &h);
 
         if (r < 0) {
                 fuse_reply_err(req, -r);
                 return;
         }
-        if (fuse_reply_create(req, &e, fi) == -ENOENT) /* interrupted */
+        if (req_conn(req)->no_open) {
+                /*
+                 * The kernel sends no RELEASE on a connection that answered an
+                 * OPEN with ENOSYS, not even for a file it created (its check
+                 * is at the close): no handle outlives the create, and its
+                 * reads and writes are made handles of their own.
+                 */
+                ops_handle_put(ws, h);
+                h = NULL;
+                fi->fh = 0;
+        }
+        if (fuse_reply_create(req, &e, fi) == -ENOENT && h) /* interrupted */
                 ops_handle_free(ws, h);
         shed_repay(ws);
 }

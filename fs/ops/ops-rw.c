@@ -126,12 +126,14 @@ static int do_read(struct fs_workspace *ws, struct handle *h, size_t size, off_t
 void ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi)
 {
         struct fs_workspace *ws = req_ws(req);
-        struct handle *h = fi_handle(fi);
+        struct handle *h = NULL;
         struct read_reply rr = {0};
-        int r;
+        int r = ops_request_handle(req, req_node(req, ino), fi, false, &h);
 
-        (void)ino;
-        atomic_fetch_add(&h->refs, 1);
+        if (r < 0) {
+                fuse_reply_err(req, -r);
+                return;
+        }
         r = do_read(ws, h, size, off, &rr);
         if (r < 0)
                 fuse_reply_err(req, -r);
@@ -157,6 +159,10 @@ static int write_begin(struct fs_workspace *ws, struct handle *h, struct stat *s
                 return r;
         pthread_rwlock_rdlock(&ws->write_gate);
         r = h->write_error;
+        /* A handle made for this request, on an upper file a checkpoint has
+         * frozen since: the caller makes another, on the new layer's copy. */
+        if (r == 0 && h->per_request && h->checkpoints != atomic_load(&ws->checkpoints))
+                r = -ERESTART;
         if (r == 0) {
                 pthread_mutex_lock(&h->node->lock);
                 if (fstat(h->fd, st) == 0)
@@ -262,12 +268,31 @@ out:
         return r < 0 ? r : res;
 }
 
+/*
+ * A write, or a fallocate, through fi's handle or one made for it: made
+ * again if a checkpoint froze the file between the making and the write
+ * gate (-ERESTART from write_begin; a checkpoint per attempt is already
+ * far more than any workspace makes).
+ */
+#define WRITE_ATTEMPTS 16
+
 void ops_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *bufv, off_t off,
                    struct fuse_file_info *fi)
 {
-        ssize_t r = do_write(req, fi_handle(fi), bufv, off);
+        struct fs_workspace *ws = req_ws(req);
+        ssize_t r = -ERESTART;
 
-        (void)ino;
+        for (unsigned i = 0; r == -ERESTART && i < WRITE_ATTEMPTS; i++) {
+                struct handle *h = NULL;
+
+                r = ops_request_handle(req, req_node(req, ino), fi, true, &h);
+                if (r == 0) {
+                        r = do_write(req, h, bufv, off);
+                        ops_handle_put(ws, h);
+                }
+        }
+        if (r == -ERESTART)
+                r = -EAGAIN;
         if (r < 0)
                 fuse_reply_err(req, (int)-r);
         else
@@ -284,15 +309,23 @@ void ops_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 void ops_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
         struct fs_workspace *ws = req_ws(req);
-        struct handle *h = fi_handle(fi);
+        struct handle *h = NULL;
         struct node *p;
-        int r = 0;
-        (void)ino;
+        bool wrote;
+        int r = -ops_request_handle(req, req_node(req, ino), fi, false, &h);
+
+        if (r != 0) {
+                fuse_reply_err(req, r);
+                return;
+        }
+        /* Without an open, any upper file may have been written through the
+         * file being synced: the data of a copied-up file, on any fd. */
+        wrote = h->writable || (h->per_request && h->is_upper);
         pthread_rwlock_rdlock(&ws->write_gate);
-        if (h->fd >= 0 && h->writable && (datasync ? fdatasync(h->fd) : fsync(h->fd)) < 0)
+        if (h->fd >= 0 && wrote && (datasync ? fdatasync(h->fd) : fsync(h->fd)) < 0)
                 r = errno;
         pthread_rwlock_unlock(&ws->write_gate);
-        if (r == 0 && h->writable) {
+        if (r == 0 && wrote) {
                 /* The file's record (its st_ino) is in its dir's sidecar: sync that too. */
                 pthread_rwlock_rdlock(&ws->ns_lock);
                 p = h->node->unlinked ? NULL : h->node->parent;
@@ -300,6 +333,7 @@ void ops_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_in
                         r = -upper_meta_sync(p);
                 pthread_rwlock_unlock(&ws->ns_lock);
         }
+        ops_handle_put(ws, h);
         if (r == 0 && ws->journal && journal_flush(ws->journal) < 0)
                 r = EIO;
         fuse_reply_err(req, r);
@@ -371,8 +405,19 @@ out:
 void ops_fallocate(fuse_req_t req, fuse_ino_t ino, int mode, off_t offset, off_t length,
                    struct fuse_file_info *fi)
 {
-        (void)ino;
-        fuse_reply_err(req, -do_fallocate(req, fi_handle(fi), mode, offset, length));
+        struct fs_workspace *ws = req_ws(req);
+        int r = -ERESTART;
+
+        for (unsigned i = 0; r == -ERESTART && i < WRITE_ATTEMPTS; i++) {
+                struct handle *h = NULL;
+
+                r = ops_request_handle(req, req_node(req, ino), fi, true, &h);
+                if (r == 0) {
+                        r = do_fallocate(req, h, mode, offset, length);
+                        ops_handle_put(ws, h);
+                }
+        }
+        fuse_reply_err(req, r == -ERESTART ? EAGAIN : -r);
 }
 
 /* The offset found, or a negative errno. */
@@ -404,9 +449,13 @@ static off_t do_lseek(fuse_req_t req, struct handle *h, off_t off, int whence)
 
 void ops_lseek(fuse_req_t req, fuse_ino_t ino, off_t off, int whence, struct fuse_file_info *fi)
 {
-        off_t r = do_lseek(req, fi_handle(fi), off, whence);
+        struct handle *h = NULL;
+        off_t r = ops_request_handle(req, req_node(req, ino), fi, false, &h);
 
-        (void)ino;
+        if (r == 0) {
+                r = do_lseek(req, h, off, whence);
+                ops_handle_put(req_ws(req), h);
+        }
         if (r < 0)
                 fuse_reply_err(req, (int)-r);
         else

@@ -129,7 +129,7 @@ void ops_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
         struct fs_workspace *ws = req_ws(req);
         _cleanup_free_ char *buf = size ? malloc(size) : NULL;
-        ssize_t r = size && !buf ? -ENOMEM : do_getxattr(ws, ino_node(ws, ino), name, buf, size);
+        ssize_t r = size && !buf ? -ENOMEM : do_getxattr(ws, req_node(req, ino), name, buf, size);
 
         xattr_reply(req, r, buf, size);
 }
@@ -167,7 +167,7 @@ void ops_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
         struct fs_workspace *ws = req_ws(req);
         _cleanup_free_ char *buf = malloc(XATTR_LIST_MAX);
-        ssize_t r = buf ? do_listxattr(ws, ino_node(ws, ino), buf, size) : -ENOMEM;
+        ssize_t r = buf ? do_listxattr(ws, req_node(req, ino), buf, size) : -ENOMEM;
 
         xattr_reply(req, r, buf, size);
 }
@@ -264,7 +264,7 @@ static void change_xattr(fuse_req_t req, fuse_ino_t ino, const char *name, const
 {
         struct fs_workspace *ws = req_ws(req);
 
-        fuse_reply_err(req, -do_change_xattr(req, ws, ino_node(ws, ino), name, value, size, flags,
+        fuse_reply_err(req, -do_change_xattr(req, ws, req_node(req, ino), name, value, size, flags,
                                              remove));
 }
 

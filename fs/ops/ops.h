@@ -54,26 +54,46 @@ struct handle {
         struct handle *hprev, *hnext;
         bool tracked;
         int write_error; /* a checkpoint could not carry it to the new layer: writes fail */
+        /* Made for one request on a connection that opens nothing
+         * (ops_request_handle): writable ones were opened at this
+         * checkpoint count, and a write finding another count retries. */
+        bool per_request;
+        uint64_t checkpoints;
 };
 
 /* loop.c: this thread has served a request before (fs_loop_settle_thread). */
 extern __thread bool fs_loop_settled;
 void fs_loop_settle_thread(void);
 
-/* The workspace a request is for; every handler asks it first, which also
- * settles a thread of libfuse's io_uring rings on its first request. */
-static inline struct fs_workspace *req_ws(fuse_req_t req)
+/* The connection a request came on (session.c); every handler asks it or
+ * req_ws first, which also settles a thread of libfuse's io_uring rings on
+ * its first request. */
+static inline struct fs_conn *req_conn(fuse_req_t req)
 {
         if (__builtin_expect(!fs_loop_settled, 0))
                 fs_loop_settle_thread();
         return fuse_req_userdata(req);
 }
 
-static inline struct node *ino_node(struct fs_workspace *ws, fuse_ino_t ino)
+/* The workspace a request is for. */
+static inline struct fs_workspace *req_ws(fuse_req_t req)
 {
-        return ino == FUSE_ROOT_ID ? ws->root : (struct node *)(uintptr_t)ino;
+        return req_conn(req)->ws;
 }
 
+/* The node ino names on the request's connection: FUSE_ROOT_ID is that
+ * connection's root (a part's own on its connection), any other is the
+ * node's address. */
+static inline struct node *req_node(fuse_req_t req, fuse_ino_t ino)
+{
+        return ino == FUSE_ROOT_ID ? req_conn(req)->root : (struct node *)(uintptr_t)ino;
+}
+
+/*
+ * The inode number n goes by in an entry sent to the kernel. Only the
+ * root's is FUSE_ROOT_ID: a part's root is never an entry on its own
+ * connection (no lookup of "." or ".."), and on the root's it is a child.
+ */
 static inline fuse_ino_t node_ino(struct fs_workspace *ws, struct node *n)
 {
         return n == ws->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
@@ -139,10 +159,23 @@ int ops_kill_suidgid(struct fs_workspace *ws, fuse_req_t req, struct node *n);
 bool ops_open_kills_suidgid(struct fs_workspace *ws, fuse_req_t req, int fd);
 
 /* ops-open.c */
+/*
+ * The handle a request on an open file is served through, with a
+ * reference the caller drops (ops_handle_put): fi's, or, where the
+ * connection opens nothing (fh 0), one made for this request on n, for
+ * writing if write (the data copied up first).
+ */
+int ops_request_handle(fuse_req_t req, struct node *n, struct fuse_file_info *fi, bool write,
+                       struct handle **ret);
 void ops_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 void ops_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                 struct fuse_file_info *fi);
 void ops_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+/* OPEN and FLUSH on a part's connection: ENOSYS, which the kernel remembers,
+ * sending neither again on that connection (served as on the root's where
+ * the kernel can't: fs_conn.no_open). */
+void ops_open_part(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
+void ops_flush_part(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);
 
 /* ops-rw.c */
 void ops_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off, struct fuse_file_info *fi);

@@ -160,8 +160,12 @@ out:
 static void victims_drop(struct fs_workspace *ws, struct victim *v, size_t k)
 {
         for (size_t i = 0; i < k; i++) {
-                (void)fuse_lowlevel_notify_inval_entry(ws->se, node_ino(ws, v[i].parent), v[i].name,
-                                                       strlen(v[i].name));
+                fuse_ino_t ino;
+                struct fuse_session *se = fs_node_session(ws, v[i].parent, &ino);
+
+                if (se)
+                        (void)fuse_lowlevel_notify_inval_entry(se, ino, v[i].name,
+                                                               strlen(v[i].name));
                 free(v[i].name);
                 node_unref(ws, v[i].parent);
         }
@@ -266,9 +270,11 @@ static void stale_drain(struct fs_workspace *ws)
         while (ws->shed.n_stale > 0) {
                 struct shed_stale s = ws->shed.stale[--ws->shed.n_stale];
                 pthread_mutex_unlock(&ws->shed.lock);
-                if (ws->se)
-                        (void)fuse_lowlevel_notify_inval_entry(ws->se, node_ino(ws, s.parent),
-                                                               s.name, strlen(s.name));
+                fuse_ino_t ino;
+                struct fuse_session *se = fs_node_session(ws, s.parent, &ino);
+
+                if (se)
+                        (void)fuse_lowlevel_notify_inval_entry(se, ino, s.name, strlen(s.name));
                 node_unref(ws, s.parent);
                 free(s.name);
                 pthread_mutex_lock(&ws->shed.lock);

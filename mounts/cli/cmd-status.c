@@ -119,6 +119,14 @@ static int status_run(int argc, char **argv)
                 printf("%-11s %s; killpriv_v2 %s, passthrough %s, io_uring %s%s%s%s\n", "data path",
                        str(dp, "transport"), yes_no(dp, "killpriv_v2"), yes_no(dp, "passthrough"),
                        yes_no(dp, "io_uring"), *why ? " (" : "", why, *why ? ")" : "");
+                why = json_string_value(json_object_get(dp, "zero_message_opens_why"));
+                if (!why)
+                        why = "";
+                printf("%-11s %s%s%s%s\n", "opens",
+                       json_is_true(json_object_get(dp, "zero_message_opens"))
+                               ? "no message per open file in the copy-on-write parts"
+                               : "an OPEN and a RELEASE per open file",
+                       *why ? " (" : "", why, *why ? ")" : "");
         }
         printf("%-11s %" JSON_INTEGER_FORMAT "\n", "runs live",
                json_integer_value(json_object_get(o, "runs_live")));

@@ -146,7 +146,9 @@ static const struct tool tools[] = {
                 "\"transport\":{\"type\":\"string\"},\"io_uring\":{\"type\":\"boolean\"},"
                 "\"io_uring_why\":{\"type\":\"string\"},"
                 "\"killpriv_v2\":{\"type\":\"boolean\"},"
-                "\"passthrough\":{\"type\":\"boolean\"}}}},"
+                "\"passthrough\":{\"type\":\"boolean\"},"
+                "\"zero_message_opens\":{\"type\":\"boolean\"},"
+                "\"zero_message_opens_why\":{\"type\":\"string\"}}}},"
                 "\"required\":[\"name\",\"repo\",\"rev\",\"mounted\",\"runs_live\"]}}},"
                 "\"required\":[\"workspaces\"]}",
                 true,

@@ -66,9 +66,10 @@ static json_t *datapath(const struct config *c)
 
         if (fs_datapath_read(c->workspace.state, &d) < 0)
                 return json_null();
-        o = json_pack("{s:s, s:b, s:s, s:b, s:b}", "transport", d.transport, "io_uring", d.io_uring,
-                      "io_uring_why", d.io_uring_why, "killpriv_v2", d.killpriv_v2, "passthrough",
-                      d.passthrough);
+        o = json_pack("{s:s, s:b, s:s, s:b, s:b, s:b, s:s}", "transport", d.transport, "io_uring",
+                      d.io_uring, "io_uring_why", d.io_uring_why, "killpriv_v2", d.killpriv_v2,
+                      "passthrough", d.passthrough, "zero_message_opens", d.zero_message_opens,
+                      "zero_message_opens_why", d.zero_message_opens_why);
         return o ? o : json_null();
 }
 

@@ -10,6 +10,10 @@
 # holds no more descriptors afterwards than before. A file open for
 # writing whose copy into the new layer cannot fit the quota is named, the
 # checkpoint stands, and writes through that handle fail.
+#
+# All of this is about open files' handles, which only the root's
+# connection makes (zero_message_opens = off); with the parts on their own
+# connections nothing is held per open file (tests/fs/zero-open.sh).
 . "$(dirname "$0")/lib.sh"
 command -v prlimit >/dev/null || skip_all "no prlimit (util-linux)"
 
@@ -21,6 +25,9 @@ C=$(make_config fds "$T/repo" "
 [limits]
 bytes = 4M
 files = 5000
+
+[fs]
+zero_message_opens = off
 ")
 W=$(mnt_of "$C")/workspace
 

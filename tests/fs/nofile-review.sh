@@ -76,18 +76,21 @@ def hold():
     say("released")
 '
 
-# 1. Files kept open: each is a descriptor of the daemon's, which no shed
-#    can take back while it is open.
-run_agent opens '
+# 1. Files kept open. In the copy-on-write parts, on connections that send
+#    no OPEN (fs/daemon/parts.c), an open file costs the daemon nothing:
+#    all 600 open, and the host's review goes on.
+OPENS_AGENT='
 with open("/workspace/kept.txt", "w") as f:
     f.write("kept\n")
 grab("open", lambda i: os.open("/workspace/kept.txt", os.O_RDONLY), 600)
 hold()
 '
-same opens_refused_with_emfile_below_the_limit \
-        "$(sed -n 's/^open \([0-9]*\) \(.*\)/\2/p' "$T/opens.out")" EMFILE
+run_agent opens "$OPENS_AGENT"
+same opens_cost_the_daemon_no_descriptor \
+        "$(sed -n 's/^open \([0-9]*\) \(.*\)/\1 \2/p' "$T/opens.out")" "600 none"
 host_reviews opens 1 src/lib/a.c
 release opens
+
 
 # 2. Directories, whose entries the shed never drops (a process's working
 #    directory there would lose its path): made, each with a file, and
@@ -108,5 +111,27 @@ files=$(ls -d "$W"/d*/f | wc -l)
 host_reviews dirs $((files + 1)) docs/guide.md
 release dirs
 check the_directories_the_agent_made_are_whole test "$files" -ge $((made - 1))
+
+# 3. Files kept open on the root's connection (the mirrors always, the
+#    parts with zero_message_opens = off): each is a descriptor of the
+#    daemon's, which no shed can take back while it is open, so they are
+#    refused once the host's part is reached.
+#    A workspace of its own, as new as the first one was.
 check unmount "$CLOISTER" unmount "$C"
+C=$(make_config nofileoff "$T/repo" "
+[limits]
+files = 20000
+
+[fs]
+zero_message_opens = off
+")
+W=$(mnt_of "$C")/workspace
+mount_nofile "$C" $LIMIT
+pid=$NOFILE_PID
+run_agent opens_off "$OPENS_AGENT"
+same opens_refused_with_emfile_below_the_limit \
+        "$(sed -n 's/^open \([0-9]*\) \(.*\)/\2/p' "$T/opens_off.out")" EMFILE
+host_reviews opens_off 1 src/lib/a.c
+release opens_off
+check unmount_off "$CLOISTER" unmount "$C"
 finish

@@ -112,7 +112,11 @@ LIMITS="
 [limits]
 bytes = 8M
 "
-C=$(make_config ring "$T/plain" "$LIMITS")
+# The copy-on-write parts on the root's connection: all the file work is on its rings.
+C=$(make_config ring "$T/plain" "$LIMITS
+[fs]
+zero_message_opens = off
+")
 check mount_with_io_uring_on do_mount "$C"
 PID=$(cat "$(state_of "$C")/mount.pid")
 same status_json_says_io_uring "$(datapath "$C")" "io_uring True False "
@@ -125,6 +129,17 @@ after=$(uring_cqes "$PID")
 [ "$after" -gt $((before + 100)) ]
 ok $? the_rings_carried_the_file_work
 check unmount_the_ring do_unmount "$C"
+
+# The parts on connections of their own (the default): they serve on
+# /dev/fuse with no OPEN per file while the root's rings stay, and the same
+# work passes, set-id bits dropped as the root's negotiation decided.
+C4=$(make_config ringsplit "$T/plain" "$LIMITS")
+check mount_split_with_io_uring_on do_mount "$C4"
+same split_status_json_says_io_uring "$(datapath "$C4")" "io_uring True False "
+"$CLOISTER" status "$C4" | grep -q "^opens       no message per open file in the copy-on-write parts$"
+ok $? split_status_prints_zero_message_opens
+work ringsplit "$C4"
+check unmount_the_split_ring do_unmount "$C4"
 
 # The switch: /dev/fuse, even where libfuse's environment asks for its rings.
 C2=$(make_config off "$T/plain" "$LIMITS
