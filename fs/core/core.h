@@ -146,6 +146,7 @@ struct fs_conn {
          * FUSE_INIT where the kernel has no FUSE_NO_OPEN_SUPPORT */
         _Atomic bool no_open;
         bool mounted, started;
+        int mnt_fd;       /* a part's: O_PATH on its mount's root, to unmount it by */
         char *mountpoint; /* a part's: the root's mountpoint and the part's path */
         pthread_t thread; /* a part's loop */
         int error;        /* what its loop ended with */

@@ -18,10 +18,15 @@
  * FUSE_NO_OPEN_SUPPORT (before Linux 4.20) would fail every open answered
  * ENOSYS: there the part's connection serves its OPENs (session.c).
  */
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
 #include "core.h"
 #include "daemon.h"
@@ -39,23 +44,114 @@ static void *part_main(void *arg)
         return NULL;
 }
 
-/* The options of a part's mount: the root's, without io_uring. */
-static int part_options(struct fs_workspace *ws, char **ret)
+/*
+ * The device's own calls, as libfuse makes them without custom io: custom
+ * io is how a session takes a /dev/fuse descriptor mounted by someone else
+ * (its "/dev/fd/N" mountpoint does too, but keeps a copy of that string it
+ * never frees).
+ */
+static ssize_t part_writev(int fd, struct iovec *iov, int count, void *userdata)
+{
+        (void)userdata;
+        return writev(fd, iov, count);
+}
+
+static ssize_t part_read(int fd, void *buf, size_t len, void *userdata)
+{
+        (void)userdata;
+        return read(fd, buf, len);
+}
+
+static ssize_t part_splice(int fdin, off_t *offin, int fdout, off_t *offout, size_t len,
+                           unsigned int flags, void *userdata)
+{
+        (void)userdata;
+        return splice(fdin, offin, fdout, offout, len, flags);
+}
+
+static const struct fuse_custom_io part_io = {
+        .writev = part_writev,
+        .read = part_read,
+        .splice_receive = part_splice,
+        .splice_send = part_splice,
+};
+
+/*
+ * Mount c's part over its directory, as the root's mount is made (its
+ * fsname, nosuid, nodev, default_permissions, allow_other), on a /dev/fuse
+ * descriptor of our own that c's session then serves (part_io). Made here rather than by libfuse so
+ * that the unmount needs no path: an O_PATH descriptor of the part's root
+ * (c->mnt_fd) names the mount, where a path would be looked up through the
+ * root's connection, which no loop serves any more by then.
+ */
+static int part_mount(struct fs_workspace *ws, struct fs_conn *c, const char **ret_why)
 {
         char id[FS_STATE_ID_MAX];
+        _cleanup_free_ char *fsname = NULL, *data = NULL;
+        _cleanup_close_ int dev = -1;
+        struct stat st;
         int r = fs_state_id(ws->state, id);
 
         if (r < 0)
                 return r;
-        if (asprintf(ret,
-                     "default_permissions,nosuid,nodev,fsname=cloister:%s:%s,subtype=cloister%s",
-                     ws->name, id, geteuid() == 0 ? ",allow_other" : "") < 0)
+        /* Through the root's connection, served by now. */
+        if (stat(c->mountpoint, &st) < 0 || !S_ISDIR(st.st_mode)) {
+                *ret_why = "the part's directory cannot be seen in the workspace's mount";
+                return -ENOTDIR;
+        }
+        dev = open("/dev/fuse", O_RDWR | O_CLOEXEC);
+        if (dev < 0) {
+                *ret_why = "/dev/fuse cannot be opened";
+                return negative_errno();
+        }
+        if (asprintf(&fsname, "cloister:%s:%s", ws->name, id) < 0) {
+                fsname = NULL;
                 return -ENOMEM;
+        }
+        if (asprintf(&data,
+                     "fd=%d,rootmode=%o,user_id=%u,group_id=%u,default_permissions,allow_other",
+                     dev, (unsigned)(st.st_mode & S_IFMT), (unsigned)getuid(),
+                     (unsigned)getgid()) < 0) {
+                data = NULL;
+                return -ENOMEM;
+        }
+        if (mount(fsname, c->mountpoint, "fuse.cloister", MS_NOSUID | MS_NODEV, data) < 0) {
+                *ret_why = "the part's mount was refused";
+                return negative_errno();
+        }
+        c->mounted = true;
+        c->mnt_fd = open(c->mountpoint, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (c->mnt_fd < 0) {
+                r = negative_errno();
+                (void)umount2(c->mountpoint, MNT_DETACH);
+                c->mounted = false;
+                *ret_why = "the part's mount cannot be opened";
+                return r;
+        }
+        if (fuse_session_custom_io(c->se, &part_io, sizeof(part_io), dev) != 0) {
+                *ret_why = "libfuse refused the part's descriptor";
+                return -EIO; /* part_free unmounts it through mnt_fd */
+        }
+        TAKE_FD(dev); /* the session's now: fuse_session_destroy() closes it */
         return 0;
+}
+
+/* Detach c's mount, by its descriptor (see part_mount). */
+static void part_unmount(struct fs_conn *c)
+{
+        char p[FS_FD_PATH_MAX];
+
+        if (!c->mounted)
+                return;
+        fs_fd_path(c->mnt_fd, p);
+        (void)umount2(p, MNT_DETACH);
+        c->mounted = false;
 }
 
 static void part_free(struct fs_conn *c)
 {
+        part_unmount(c);
+        safe_close(c->mnt_fd);
         if (c->se)
                 fuse_session_destroy(c->se);
         free(c->mountpoint);
@@ -67,15 +163,15 @@ static int part_start(struct fs_workspace *ws, struct layer *l, const char **ret
 {
         static struct fuse_lowlevel_ops ops;
         struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-        _cleanup_free_ char *opts = NULL;
         sigset_t stop, old;
         struct fs_conn *c;
-        int r;
+        int r = 0;
 
         session_part_ops(&ops);
         c = calloc(1, sizeof(*c));
         if (!c)
                 return -ENOMEM;
+        c->mnt_fd = -1;
         c->ws = ws;
         c->root = l->root;
         c->layer = l;
@@ -85,11 +181,10 @@ static int part_start(struct fs_workspace *ws, struct layer *l, const char **ret
                 part_free(c);
                 return -ENOMEM;
         }
-        r = part_options(ws, &opts);
-        if (r == 0 && (fuse_opt_add_arg(&args, "cloister") < 0 ||
-                       fuse_opt_add_arg(&args, "-o") < 0 || fuse_opt_add_arg(&args, opts) < 0))
+        /* The mount's options are part_mount's: the session takes none. */
+        if (fuse_opt_add_arg(&args, "cloister") < 0) {
                 r = -ENOMEM;
-        if (r == 0) {
+        } else {
                 c->se = fuse_session_new(&args, &ops, sizeof(ops), c);
                 if (!c->se) {
                         *ret_why = "cannot create the part's FUSE session";
@@ -103,14 +198,12 @@ static int part_start(struct fs_workspace *ws, struct layer *l, const char **ret
         }
         /* From its first request on, the handlers find it through the layer. */
         l->conn = c;
-        /* Through the root's connection, served by now: mount(2) looks the path up. */
-        if (fuse_session_mount(c->se, c->mountpoint) != 0) {
-                *ret_why = "the part's mount was refused (the daemon's log says why)";
+        r = part_mount(ws, c, ret_why);
+        if (r < 0) {
                 l->conn = NULL;
                 part_free(c);
-                return -EIO;
+                return r;
         }
-        c->mounted = true;
         /* Its loop's stop comes from parts_stop, not from a signal: the root's loop takes those. */
         sigemptyset(&stop);
         sigaddset(&stop, SIGINT);
@@ -121,7 +214,6 @@ static int part_start(struct fs_workspace *ws, struct layer *l, const char **ret
         pthread_sigmask(SIG_SETMASK, &old, NULL);
         if (r < 0) {
                 /* Nothing was served on it: the part is the root's again. */
-                fuse_session_unmount(c->se);
                 l->conn = NULL;
                 *ret_why = "cannot start the part's loop";
                 part_free(c);
@@ -171,12 +263,15 @@ void parts_stop(struct fs_workspace *ws)
 
                 if (!c)
                         continue;
+                /* Its connection ends with the mount, unless something in it
+                 * is still in use: its loop is told to stop as well. */
+                part_unmount(c);
                 fuse_session_exit(c->se);
-                if (c->mounted) {
-                        fuse_session_unmount(c->se);
-                        c->mounted = false;
-                }
-                if (c->started) {
+        }
+        for (size_t i = 0; i < ELEMENTSOF(parts); i++) {
+                struct fs_conn *c = parts[i]->conn;
+
+                if (c && c->started) {
                         pthread_join(c->thread, NULL);
                         c->started = false;
                 }
