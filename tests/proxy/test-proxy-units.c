@@ -179,7 +179,18 @@ START_TEST(the_deny_set_covers_every_listed_range)
                                          "2001::1",
                                          "fec0::1",
                                          "2001:db8::1",
-                                         "100::1"};
+                                         "100::1",
+                                         "::ffff:0:7f00:1",
+                                         "::ffff:0:a9fe:a9fe",
+                                         "::ffff:0:808:808",
+                                         "64:ff9b:1::a9fe:a9fe",
+                                         "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+                                         "2001:2::1",
+                                         "2001:1ff::1",
+                                         "100:0:0:1::1",
+                                         "3fff::1",
+                                         "3fff:fff::1",
+                                         "5f00::1"};
 
         for (size_t i = 0; i < ELEMENTSOF(v4); i++)
                 ck_assert_msg(denied4(v4[i]), "%s allowed", v4[i]);
@@ -190,6 +201,11 @@ START_TEST(the_deny_set_covers_every_listed_range)
         ck_assert_ptr_null(denied4("100.128.0.1"));
         ck_assert_ptr_null(denied4("198.20.0.1"));
         ck_assert_ptr_null(denied6("2606:4700::1111"));
+        ck_assert_ptr_null(denied6("2001:200::1")); /* past 2001::/23: WIDE, Japan */
+        ck_assert_ptr_null(denied6("2001:4860:4860::8888"));
+        ck_assert_ptr_null(denied6("::fffe:0:808:808"));
+        ck_assert_ptr_null(denied6("3fff:1000::1"));
+        ck_assert_str_eq(denied6("::ffff:0:7f00:1"), "IPv4-translated (::ffff:0:0:0/96)");
         ck_assert_str_eq(denied4("169.254.169.254"), "link-local (169.254/16, cloud metadata)");
 }
 END_TEST
