@@ -193,6 +193,21 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
         return h->on_body ? h->on_body(h->userdata, at, len) : 0;
 }
 
+enum { CHUNK_HEADER = 1, CHUNK_END };
+
+/* Pause at both ends of a chunk-size line: proxy_http_body() measures it. */
+static int on_chunk_header(llhttp_t *p)
+{
+        self(p)->chunk_event = CHUNK_HEADER;
+        return HPE_PAUSED;
+}
+
+static int on_chunk_complete(llhttp_t *p)
+{
+        self(p)->chunk_event = CHUNK_END;
+        return HPE_PAUSED;
+}
+
 static int on_message_complete(llhttp_t *p)
 {
         self(p)->complete = true;
@@ -261,6 +276,8 @@ int proxy_http_parse_head(struct proxy_http *p, bool request, bool skip_body, co
         p->settings.on_headers_complete = on_headers_complete;
         p->settings.on_body = on_body;
         p->settings.on_message_complete = on_message_complete;
+        p->settings.on_chunk_header = on_chunk_header;
+        p->settings.on_chunk_complete = on_chunk_complete;
         llhttp_init(&p->parser, request ? HTTP_REQUEST : HTTP_RESPONSE, &p->settings);
         p->head = ret;
         e = llhttp_execute(&p->parser, buf, len);
@@ -349,6 +366,7 @@ int proxy_http_parse_head(struct proxy_http *p, bool request, bool skip_body, co
         }
         ret->head_len = len;
         p->in_body = true;
+        p->in_chunk_line = ret->chunked && ret->has_body;
         llhttp_resume(&p->parser);
         if (!ret->has_body)
                 p->complete = true;
@@ -359,28 +377,60 @@ fail:
         return -EBADMSG;
 }
 
+/* Count n more bytes of a chunk-size line, if one is being read. */
+static bool chunk_line_add(struct proxy_http *p, size_t n)
+{
+        if (!p->in_chunk_line)
+                return true;
+        p->chunk_line += n;
+        return p->chunk_line <= PROXY_CHUNK_LINE_MAX;
+}
+
 int proxy_http_body(struct proxy_http *p, const char *data, size_t len, size_t *ret_used,
                     bool *ret_done, const char **ret_reason)
 {
+        const char *at = data, *end = data + len;
         llhttp_errno_t e;
 
         *ret_used = 0;
         *ret_done = p->complete;
         if (p->complete || len == 0)
                 return 0;
-        e = llhttp_execute(&p->parser, data, len);
-        if (e == HPE_OK) {
-                *ret_used = len;
-                return 0;
-        }
-        if (e == HPE_PAUSED && p->complete) {
-                *ret_used = (size_t)(llhttp_get_error_pos(&p->parser) - data);
-                *ret_done = true;
-                return 0;
+        for (;;) {
+                p->chunk_event = 0;
+                e = llhttp_execute(&p->parser, at, (size_t)(end - at));
+                if (e == HPE_OK) {
+                        if (!chunk_line_add(p, (size_t)(end - at)))
+                                goto too_long;
+                        *ret_used = len;
+                        return 0;
+                }
+                if (e != HPE_PAUSED)
+                        break;
+                const char *pos = llhttp_get_error_pos(&p->parser);
+                if (p->complete) {
+                        *ret_used = (size_t)(pos - data);
+                        *ret_done = true;
+                        return 0;
+                }
+                if (!p->chunk_event)
+                        break;
+                /* A chunk's header ends its size line; its end starts the next. */
+                if (!chunk_line_add(p, (size_t)(pos - at)))
+                        goto too_long;
+                p->in_chunk_line = p->chunk_event == CHUNK_END;
+                p->chunk_line = 0;
+                at = pos;
+                llhttp_resume(&p->parser);
+                /* Run on even at the end of data: the pause may have held
+                 * back the message's end (on_message_complete). */
         }
         *ret_reason = p->trailer_bytes > PROXY_HEAD_MAX
                               ? "trailer fields longer than 32 KiB"
                               : llhttp_get_error_reason(&p->parser) ?: llhttp_errno_name(e);
+        return -EBADMSG;
+too_long:
+        *ret_reason = "a chunk-size line (size and extensions) longer than 4 KiB";
         return -EBADMSG;
 }
 

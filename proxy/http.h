@@ -19,7 +19,12 @@
  * bytes (on_body); the proxy frames them anew (forward.c), so the framing
  * the next hop sees is the framing that was parsed, never bytes of the
  * client's chunk lines, extensions or trailers. Trailer fields are read
- * (at most PROXY_HEAD_MAX bytes of them) and dropped.
+ * (at most PROXY_HEAD_MAX bytes of them) and dropped. A chunk-size line
+ * (the size, its extensions, CRLF) is at most PROXY_CHUNK_LINE_MAX bytes:
+ * llhttp bounds neither extensions nor leading zeros, and a peer could
+ * stream one line for ever. llhttp pauses at each chunk's header and end
+ * (on_chunk_header, on_chunk_complete), so the line is measured where the
+ * parser says it begins and ends.
  */
 #pragma once
 
@@ -30,6 +35,8 @@
 
 #define PROXY_HEAD_MAX    (32 * 1024)
 #define PROXY_HEADERS_MAX 128
+/* A chunk-size line, size, extensions and CRLF. */
+#define PROXY_CHUNK_LINE_MAX 4096
 
 struct proxy_header {
         char *name;  /* as sent */
@@ -63,6 +70,9 @@ struct proxy_http {
         bool complete; /* the message ended */
         bool in_body;  /* past the head: header callbacks are trailer fields */
         size_t trailer_bytes;
+        bool in_chunk_line; /* between a chunk's end (or the head) and the next chunk's data */
+        size_t chunk_line;  /* bytes of that chunk-size line so far */
+        int chunk_event;    /* what paused the parser: CHUNK_HEADER, CHUNK_END or 0 */
         /* Optional: the decoded body bytes (chunk framing removed) as they pass. */
         int (*on_body)(void *userdata, const char *data, size_t len);
         void *userdata;

@@ -19,6 +19,9 @@ ephemeral port of 127.0.0.1, serving
                 boundary falls inside a reflected secret)
   /double       a response, then a second one nobody asked for (a server
                 out of step with its connection)
+  /long-chunk-line?n=N
+                a chunked "hello" whose chunk-size line carries an
+                extension of N bytes
   /api/, /v1/   {"ok": true} with the expected credential, else 401
   /api/login    the same, setting a session cookie (as Jira does for Basic auth)
   /cookie       200 with a Set-Cookie, no credential asked
@@ -171,6 +174,14 @@ class Handler(BaseHTTPRequestHandler):
                 part = data[i:i + size]
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
             self.wfile.write(b"0\r\n\r\n")
+            return
+        if path == "/long-chunk-line":
+            n = int(self.path.split("n=", 1)[1])
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.write(b"5;x=" + b"e" * n + b"\r\nhello\r\n0\r\n\r\n")
             return
         if path == "/double":
             # one write, so the proxy reads both at once
