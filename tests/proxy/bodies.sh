@@ -7,6 +7,10 @@
 #   bounds neither extensions nor leading zeros, and a client streaming
 #   one line held the proxy busy until its idle timeout; an upstream could
 #   do the same to a response.
+# - A body on a method that normally has none: GET, HEAD and TRACE with one
+#   are refused (a server that ignores it reads it as the next request,
+#   one no rule judged and the net log never saw); DELETE, OPTIONS and the
+#   rest go up with Connection: close, so such a server reads nothing more.
 # The upstream records every request (server.py --log) and the raw bytes of
 # every connection (--raw-dir): each case asserts on what the server got.
 . "$CLOISTER_SRC/tests/proxy/lib.sh"
@@ -99,6 +103,66 @@ for p in INJ PLN; do
 done
 contains the_cut_response_is_in_the_net_log "$(cat "$NET")" \
         "malformed response body from api.test: a chunk-size line"
+
+# --- a body on a method that normally has none -------------------------------------------
+# The smuggling: a GET with Content-Length to a server that reads no GET
+# body; the body is a whole request of its own.
+: >"$T/web.requests"
+: >"$T/plain.requests"
+for p in INJ PLN; do
+        declare -n P=$p
+        sm="DELETE /api/smuggled-${P[0]} HTTP/1.1\r\nHost: x\r\n\r\n"
+        smlen=$(printf "$sm" | wc -c)
+        for m in ${P[4]}; do
+                r=$(raw "$X" "$m ${P[1]}/ignore-body HTTP/1.1\r\n${P[2]}Content-Length: $smlen\r\n\r\n$sm")
+                is "${m,,}_with_a_body_is_refused_${P[0]}" "$(status_of "$r")" 400
+                r=$(raw "$X" "$m ${P[1]}/ignore-body HTTP/1.1\r\n${P[2]}Transfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n")
+                is "${m,,}_with_a_chunked_body_is_refused_${P[0]}" "$(status_of "$r")" 400
+        done
+        r=$(raw "$X" "GET ${P[1]}${P[3]} HTTP/1.1\r\n${P[2]}Content-Length: 0\r\nConnection: close\r\n\r\n")
+        is "get_with_content_length_0_still_works_${P[0]}" "$(status_of "$r")" 200
+        # DELETE and OPTIONS bodies go up, with Connection: close: the server
+        # that ignored the body reads nothing more, so the smuggled DELETE never runs.
+        for m in DELETE OPTIONS; do
+                rm -f "$T"/raw/conn-* "$T"/rawplain/conn-*
+                r=$(raw "$X" "$m ${P[1]}/ignore-body HTTP/1.1\r\n${P[2]}Connection: close\r\nContent-Length: $smlen\r\n\r\n$sm")
+                is "${m,,}_with_a_body_is_forwarded_${P[0]}" "$(status_of "$r")" 200
+                contains "${m,,}_with_a_body_goes_up_with_connection_close_${P[0]}" "$(raw_seen)" \
+                        "Connection: close"
+        done
+        rm -f "$T"/raw/conn-* "$T"/rawplain/conn-*
+        r=$(raw "$X" "DELETE ${P[1]}${P[3]} HTTP/1.1\r\n${P[2]}Connection: close\r\n\r\n")
+        lacks "delete_without_a_body_keeps_its_connection_${P[0]}" "$(raw_seen)" "Connection: close"
+        unset -n P
+done
+lacks no_smuggled_request_ran_on_a_server "$(seen)" "smuggled"
+contains the_server_saw_the_delete_bodies "$(seen)" '"method": "DELETE", "path": "/ignore-body"'
+
+# A DELETE's body counts against bytes_out like a POST's (forward.c charges
+# every body it relays): one over a tiny budget is cut.
+cat >"$T/small.ini" <<EOF
+[workspace]
+name = small
+state = $T/small/state
+[repo]
+source = $T/ws/repo
+[network]
+mode = proxy
+rate = 10000
+bytes_out = 4K
+allow = plain.test:$PP
+resolve = plain.test:127.0.0.1
+EOF
+mkdir -p "$T/small/state"
+start_proxy "$T/small.ini" q || { echo "Bail out! the second proxy did not start"; exit 1; }
+Q=$(cat "$T/q.addr")
+big=$(head -c 8000 /dev/zero | tr '\0' b)
+: >"$T/plain.requests"
+r=$(raw "$Q" "DELETE http://plain.test:$PP/x HTTP/1.1\r\nHost: plain.test:$PP\r\nContent-Length: 8000\r\n\r\n$big")
+is a_delete_body_over_bytes_out_is_cut "$(status_of "$r")" 403
+is a_delete_body_over_bytes_out_never_completes_upstream "$(grep -c '"body_len": 8000' "$T/plain.requests")" 0
+r=$(raw "$Q" "DELETE http://plain.test:$PP/x HTTP/1.1\r\nHost: plain.test:$PP\r\n\r\n")
+is and_the_budget_refuses_the_next_request "$(status_of "$r")" 403
 
 leaks=$(grep -rl -- "$SECRET" "$T" 2>/dev/null | grep -v -e '/web.requests$' -e '/raw/' -e '/policy' | tr '\n' ' ')
 is real_secret_appears_nowhere_but_at_the_server "$leaks" ""

@@ -19,6 +19,10 @@ ephemeral port of 127.0.0.1, serving
                 boundary falls inside a reflected secret)
   /double       a response, then a second one nobody asked for (a server
                 out of step with its connection)
+  /ignore-body  200 without reading the request's body, whatever its
+                framing (a server that reads no body on a DELETE or GET):
+                the body's bytes are the next request, unless the request
+                said Connection: close
   /long-chunk-line?n=N
                 a chunked "hello" whose chunk-size line carries an
                 extension of N bytes
@@ -129,7 +133,7 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
 
     def handle_any(self):
-        data = self.body()
+        data = b"" if self.path.startswith("/ignore-body") else self.body()
         with lock, open(args.log, "a") as f:
             f.write(json.dumps({"method": self.command, "path": self.path,
                                 "headers": [[k, v] for k, v in self.headers.items()],
@@ -237,6 +241,7 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(status, body, ctype, extra)
 
     do_GET = do_POST = do_HEAD = do_PUT = do_DELETE = do_PATCH = handle_any
+    do_OPTIONS = do_TRACE = handle_any
 
 
 class Server(ThreadingHTTPServer):
