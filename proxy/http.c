@@ -121,20 +121,13 @@ static int on_status(llhttp_t *p, const char *at, size_t len)
         return append(&self(p)->head->reason, at, len);
 }
 
-/* Trailer fields (after a chunked body) are counted and dropped, never forwarded. */
-static int trailer(struct proxy_http *h, size_t len)
-{
-        h->trailer_bytes += len;
-        return h->trailer_bytes > PROXY_HEAD_MAX ? -1 : 0;
-}
-
 static int on_header_field(llhttp_t *p, const char *at, size_t len)
 {
         struct proxy_http *h = self(p);
         struct proxy_http_head *hd = h->head;
 
         if (h->in_body)
-                return trailer(h, len);
+                return 0; /* a trailer field: dropped, its bytes counted by proxy_http_body() */
         if (h->in_value || hd->n_headers == 0) {
                 if (hd->n_headers >= PROXY_HEADERS_MAX) {
                         h->too_many = true;
@@ -157,7 +150,7 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
         struct proxy_header *x;
 
         if (h->in_body)
-                return trailer(h, len);
+                return 0;
         x = &h->head->headers[h->head->n_headers - 1];
         h->in_value = true;
         return append(&x->value, at, len);
@@ -194,6 +187,7 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
 }
 
 enum { CHUNK_HEADER = 1, CHUNK_END };
+enum { FRAME_LINE = 1, FRAME_TRAILER };
 
 /* Pause at both ends of a chunk-size line: proxy_http_body() measures it. */
 static int on_chunk_header(llhttp_t *p)
@@ -366,7 +360,7 @@ int proxy_http_parse_head(struct proxy_http *p, bool request, bool skip_body, co
         }
         ret->head_len = len;
         p->in_body = true;
-        p->in_chunk_line = ret->chunked && ret->has_body;
+        p->framing = ret->chunked && ret->has_body ? FRAME_LINE : 0;
         llhttp_resume(&p->parser);
         if (!ret->has_body)
                 p->complete = true;
@@ -377,13 +371,14 @@ fail:
         return -EBADMSG;
 }
 
-/* Count n more bytes of a chunk-size line, if one is being read. */
-static bool chunk_line_add(struct proxy_http *p, size_t n)
+/* Count n more bytes of a chunk-size line or of the trailer section, if one is being read. */
+static bool framing_add(struct proxy_http *p, size_t n)
 {
-        if (!p->in_chunk_line)
+        if (!p->framing)
                 return true;
-        p->chunk_line += n;
-        return p->chunk_line <= PROXY_CHUNK_LINE_MAX;
+        p->framing_bytes += n;
+        return p->framing_bytes <=
+               (p->framing == FRAME_LINE ? PROXY_CHUNK_LINE_MAX : PROXY_HEAD_MAX);
 }
 
 int proxy_http_body(struct proxy_http *p, const char *data, size_t len, size_t *ret_used,
@@ -400,7 +395,7 @@ int proxy_http_body(struct proxy_http *p, const char *data, size_t len, size_t *
                 p->chunk_event = 0;
                 e = llhttp_execute(&p->parser, at, (size_t)(end - at));
                 if (e == HPE_OK) {
-                        if (!chunk_line_add(p, (size_t)(end - at)))
+                        if (!framing_add(p, (size_t)(end - at)))
                                 goto too_long;
                         *ret_used = len;
                         return 0;
@@ -408,6 +403,8 @@ int proxy_http_body(struct proxy_http *p, const char *data, size_t len, size_t *
                 if (e != HPE_PAUSED)
                         break;
                 const char *pos = llhttp_get_error_pos(&p->parser);
+                if (!framing_add(p, (size_t)(pos - at)))
+                        goto too_long;
                 if (p->complete) {
                         *ret_used = (size_t)(pos - data);
                         *ret_done = true;
@@ -415,22 +412,25 @@ int proxy_http_body(struct proxy_http *p, const char *data, size_t len, size_t *
                 }
                 if (!p->chunk_event)
                         break;
-                /* A chunk's header ends its size line; its end starts the next. */
-                if (!chunk_line_add(p, (size_t)(pos - at)))
-                        goto too_long;
-                p->in_chunk_line = p->chunk_event == CHUNK_END;
-                p->chunk_line = 0;
+                /* A chunk's header ends its size line and starts its data, or
+                 * for the last chunk the trailer section; its end starts the
+                 * next line. */
+                if (p->chunk_event == CHUNK_END)
+                        p->framing = FRAME_LINE;
+                else
+                        p->framing = p->parser.content_length == 0 ? FRAME_TRAILER : 0;
+                p->framing_bytes = 0;
                 at = pos;
                 llhttp_resume(&p->parser);
                 /* Run on even at the end of data: the pause may have held
                  * back the message's end (on_message_complete). */
         }
-        *ret_reason = p->trailer_bytes > PROXY_HEAD_MAX
-                              ? "trailer fields longer than 32 KiB"
-                              : llhttp_get_error_reason(&p->parser) ?: llhttp_errno_name(e);
+        *ret_reason = llhttp_get_error_reason(&p->parser) ?: llhttp_errno_name(e);
         return -EBADMSG;
 too_long:
-        *ret_reason = "a chunk-size line (size and extensions) longer than 4 KiB";
+        *ret_reason = p->framing == FRAME_LINE
+                              ? "a chunk-size line (size and extensions) longer than 4 KiB"
+                              : "trailer fields longer than 32 KiB";
         return -EBADMSG;
 }
 

@@ -3,10 +3,11 @@
 #
 # bodies.sh: what the proxy takes as a body, both ways, on both paths (an
 # injected host over TLS, a plain allowed host).
-# - A chunk-size line (size, extensions, CRLF) is at most 4 KiB: llhttp
-#   bounds neither extensions nor leading zeros, and a client streaming
-#   one line held the proxy busy until its idle timeout; an upstream could
-#   do the same to a response.
+# - A chunk-size line (size, extensions, CRLF) is at most 4 KiB, and the
+#   trailer section 32 KiB, every byte counted: llhttp bounds neither
+#   extensions nor leading zeros nor the blanks before a trailer value, and
+#   a client streaming one line held the proxy busy until its idle timeout;
+#   an upstream could do the same to a response.
 # - A body on a method that normally has none: GET, HEAD and TRACE with one
 #   are refused (a server that ignores it reads it as the next request,
 #   one no rule judged and the net log never saw); DELETE, OPTIONS and the
@@ -83,6 +84,13 @@ for p in INJ PLN; do
                 "chunk-size line (size and extensions) longer than 4 KiB"
         r=$(raw "$X" "POST ${P[1]}${P[3]} HTTP/1.1\r\n${P[2]}Transfer-Encoding: chunked\r\n\r\n${zeros}1\r\na\r\n0\r\n\r\n")
         is "endless_leading_zeros_are_refused_${P[0]}" "$(status_of "$r")" 400
+        # Trailer fields the same, every byte counted: llhttp skips the
+        # blanks before a value without a callback.
+        blanks=$(head -c 40000 /dev/zero | tr '\0' ' ')
+        r=$(raw "$X" "POST ${P[1]}${P[3]} HTTP/1.1\r\n${P[2]}Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\nX-Trailer:$blanks")
+        is "endless_blanks_in_a_trailer_field_are_refused_${P[0]}" "$(status_of "$r")" 400
+        contains "the_refusal_names_the_trailer_${P[0]}" "$(header_of "$r" x-cloister-error)" \
+                "trailer fields longer than 32 KiB"
         # At the bound it passes: 4 KiB with its CRLF.
         ext=$(head -c 4086 /dev/zero | tr '\0' e)
         r=$(raw "$X" "POST ${P[1]}${P[3]} HTTP/1.1\r\n${P[2]}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n3;n=$ext\r\nabc\r\n0\r\n\r\n")

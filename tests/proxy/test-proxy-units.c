@@ -545,6 +545,36 @@ START_TEST(a_chunk_line_over_4_kib_is_refused)
 }
 END_TEST
 
+/*
+ * Trailer fields count every byte to the message's end: llhttp skips the
+ * white space before a value (and after an obs-fold) without a callback,
+ * so one line of blanks went uncounted for ever.
+ */
+START_TEST(trailer_fields_over_32_kib_are_refused_blanks_and_all)
+{
+        static char body[64], msg[PROXY_HEAD_MAX + 4096];
+        static const char *const starts[] = {"0\r\nX:", "0\r\nX: a\r\n", "0\r\n"};
+        const char *why = NULL;
+        bool done;
+
+        for (int request = 0; request <= 1; request++)
+                for (size_t i = 0; i < ELEMENTSOF(starts); i++) {
+                        size_t n = strlen(starts[i]);
+                        memcpy(msg, starts[i], n);
+                        /* blanks before a value; after an obs-fold; a name that never ends */
+                        memset(msg + n, i == 2 ? 'x' : ' ', sizeof(msg) - n);
+                        ck_assert_msg(chunked_feed(request, msg, sizeof(msg), 1000, body, &done,
+                                                   &why) == -EBADMSG,
+                                      "%s: not refused", starts[i]);
+                        ck_assert_str_eq(why, "trailer fields longer than 32 KiB");
+                }
+        /* Up to the bound they pass. */
+        int n = snprintf(msg, sizeof(msg), "0\r\nX:%*s\r\n\r\n", PROXY_HEAD_MAX - 11, "a");
+        ck_assert_int_eq(chunked_feed(true, msg, (size_t)n, 999, body, &done, &why), 0);
+        ck_assert(done);
+}
+END_TEST
+
 START_TEST(a_good_head_parses_and_its_body_is_framed)
 {
         static const char msg[] = "POST http://a.test/x?y=1 HTTP/1.1\r\nHost: a.test\r\n"
@@ -715,6 +745,7 @@ int main(void)
         tcase_add_test(t, connection_may_name_only_connection_options);
         tcase_add_test(t, a_chunked_body_is_decoded_and_its_trailers_dropped);
         tcase_add_test(t, a_chunk_line_over_4_kib_is_refused);
+        tcase_add_test(t, trailer_fields_over_32_kib_are_refused_blanks_and_all);
         tcase_add_test(t, a_head_response_has_no_body);
         tcase_add_test(t, push_commands_are_read_and_judged);
         tcase_add_test(t, rule_checks_name_the_key);
