@@ -5,9 +5,11 @@
  * The check runs on the address the proxy is about to connect() to, after
  * resolution, and that same sockaddr is what it connects to: there is no
  * second lookup a rebinding DNS server could answer differently. IPv6 forms
- * that embed an IPv4 address (mapped, compatible, NAT64, 6to4, Teredo) are
- * denied whole rather than unwrapped: no public service needs them, and
- * unwrapping is where filters get bypassed.
+ * that embed an IPv4 address (mapped, translated, compatible, NAT64, 6to4,
+ * Teredo) are denied whole rather than unwrapped: no public service needs
+ * them, and unwrapping is where filters get bypassed. The IPv6 rows follow
+ * IANA's special-purpose registry: every block it marks not globally
+ * reachable, and the blocks that embed IPv4.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -50,13 +52,22 @@ static const struct net6 deny6[] = {
         {{0}, 128, "the unspecified address (::)"},
         {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 128, "loopback (::1)"},
         {{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, 96, "IPv4-mapped (::ffff:0:0/96)"},
+        /* RFC 2765 SIIT; Linux routes ::ffff:0:a.b.c.d as IPv6, a translator
+         * on the path to the IPv4 address. */
+        {{0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff}, 96, "IPv4-translated (::ffff:0:0:0/96)"},
         {{0}, 96, "IPv4-compatible (::/96)"},
         {{0, 0x64, 0xff, 0x9b}, 96, "NAT64 (64:ff9b::/96)"},
         {{0, 0x64, 0xff, 0x9b, 0, 1}, 48, "local NAT64 (64:ff9b:1::/48)"},
         {{0x01}, 64, "discard (100::/64)"},
+        {{0x01, 0, 0, 0, 0, 0, 0, 0x01}, 64, "dummy prefix (100:0:0:1::/64)"},
         {{0x20, 0x01, 0, 0}, 32, "Teredo (2001::/32)"},
+        /* Benchmarking, ORCHID, AMT, anycast: nothing an agent fetches from,
+         * and as 192.0.0/24 for IPv4, denied whole. */
+        {{0x20, 0x01, 0, 0}, 23, "IETF protocol assignments (2001::/23)"},
         {{0x20, 0x01, 0x0d, 0xb8}, 32, "documentation (2001:db8::/32)"},
         {{0x20, 0x02}, 16, "6to4 (2002::/16)"},
+        {{0x3f, 0xff}, 20, "documentation (3fff::/20)"},
+        {{0x5f, 0x00}, 16, "segment routing SIDs (5f00::/16)"},
         {{0xfc}, 7, "unique local (fc00::/7)"},
         {{0xfe, 0x80}, 10, "link-local (fe80::/10)"},
         {{0xfe, 0xc0}, 10, "site-local (fec0::/10)"},

@@ -398,6 +398,20 @@ static bool host_has_rules(struct client *c)
         return false;
 }
 
+/*
+ * A GET, HEAD or TRACE with a body, to any host: a server may not read it,
+ * and then it is the next request, one no rule judged and the net log
+ * never saw (request smuggling). Other methods' bodies go up with
+ * Connection: close (forward.c).
+ */
+static bool body_refused(struct client *c)
+{
+        if (proxy_forward_body_rule(&c->req) != PROXY_BODY_REFUSED)
+                return false;
+        proxy_client_refuse(c, 400, "a %s request with a body (send it as a POST)", c->req.method);
+        return true;
+}
+
 static void handle_http(struct client *c)
 {
         const char *path, *query, *why = NULL;
@@ -453,12 +467,8 @@ static void handle_http(struct client *c)
                         return;
                 }
                 c->rec.rule = c->rule->name;
-                if (c->req.has_body &&
-                    (streq(c->req.method, "GET") || streq(c->req.method, "HEAD"))) {
-                        /* A server may not read it, and then it is the next request. */
-                        proxy_client_refuse(c, 400, "a %s request with a body", c->req.method);
+                if (body_refused(c))
                         return;
-                }
                 c->state = CLIENT_WAIT;
                 proxy_inject_begin(c);
                 return;
@@ -469,6 +479,8 @@ static void handle_http(struct client *c)
                                     c->literal ? " (IP addresses must be listed exactly)" : "");
                 return;
         }
+        if (body_refused(c))
+                return;
         /* Not injected: the path goes as the client wrote it. */
         c->path_enc = strndup(path, pl);
         if (!c->path_enc || (query && !(c->query = strdup(query)))) {

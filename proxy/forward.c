@@ -10,7 +10,8 @@
  * (overrides_route()), the client's Accept-Encoding and Range (also
  * If-Range, and Request-Range, which Apache reads as Range), then
  * Accept-Encoding: identity (the mask cannot read gzip) and the real
- * credential, then the framing as llhttp read it. The body goes out as
+ * credential, then the framing as llhttp read it (and Connection: close
+ * after a body on a method other than POST, PUT, PATCH). The body goes out as
  * llhttp decoded it, framed anew by us (the same length, or fresh chunks
  * without extensions or trailers), so the upstream cannot read the
  * message's end elsewhere than we did (RFC 9112 6, request smuggling).
@@ -133,6 +134,17 @@ static bool is_receive_pack(struct client *c)
         return c->req.has_body && n == strlen(svc) && strncasecmp(seg, svc, n) == 0;
 }
 
+enum proxy_body_rule proxy_forward_body_rule(const struct proxy_http_head *req)
+{
+        const char *m = req->method;
+
+        if (!req->has_body || streq(m, "POST") || streq(m, "PUT") || streq(m, "PATCH"))
+                return PROXY_BODY_OK;
+        if (streq(m, "GET") || streq(m, "HEAD") || streq(m, "TRACE"))
+                return PROXY_BODY_REFUSED;
+        return PROXY_BODY_CLOSE;
+}
+
 /* The request head as it goes upstream. */
 static int head_write(struct client *c, struct evbuffer *out)
 {
@@ -177,6 +189,10 @@ static int head_write(struct client *c, struct evbuffer *out)
                 evbuffer_add_printf(out, "Transfer-Encoding: chunked\r\n");
         else if (c->req.has_length)
                 evbuffer_add_printf(out, "Content-Length: %" PRIu64 "\r\n", c->req.content_length);
+        /* A server that ignores a DELETE's body would read it as the next
+         * request; after this it may read none on the connection. */
+        if (proxy_forward_body_rule(&c->req) == PROXY_BODY_CLOSE)
+                evbuffer_add_printf(out, "Connection: close\r\n");
         evbuffer_add(out, "\r\n", 2);
         return 0;
 }
@@ -392,16 +408,14 @@ static void relay_flush(struct client *c, bool final)
 /* Whether the upstream connection may carry the next request. */
 static bool upstream_reusable(struct client *c)
 {
-        const char *m = c->req.method;
-
         if (!c->up || !c->up->bev || !c->resp_head.keep_alive || !c->req_done)
                 return false;
         /* Bytes after the response's end answer nothing we sent. */
         if (evbuffer_get_length(bufferevent_get_input(c->up->bev)) > 0)
                 return false;
-        /* A body on a method that normally has none (GET, DELETE, ...) is one a
-         * server may not read: its bytes would start the next request. */
-        if (c->req.has_body && !streq(m, "POST") && !streq(m, "PUT") && !streq(m, "PATCH"))
+        /* A body on a method that normally has none (DELETE, OPTIONS, ...) is
+         * one a server may not read: its bytes would start the next request. */
+        if (proxy_forward_body_rule(&c->req) != PROXY_BODY_OK)
                 return false;
         return true;
 }

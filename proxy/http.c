@@ -121,20 +121,13 @@ static int on_status(llhttp_t *p, const char *at, size_t len)
         return append(&self(p)->head->reason, at, len);
 }
 
-/* Trailer fields (after a chunked body) are counted and dropped, never forwarded. */
-static int trailer(struct proxy_http *h, size_t len)
-{
-        h->trailer_bytes += len;
-        return h->trailer_bytes > PROXY_HEAD_MAX ? -1 : 0;
-}
-
 static int on_header_field(llhttp_t *p, const char *at, size_t len)
 {
         struct proxy_http *h = self(p);
         struct proxy_http_head *hd = h->head;
 
         if (h->in_body)
-                return trailer(h, len);
+                return 0; /* a trailer field: dropped, its bytes counted by proxy_http_body() */
         if (h->in_value || hd->n_headers == 0) {
                 if (hd->n_headers >= PROXY_HEADERS_MAX) {
                         h->too_many = true;
@@ -157,7 +150,7 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
         struct proxy_header *x;
 
         if (h->in_body)
-                return trailer(h, len);
+                return 0;
         x = &h->head->headers[h->head->n_headers - 1];
         h->in_value = true;
         return append(&x->value, at, len);
@@ -191,6 +184,22 @@ static int on_body(llhttp_t *p, const char *at, size_t len)
         struct proxy_http *h = self(p);
 
         return h->on_body ? h->on_body(h->userdata, at, len) : 0;
+}
+
+enum { CHUNK_HEADER = 1, CHUNK_END };
+enum { FRAME_LINE = 1, FRAME_TRAILER };
+
+/* Pause at both ends of a chunk-size line: proxy_http_body() measures it. */
+static int on_chunk_header(llhttp_t *p)
+{
+        self(p)->chunk_event = CHUNK_HEADER;
+        return HPE_PAUSED;
+}
+
+static int on_chunk_complete(llhttp_t *p)
+{
+        self(p)->chunk_event = CHUNK_END;
+        return HPE_PAUSED;
 }
 
 static int on_message_complete(llhttp_t *p)
@@ -261,6 +270,8 @@ int proxy_http_parse_head(struct proxy_http *p, bool request, bool skip_body, co
         p->settings.on_headers_complete = on_headers_complete;
         p->settings.on_body = on_body;
         p->settings.on_message_complete = on_message_complete;
+        p->settings.on_chunk_header = on_chunk_header;
+        p->settings.on_chunk_complete = on_chunk_complete;
         llhttp_init(&p->parser, request ? HTTP_REQUEST : HTTP_RESPONSE, &p->settings);
         p->head = ret;
         e = llhttp_execute(&p->parser, buf, len);
@@ -349,6 +360,7 @@ int proxy_http_parse_head(struct proxy_http *p, bool request, bool skip_body, co
         }
         ret->head_len = len;
         p->in_body = true;
+        p->framing = ret->chunked && ret->has_body ? FRAME_LINE : 0;
         llhttp_resume(&p->parser);
         if (!ret->has_body)
                 p->complete = true;
@@ -359,28 +371,66 @@ fail:
         return -EBADMSG;
 }
 
+/* Count n more bytes of a chunk-size line or of the trailer section, if one is being read. */
+static bool framing_add(struct proxy_http *p, size_t n)
+{
+        if (!p->framing)
+                return true;
+        p->framing_bytes += n;
+        return p->framing_bytes <=
+               (p->framing == FRAME_LINE ? PROXY_CHUNK_LINE_MAX : PROXY_HEAD_MAX);
+}
+
 int proxy_http_body(struct proxy_http *p, const char *data, size_t len, size_t *ret_used,
                     bool *ret_done, const char **ret_reason)
 {
+        const char *at = data, *end = data + len;
         llhttp_errno_t e;
 
         *ret_used = 0;
         *ret_done = p->complete;
         if (p->complete || len == 0)
                 return 0;
-        e = llhttp_execute(&p->parser, data, len);
-        if (e == HPE_OK) {
-                *ret_used = len;
-                return 0;
+        for (;;) {
+                p->chunk_event = 0;
+                e = llhttp_execute(&p->parser, at, (size_t)(end - at));
+                if (e == HPE_OK) {
+                        if (!framing_add(p, (size_t)(end - at)))
+                                goto too_long;
+                        *ret_used = len;
+                        return 0;
+                }
+                if (e != HPE_PAUSED)
+                        break;
+                const char *pos = llhttp_get_error_pos(&p->parser);
+                if (!framing_add(p, (size_t)(pos - at)))
+                        goto too_long;
+                if (p->complete) {
+                        *ret_used = (size_t)(pos - data);
+                        *ret_done = true;
+                        return 0;
+                }
+                if (!p->chunk_event)
+                        break;
+                /* A chunk's header ends its size line and starts its data, or
+                 * for the last chunk the trailer section; its end starts the
+                 * next line. */
+                if (p->chunk_event == CHUNK_END)
+                        p->framing = FRAME_LINE;
+                else
+                        p->framing = p->parser.content_length == 0 ? FRAME_TRAILER : 0;
+                p->framing_bytes = 0;
+                at = pos;
+                llhttp_resume(&p->parser);
+                /* Run on even at the end of data: the pause may have held
+                 * back the message's end (on_message_complete). */
         }
-        if (e == HPE_PAUSED && p->complete) {
-                *ret_used = (size_t)(llhttp_get_error_pos(&p->parser) - data);
-                *ret_done = true;
-                return 0;
-        }
-        *ret_reason = p->trailer_bytes > PROXY_HEAD_MAX
-                              ? "trailer fields longer than 32 KiB"
-                              : llhttp_get_error_reason(&p->parser) ?: llhttp_errno_name(e);
+        *ret_reason = llhttp_get_error_reason(&p->parser) ?: llhttp_errno_name(e);
+        return -EBADMSG;
+too_long:
+        *ret_reason = p->framing == FRAME_LINE
+                              ? "a chunk-size line (size and extensions) longer than 4 KiB"
+                              : "trailer fields longer than 32 KiB";
         return -EBADMSG;
 }
 

@@ -19,7 +19,14 @@
  * bytes (on_body); the proxy frames them anew (forward.c), so the framing
  * the next hop sees is the framing that was parsed, never bytes of the
  * client's chunk lines, extensions or trailers. Trailer fields are read
- * (at most PROXY_HEAD_MAX bytes of them) and dropped.
+ * (at most PROXY_HEAD_MAX bytes of them) and dropped. A chunk-size line
+ * (the size, its extensions, CRLF) is at most PROXY_CHUNK_LINE_MAX bytes:
+ * llhttp bounds neither extensions nor leading zeros, nor the blanks it
+ * skips before a trailer value, and a peer could stream one line for
+ * ever. llhttp pauses at each chunk's header and end (on_chunk_header,
+ * on_chunk_complete), so each line, and the trailer section from the last
+ * chunk's header to the message's end, is measured byte for byte where
+ * the parser says it begins and ends.
  */
 #pragma once
 
@@ -30,6 +37,8 @@
 
 #define PROXY_HEAD_MAX    (32 * 1024)
 #define PROXY_HEADERS_MAX 128
+/* A chunk-size line, size, extensions and CRLF. */
+#define PROXY_CHUNK_LINE_MAX 4096
 
 struct proxy_header {
         char *name;  /* as sent */
@@ -62,7 +71,13 @@ struct proxy_http {
         bool too_many;
         bool complete; /* the message ended */
         bool in_body;  /* past the head: header callbacks are trailer fields */
-        size_t trailer_bytes;
+        /* What of a chunked body is being read, past the head: FRAME_LINE (a
+         * chunk-size line, from a chunk's end or the head to the next chunk's
+         * header), FRAME_TRAILER (from the last chunk's header to the end), or
+         * 0 (chunk data); and how many bytes of it so far. */
+        int framing;
+        size_t framing_bytes;
+        int chunk_event; /* what paused the parser: CHUNK_HEADER, CHUNK_END or 0 */
         /* Optional: the decoded body bytes (chunk framing removed) as they pass. */
         int (*on_body)(void *userdata, const char *data, size_t len);
         void *userdata;

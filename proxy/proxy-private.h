@@ -225,6 +225,15 @@ void proxy_forward_start(struct client *c); /* upstream is connected */
 void proxy_forward_client_read(struct client *c);
 void proxy_forward_upstream_read(struct client *c);
 void proxy_forward_upstream_eof(struct client *c);
+/*
+ * A request body on a method that normally carries none. PROXY_BODY_OK:
+ * POST, PUT, PATCH, or no body. PROXY_BODY_REFUSED: GET, HEAD, TRACE (no
+ * meaning, RFC 9110 9.3). PROXY_BODY_CLOSE: any other method; forwarded
+ * with Connection: close, so a server that does not read it must not read
+ * its bytes as another request either (RFC 9112 9.6).
+ */
+enum proxy_body_rule { PROXY_BODY_OK, PROXY_BODY_REFUSED, PROXY_BODY_CLOSE };
+enum proxy_body_rule proxy_forward_body_rule(const struct proxy_http_head *req);
 
 /* tunnel.c */
 void proxy_tunnel_start(struct client *c); /* upstream is connected: answer 200, peek */

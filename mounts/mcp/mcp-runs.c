@@ -146,7 +146,7 @@ static json_t *run_command(struct mcp_server *s, size_t ws, json_t *args, json_t
         bool background = json_is_true(json_object_get(args, "background"));
         _cleanup_free_ char *cwd_abs = NULL, *error = NULL;
         _cleanup_(strv_freep) char **envv = NULL;
-        struct mcp_run *run;
+        struct mcp_run *run, *oldest = NULL;
         size_t n = 0;
         int r;
 
@@ -155,8 +155,9 @@ static json_t *run_command(struct mcp_server *s, size_t ws, json_t *args, json_t
                                         "once: wait for one to end, or run_kill a background run",
                                         s->o->runs_max);
         if (background && count(s, true) >= s->o->background_max) {
-                /* Make room by forgetting the oldest background run that has ended. */
-                struct mcp_run *oldest = NULL;
+                /* Room is made by forgetting the oldest background run that
+                 * has ended, once this one has started: a call refused (a bad
+                 * env name, a cwd outside) forgets nothing. */
                 for (struct mcp_run *x = s->runs; x; x = x->next)
                         if (x->background && x->ended && !x->reply_id)
                                 oldest = x;
@@ -164,9 +165,6 @@ static json_t *run_command(struct mcp_server *s, size_t ws, json_t *args, json_t
                         return mcp_result_error("%u background runs are live, the most this "
                                                 "server keeps: run_kill one first",
                                                 s->o->background_max);
-                mcp_logf(s, "cloister mcp: forgetting run-%lu (ended, its output unread)",
-                         oldest->n);
-                run_free(s, oldest);
         }
         if (json_is_object(env)) {
                 envv = calloc(json_object_size(env) + 1, sizeof(char *));
@@ -213,6 +211,11 @@ static json_t *run_command(struct mcp_server *s, size_t ws, json_t *args, json_t
         if (r < 0) {
                 free(run);
                 return mcp_result_error("%s", error ? error : strerror(-r));
+        }
+        if (oldest) {
+                mcp_logf(s, "cloister mcp: forgetting run-%lu (ended, its output unread)",
+                         oldest->n);
+                run_free(s, oldest);
         }
         run->n = s->next_run++;
         run->ws = ws;

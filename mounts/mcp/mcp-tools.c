@@ -940,6 +940,9 @@ static json_t *layers_call(struct mcp_server *s, const char *name, size_t ws, js
                 }
                 return result_of(r, o, error);
         }
+        /* A slot is taken before the fork, so calls in parallel cannot pass
+         * the limit together, and given back if no fork was made: a refused
+         * fork (a bad name, a config that exists) writes no config. */
         pthread_mutex_lock(&s->lock);
         bool room = s->forks < MCP_FORKS_MAX;
         s->forks += room;
@@ -949,22 +952,27 @@ static json_t *layers_call(struct mcp_server *s, const char *name, size_t ws, js
                                         "and restart it",
                                         MCP_FORKS_MAX);
         r = fork_config_path(w->config_path, str(args, "new_config"), &new_config, &error);
-        if (r < 0)
-                return result_of(r, NULL, error);
-        if (!cp) {
-                fname = strdup(str(args, "new_config"));
-                if (!fname)
-                        return mcp_result_error("out of memory");
-                fname[strlen(fname) - 4] = '\0';
+        if (r >= 0 && !cp && !(fname = strdup(str(args, "new_config")))) {
+                r = -ENOMEM;
+                error = strdup("out of memory");
         }
-        r = ops_fork(w->c,
-                     &(struct ops_fork_options){.new_config = new_config,
-                                                .name = cp ? cp : fname,
-                                                .from = str(args, "from")},
-                     &o, &error);
-        if (r == 0)
-                mcp_logf(s, "cloister mcp: workspace '%s' forked as '%s' (%s)",
-                         w->c->workspace.name, cp ? cp : fname, new_config);
+        if (r >= 0) {
+                if (fname)
+                        fname[strlen(fname) - 4] = '\0';
+                r = ops_fork(w->c,
+                             &(struct ops_fork_options){.new_config = new_config,
+                                                        .name = cp ? cp : fname,
+                                                        .from = str(args, "from")},
+                             &o, &error);
+        }
+        if (r < 0) {
+                pthread_mutex_lock(&s->lock);
+                s->forks--;
+                pthread_mutex_unlock(&s->lock);
+                return result_of(r, NULL, error);
+        }
+        mcp_logf(s, "cloister mcp: workspace '%s' forked as '%s' (%s)", w->c->workspace.name,
+                 cp ? cp : fname, new_config);
         return result_of(r, o, error);
 }
 

@@ -19,6 +19,13 @@ ephemeral port of 127.0.0.1, serving
                 boundary falls inside a reflected secret)
   /double       a response, then a second one nobody asked for (a server
                 out of step with its connection)
+  /ignore-body  200 without reading the request's body, whatever its
+                framing (a server that reads no body on a DELETE or GET):
+                the body's bytes are the next request, unless the request
+                said Connection: close
+  /long-chunk-line?n=N
+                a chunked "hello" whose chunk-size line carries an
+                extension of N bytes
   /api/, /v1/   {"ok": true} with the expected credential, else 401
   /api/login    the same, setting a session cookie (as Jira does for Basic auth)
   /cookie       200 with a Set-Cookie, no credential asked
@@ -126,7 +133,7 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(data)
 
     def handle_any(self):
-        data = self.body()
+        data = b"" if self.path.startswith("/ignore-body") else self.body()
         with lock, open(args.log, "a") as f:
             f.write(json.dumps({"method": self.command, "path": self.path,
                                 "headers": [[k, v] for k, v in self.headers.items()],
@@ -171,6 +178,14 @@ class Handler(BaseHTTPRequestHandler):
                 part = data[i:i + size]
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
             self.wfile.write(b"0\r\n\r\n")
+            return
+        if path == "/long-chunk-line":
+            n = int(self.path.split("n=", 1)[1])
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.write(b"5;x=" + b"e" * n + b"\r\nhello\r\n0\r\n\r\n")
             return
         if path == "/double":
             # one write, so the proxy reads both at once
@@ -226,6 +241,7 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(status, body, ctype, extra)
 
     do_GET = do_POST = do_HEAD = do_PUT = do_DELETE = do_PATCH = handle_any
+    do_OPTIONS = do_TRACE = handle_any
 
 
 class Server(ThreadingHTTPServer):

@@ -179,7 +179,18 @@ START_TEST(the_deny_set_covers_every_listed_range)
                                          "2001::1",
                                          "fec0::1",
                                          "2001:db8::1",
-                                         "100::1"};
+                                         "100::1",
+                                         "::ffff:0:7f00:1",
+                                         "::ffff:0:a9fe:a9fe",
+                                         "::ffff:0:808:808",
+                                         "64:ff9b:1::a9fe:a9fe",
+                                         "2001:0:4136:e378:8000:63bf:3fff:fdd2",
+                                         "2001:2::1",
+                                         "2001:1ff::1",
+                                         "100:0:0:1::1",
+                                         "3fff::1",
+                                         "3fff:fff::1",
+                                         "5f00::1"};
 
         for (size_t i = 0; i < ELEMENTSOF(v4); i++)
                 ck_assert_msg(denied4(v4[i]), "%s allowed", v4[i]);
@@ -190,6 +201,11 @@ START_TEST(the_deny_set_covers_every_listed_range)
         ck_assert_ptr_null(denied4("100.128.0.1"));
         ck_assert_ptr_null(denied4("198.20.0.1"));
         ck_assert_ptr_null(denied6("2606:4700::1111"));
+        ck_assert_ptr_null(denied6("2001:200::1")); /* past 2001::/23: WIDE, Japan */
+        ck_assert_ptr_null(denied6("2001:4860:4860::8888"));
+        ck_assert_ptr_null(denied6("::fffe:0:808:808"));
+        ck_assert_ptr_null(denied6("3fff:1000::1"));
+        ck_assert_str_eq(denied6("::ffff:0:7f00:1"), "IPv4-translated (::ffff:0:0:0/96)");
         ck_assert_str_eq(denied4("169.254.169.254"), "link-local (169.254/16, cloud metadata)");
 }
 END_TEST
@@ -450,6 +466,115 @@ START_TEST(a_chunked_body_is_decoded_and_its_trailers_dropped)
 }
 END_TEST
 
+/*
+ * Feed a chunked message's body to the parser step bytes at a time; the
+ * status of the first refusal (0 if none), the decoded body in *body.
+ */
+static int chunked_feed(bool request, const char *chunks, size_t n, size_t step, char *body,
+                        bool *ret_done, const char **ret_why)
+{
+        static const char req[] = "POST http://a.test/x HTTP/1.1\r\nHost: a.test\r\n"
+                                  "Transfer-Encoding: chunked\r\n\r\n";
+        static const char resp[] = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+        const char *head = request ? req : resp;
+        struct proxy_http p = {.on_body = collect, .userdata = body};
+        struct proxy_http_head h = {0};
+        size_t off = 0;
+        int r = 0;
+
+        *ret_done = false;
+        ck_assert_int_eq(proxy_http_parse_head(&p, request, false, head, strlen(head), &h, ret_why),
+                         0);
+        while (off < n && !*ret_done) {
+                size_t used = 0, k = MIN(step, n - off);
+                r = proxy_http_body(&p, chunks + off, k, &used, ret_done, ret_why);
+                if (r < 0)
+                        break;
+                ck_assert(used == k || *ret_done);
+                off += used;
+        }
+        proxy_http_head_done(&h);
+        return r;
+}
+
+/* llhttp bounds neither chunk extensions nor leading zeros: the proxy does, both ways. */
+START_TEST(a_chunk_line_over_4_kib_is_refused)
+{
+        static char body[8192], line[PROXY_CHUNK_LINE_MAX + 64];
+        const char *why = NULL;
+        bool done;
+        int n;
+
+        for (int request = 0; request <= 1; request++) {
+                /* A line that never ends, in any step: refused once past the bound. */
+                memset(line, 'e', sizeof(line));
+                memcpy(line, "1a;name=", 8);
+                for (size_t step = 1; step <= 4096; step *= 8) {
+                        body[0] = '\0';
+                        ck_assert_int_eq(
+                                chunked_feed(request, line, sizeof(line), step, body, &done, &why),
+                                -EBADMSG);
+                        ck_assert_str_eq(why, "a chunk-size line (size and extensions) longer "
+                                              "than 4 KiB");
+                }
+                /* Leading zeros count too. */
+                memset(line, '0', sizeof(line));
+                ck_assert_int_eq(chunked_feed(request, line, sizeof(line), 512, body, &done, &why),
+                                 -EBADMSG);
+                /* After a good chunk, the next line is measured afresh, extensions and all. */
+                static const char good[] = "3;a=b\r\nabc\r\n1;";
+                memcpy(line, good, sizeof(good) - 1);
+                memset(line + sizeof(good) - 1, 'x', sizeof(line) - sizeof(good) + 1);
+                body[0] = '\0';
+                ck_assert_int_eq(chunked_feed(request, line, sizeof(line), 100, body, &done, &why),
+                                 -EBADMSG);
+                ck_assert_str_eq(body, "abc");
+                /* Lines up to the bound pass, each measured on its own. */
+                static char ok[4 * PROXY_CHUNK_LINE_MAX];
+                n = snprintf(ok, sizeof(ok), "1;x=%0*d\r\nA\r\n%0*x\r\nB\r\n0;y=%0*d\r\n\r\n",
+                             PROXY_CHUNK_LINE_MAX - 6, 0, PROXY_CHUNK_LINE_MAX - 2, 1,
+                             PROXY_CHUNK_LINE_MAX - 6, 0);
+                for (size_t step = 1; step <= sizeof(ok); step *= 7) {
+                        body[0] = '\0';
+                        ck_assert_int_eq(
+                                chunked_feed(request, ok, (size_t)n, step, body, &done, &why), 0);
+                        ck_assert_msg(done, "step %zu: not done", step);
+                        ck_assert_str_eq(body, "AB");
+                }
+        }
+}
+END_TEST
+
+/*
+ * Trailer fields count every byte to the message's end: llhttp skips the
+ * white space before a value (and after an obs-fold) without a callback,
+ * so one line of blanks went uncounted for ever.
+ */
+START_TEST(trailer_fields_over_32_kib_are_refused_blanks_and_all)
+{
+        static char body[64], msg[PROXY_HEAD_MAX + 4096];
+        static const char *const starts[] = {"0\r\nX:", "0\r\nX: a\r\n", "0\r\n"};
+        const char *why = NULL;
+        bool done;
+
+        for (int request = 0; request <= 1; request++)
+                for (size_t i = 0; i < ELEMENTSOF(starts); i++) {
+                        size_t n = strlen(starts[i]);
+                        memcpy(msg, starts[i], n);
+                        /* blanks before a value; after an obs-fold; a name that never ends */
+                        memset(msg + n, i == 2 ? 'x' : ' ', sizeof(msg) - n);
+                        ck_assert_msg(chunked_feed(request, msg, sizeof(msg), 1000, body, &done,
+                                                   &why) == -EBADMSG,
+                                      "%s: not refused", starts[i]);
+                        ck_assert_str_eq(why, "trailer fields longer than 32 KiB");
+                }
+        /* Up to the bound they pass. */
+        int n = snprintf(msg, sizeof(msg), "0\r\nX:%*s\r\n\r\n", PROXY_HEAD_MAX - 11, "a");
+        ck_assert_int_eq(chunked_feed(true, msg, (size_t)n, 999, body, &done, &why), 0);
+        ck_assert(done);
+}
+END_TEST
+
 START_TEST(a_good_head_parses_and_its_body_is_framed)
 {
         static const char msg[] = "POST http://a.test/x?y=1 HTTP/1.1\r\nHost: a.test\r\n"
@@ -619,6 +744,8 @@ int main(void)
         tcase_add_test(t, a_good_head_parses_and_its_body_is_framed);
         tcase_add_test(t, connection_may_name_only_connection_options);
         tcase_add_test(t, a_chunked_body_is_decoded_and_its_trailers_dropped);
+        tcase_add_test(t, a_chunk_line_over_4_kib_is_refused);
+        tcase_add_test(t, trailer_fields_over_32_kib_are_refused_blanks_and_all);
         tcase_add_test(t, a_head_response_has_no_body);
         tcase_add_test(t, push_commands_are_read_and_judged);
         tcase_add_test(t, rule_checks_name_the_key);
