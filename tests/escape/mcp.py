@@ -21,6 +21,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # tests/
 from tap import ok, done, need_cloister, need_fuse, need_userns_bwrap  # noqa: E402
+from mcp_client import McpClient, err, source_repo  # noqa: E402
 
 CLOISTER = need_cloister()
 
@@ -29,12 +30,7 @@ need_userns_bwrap()
 
 T = tempfile.mkdtemp(prefix="cloister-mcp-escape.")
 repo = f"{T}/repo"
-subprocess.run(["git", "init", "-q", "-b", "main", repo], check=True)
-with open(f"{repo}/a.txt", "w") as f:
-    f.write("hello\n")
-subprocess.run(["git", "-C", repo, "add", "-A"], check=True)
-subprocess.run(["git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com",
-                "commit", "-qm", "base"], check=True)
+source_repo(repo, {"a.txt": "hello\n"})
 cfg = f"{T}/ws.ini"
 with open(cfg, "w") as f:
     f.write(f"""[workspace]
@@ -57,51 +53,17 @@ path = /opt/licenses
 
 MARK = f"cloister-mcp-escape-{os.getpid()}"
 HOST_LINE = open("/etc/passwd").readline().strip()  # e.g. root:x:0:0:root:/root:/bin/bash
-server = subprocess.Popen([CLOISTER, "mcp", "--request-max", "4M", cfg], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-next_id = 0
-
-
-def send(msg):
-    server.stdin.write((json.dumps(msg) + "\n").encode())
-    server.stdin.flush()
-
-
-def recv():
-    line = server.stdout.readline()
-    return json.loads(line) if line else None
-
-
-def request(method, params=None):
-    global next_id
-    next_id += 1
-    send({"jsonrpc": "2.0", "id": next_id, "method": method, "params": params or {}})
-    while True:
-        m = recv()
-        if m is None:
-            return None
-        if m.get("id") == next_id:
-            return m
-
-
-def tool(tool_name, **args):
-    m = request("tools/call", {"name": tool_name, "arguments": args})
-    return (m or {}).get("result") or {"isError": True, "content": [{"text": json.dumps(m)}]}
+server = McpClient(CLOISTER, "--request-max", "4M", cfg)
+tool = server.tool
 
 
 def leaked(res):
     return HOST_LINE in json.dumps(res) or "/root:/bin/" in json.dumps(res)
 
 
-def err(res):
-    return res.get("isError") is True
-
-
 try:
-    m = request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                               "clientInfo": {"name": "escape", "version": "1"}})
+    m = server.initialize("escape")
     ok(m and m["result"]["serverInfo"]["name"] == "cloister", "mcp_server_initializes", m)
-    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     # The agent lays its traps.
     r = tool("run_command", command=(
@@ -217,15 +179,11 @@ try:
     ok(heads == ["refs/heads/main"], "mcp_no_ref_was_made_in_the_source", heads)
 
     # A flood of pipelined calls: every one is answered, none lost.
-    ids = []
-    for i in range(200):
-        next_id += 1
-        ids.append(next_id)
-        send({"jsonrpc": "2.0", "id": next_id, "method": "tools/call" if i % 2 else "ping",
-              "params": {"name": "file_read", "arguments": {"path": "a.txt"}} if i % 2 else {}})
+    ids = [server.call("tools/call", {"name": "file_read", "arguments": {"path": "a.txt"}})
+           if i % 2 else server.call("ping") for i in range(200)]
     answered = set()
     while len(answered) < len(ids):
-        m = recv()
+        m = server.recv()
         if m is None:
             break
         answered.add(m.get("id"))
@@ -234,8 +192,7 @@ try:
     ok(open("/etc/passwd").readline().strip() == HOST_LINE and
        not any(p.startswith(MARK) for p in os.listdir("/tmp")), "mcp_the_host_is_unchanged")
 finally:
-    server.stdin.close()
-    code = server.wait()
+    code = server.close()
     ok(code == 0, "mcp_server_exits_cleanly", code)
     with open("/proc/self/mounts") as f:
         ok(f" {T}/state/mnt " not in f.read(), "mcp_server_unmounted_what_it_mounted")

@@ -17,6 +17,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # tests/
 from tap import ok, skip_all, done, need_cloister, need_fuse  # noqa: E402
+from mcp_client import McpClient, source_repo  # noqa: E402
 
 CLOISTER = need_cloister()
 
@@ -30,14 +31,7 @@ T = tempfile.mkdtemp(prefix="cloister-cli-mcp-same.")
 os.environ["XDG_CONFIG_HOME"] = f"{T}/xdg-config"
 os.environ["XDG_STATE_HOME"] = f"{T}/xdg-state"
 repo = f"{T}/repo"
-subprocess.run(["git", "init", "-q", "-b", "main", repo], check=True)
-with open(f"{repo}/a.txt", "w") as f:
-    f.write("base\n")
-with open(f"{repo}/.gitignore", "w") as f:
-    f.write("*.log\n")
-subprocess.run(["git", "-C", repo, "add", "-A"], check=True)
-subprocess.run(["git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com",
-                "commit", "-qm", "base"], check=True)
+source_repo(repo, {"a.txt": "base\n", ".gitignore": "*.log\n"})
 os.makedirs(f"{T}/cfg")
 cfg = f"{T}/cfg/same.ini"
 with open(cfg, "w") as f:
@@ -69,32 +63,12 @@ rc, out, err = cli("run", cfg, "--", "sh", "-c",
 ok(rc == 0, "the_agent_changes_the_workspace", err)
 
 # The server serves the config by a relative path, from its folder's parent.
-server = subprocess.Popen([CLOISTER, "mcp", "cfg/same.ini"], cwd=T, stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-next_id = 0
+server = McpClient(CLOISTER, "cfg/same.ini", cwd=T)
 
 
-def send(msg):
-    server.stdin.write((json.dumps(msg) + "\n").encode())
-    server.stdin.flush()
-
-
-def request(method, params=None):
-    global next_id
-    next_id += 1
-    send({"jsonrpc": "2.0", "id": next_id, "method": method, "params": params or {}})
-    while True:
-        line = server.stdout.readline()
-        if not line:
-            return None
-        m = json.loads(line)
-        if m.get("id") == next_id:
-            return m
-
-
-def tool(tool_name, **args):
-    m = request("tools/call", {"name": tool_name, "arguments": args})
-    r = (m or {}).get("result") or {"isError": True, "content": [{"text": json.dumps(m)}]}
+def tool(tool_name, /, **args):
+    """The call's structured content, and the whole result."""
+    r = server.tool(tool_name, **args)
     return r.get("structuredContent") or {}, r
 
 
@@ -103,12 +77,10 @@ def declared(schema):
 
 
 try:
-    m = request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                               "clientInfo": {"name": "cli-mcp-same", "version": "1"}})
+    m = server.initialize("cli-mcp-same")
     ok(m and m["result"]["serverInfo"]["name"] == "cloister", "mcp_server_initializes", m)
-    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     schemas = {t["name"]: t.get("outputSchema")
-               for t in request("tools/list")["result"]["tools"]}
+               for t in server.request("tools/list")["result"]["tools"]}
 
     # --- diff ------------------------------------------------------------------------
     for stat in (False, True):
@@ -167,8 +139,7 @@ try:
     rc, out, err = cli("fork", cfg, f"{T}/cfg/f3.ini", "--name", "same")
     ok(rc == 2 and "name of its own" in err, "cli_fork_refuses_the_parents_name", (rc, err))
 finally:
-    server.stdin.close()
-    server.wait(timeout=120)
+    server.close()
     for f in ("same", "f-cli", "f-mcp"):
         subprocess.run([CLOISTER, "unmount", f"{T}/cfg/{f}.ini"], capture_output=True)
     shutil.rmtree(T, ignore_errors=True)

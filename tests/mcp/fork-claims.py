@@ -11,7 +11,6 @@ before under another config name. Each is refused, and nothing is written:
 no config, no state, no checkpoint; the other workspace still shows its own
 files. A fork with a name of its own is still made. Prints TAP
 (docs/security.md, docs/cloister-mcp.md)."""
-import json
 import os
 import shutil
 import subprocess
@@ -20,6 +19,7 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # tests/
 from tap import ok, skip_all, done, need_cloister, need_fuse  # noqa: E402
+from mcp_client import McpClient, err, source_repo  # noqa: E402
 
 CLOISTER = need_cloister()
 
@@ -38,15 +38,6 @@ os.makedirs(known)
 os.makedirs(states)
 
 
-def repo(path, text):
-    subprocess.run(["git", "init", "-q", "-b", "main", path], check=True)
-    with open(f"{path}/a.txt", "w") as f:
-        f.write(text)
-    subprocess.run(["git", "-C", path, "add", "-A"], check=True)
-    subprocess.run(["git", "-C", path, "-c", "user.name=t", "-c", "user.email=t@example.com",
-                    "commit", "-qm", "base"], check=True)
-
-
 def config(name, state, source):
     path = f"{known}/{name}.ini"
     with open(path, "w") as f:
@@ -60,43 +51,15 @@ def run(cfg, *argv):
     return p.stdout if p.returncode == 0 else f"rc={p.returncode}: {p.stderr}"
 
 
-repo(f"{T}/src", "served\n")
-repo(f"{T}/src-future", "future's own\n")
+source_repo(f"{T}/src", {"a.txt": "served\n"})
+source_repo(f"{T}/src-future", {"a.txt": "future's own\n"})
 cfg = config("ws", f"{states}/ws", f"{T}/src")
 future = config("future", f"{states}/future", f"{T}/src-future")  # never ran
 config("outer", f"{states}/outer/inner", f"{T}/src-future")  # its state below 'outer'
 os.makedirs(f"{states}/handmade")
 
-server = subprocess.Popen([CLOISTER, "mcp", cfg], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL)
-next_id = 0
-
-
-def send(msg):
-    server.stdin.write((json.dumps(msg) + "\n").encode())
-    server.stdin.flush()
-
-
-def request(method, params=None):
-    global next_id
-    next_id += 1
-    send({"jsonrpc": "2.0", "id": next_id, "method": method, "params": params or {}})
-    while True:
-        line = server.stdout.readline()
-        if not line:
-            return None
-        m = json.loads(line)
-        if m.get("id") == next_id:
-            return m
-
-
-def tool(tool_name, **args):
-    m = request("tools/call", {"name": tool_name, "arguments": args})
-    return (m or {}).get("result") or {"isError": True, "content": [{"text": json.dumps(m)}]}
-
-
-def err(res):
-    return res.get("isError") is True
+server = McpClient(CLOISTER, cfg)
+tool = server.tool
 
 
 def text(res):
@@ -109,10 +72,8 @@ def checkpoints():
 
 
 try:
-    m = request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                               "clientInfo": {"name": "fork-claims", "version": "1"}})
+    m = server.initialize("fork-claims")
     ok(m and m["result"]["serverInfo"]["name"] == "cloister", "mcp_server_initializes", m)
-    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
     r = tool("file_write", path="mine.txt", content="the served workspace's work\n")
     ok(not err(r), "the_model_writes_a_file", r)
     r = tool("checkpoint", name="cp1")
@@ -156,8 +117,7 @@ try:
     ok(out == "the served workspace's work\n", "the_fork_runs_with_the_checkpoint", out)
     subprocess.run([CLOISTER, "unmount", f"{known}/attempt.ini"], capture_output=True)
 finally:
-    server.stdin.close()
-    server.wait(timeout=120)
+    server.close()
     subprocess.run([CLOISTER, "unmount", cfg], capture_output=True)
     shutil.rmtree(T, ignore_errors=True)
 

@@ -15,7 +15,6 @@ back is what fails (a generous deadline only stops the test from hanging
 with it)."""
 import json
 import os
-import select
 import shutil
 import subprocess
 import sys
@@ -23,9 +22,9 @@ import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # tests/
 from tap import ok, done, need_cloister, need_fuse, need_userns_bwrap  # noqa: E402
+from mcp_client import McpClient, err, source_repo  # noqa: E402
 
 CLOISTER = need_cloister()
-DEADLINE_S = 120  # a call that has not answered by then never will
 RACE_WRITES = int(os.environ.get("RACE_WRITES", "4000"))
 
 need_fuse()
@@ -33,12 +32,7 @@ need_userns_bwrap()
 
 T = tempfile.mkdtemp(prefix="cloister-mcp-hostile.")
 repo = f"{T}/repo"
-subprocess.run(["git", "init", "-q", "-b", "main", repo], check=True)
-with open(f"{repo}/a.txt", "w") as f:
-    f.write("hello\nworld\n")
-subprocess.run(["git", "-C", repo, "add", "-A"], check=True)
-subprocess.run(["git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com",
-                "commit", "-qm", "base"], check=True)
+source_repo(repo, {"a.txt": "hello\nworld\n"})
 cfg = f"{T}/ws.ini"
 with open(cfg, "w") as f:
     f.write(f"[workspace]\nname = hostile\nstate = {T}/state\nmountpoint = {T}/state/mnt\n"
@@ -46,77 +40,27 @@ with open(cfg, "w") as f:
             "[limits]\ntimeout = 10m\n")
 
 errlog = open(f"{T}/server.err", "wb")
-server = subprocess.Popen([CLOISTER, "mcp", cfg], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=errlog)
-buf = b""
-next_id = 0
-
-
-def send_raw(line):
-    server.stdin.write(line + b"\n")
-    server.stdin.flush()
-
-
-def recv():
-    """The next message, or None at the server's end or past the deadline."""
-    global buf
-    while b"\n" not in buf:
-        r, _, _ = select.select([server.stdout], [], [], DEADLINE_S)
-        if not r:
-            return None
-        chunk = os.read(server.stdout.fileno(), 1 << 20)
-        if not chunk:
-            return None
-        buf += chunk
-    line, buf = buf.split(b"\n", 1)
-    return json.loads(line)
-
-
-def answer_to(want):
-    while True:
-        m = recv()
-        if m is None or m.get("id") == want:
-            return m
-
-
-def request(method, params=None):
-    global next_id
-    next_id += 1
-    send_raw(json.dumps({"jsonrpc": "2.0", "id": next_id, "method": method,
-                         "params": params or {}}).encode())
-    return answer_to(next_id)
-
-
-def tool(name, **args):
-    m = request("tools/call", {"name": name, "arguments": args})
-    return (m or {}).get("result") or {"isError": True, "content": [{"text": json.dumps(m)}]}
-
-
-def err(res):
-    return res.get("isError") is True
+server = McpClient(CLOISTER, cfg, stderr=errlog)
+tool = server.tool
 
 
 def raw(line):
     """A hand-made line, then a ping: the line's answers, up to the ping's."""
-    global next_id
-    send_raw(line)
-    next_id += 1
-    send_raw(json.dumps({"jsonrpc": "2.0", "id": next_id, "method": "ping"}).encode())
+    server.send_raw(line)
+    ping = server.call("ping")
     got = []
     while True:
-        m = recv()
+        m = server.recv()
         if m is None:
             return got + [None]
-        if m.get("id") == next_id and "result" in m:
+        if m.get("id") == ping and "result" in m:
             return got
         got.append(m)
 
 
 try:
-    m = request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                               "clientInfo": {"name": "hostile", "version": "1"}})
+    m = server.initialize("hostile")
     ok(m and m["result"]["serverInfo"]["name"] == "cloister", "mcp_server_initializes", m)
-    send_raw(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
 
     # Framing: each line gets one error (or none, for a notification), and
     # the ping after it its answer.
@@ -191,16 +135,10 @@ try:
         ok(not err(r) and race_ids[-1], f"sandbox_agent_{k}_starts_swapping", r)
     outcomes = {"written": 0, "refused": 0, "lost": 0}
     for batch in range(RACE_WRITES // 16):
-        ids = []
-        for i in range(16):
-            next_id += 1
-            ids.append(next_id)
-            send_raw(json.dumps({"jsonrpc": "2.0", "id": next_id, "method": "tools/call",
-                                 "params": {"name": "file_write", "arguments": {
-                                     "path": "target", "content": f"{batch}.{i}\n"}}}).encode())
-        waiting = set(ids)
+        waiting = {server.call("tools/call", {"name": "file_write", "arguments": {
+                       "path": "target", "content": f"{batch}.{i}\n"}}) for i in range(16)}
         while waiting:  # the answers come in any order
-            m = recv()
+            m = server.recv()
             if m is None:
                 outcomes["lost"] += len(waiting)
                 break
@@ -217,18 +155,10 @@ try:
         for rid in race_ids:
             tool("run_kill", run_id=rid)
 
-    m = request("ping")
+    m = server.request("ping")
     ok(m is not None and m.get("result") == {}, "the_server_still_answers", m)
 finally:
-    try:
-        server.stdin.close()
-    except OSError:
-        pass
-    try:
-        code = server.wait(timeout=DEADLINE_S)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        code = server.wait()
+    code = server.close()
     ok(code == 0, "the_server_exits_cleanly", code)
     errlog.close()
     with open(f"{T}/server.err", "rb") as f:

@@ -17,7 +17,6 @@ hold no value, and the command must still see every variable.
 
 Nothing depends on timing: the command waits for a file the test makes,
 and the test waits (bounded) for the run's processes to appear. TAP."""
-import json
 import os
 import shutil
 import subprocess
@@ -25,22 +24,14 @@ import sys
 import tempfile
 import time
 
-CLOISTER = os.environ.get("CLOISTER")
-BWRAP = "/usr/bin/bwrap"
-FIXED_ENV = ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # tests/
-from tap import ok, skip, skip_all, done  # noqa: E402
+from tap import ok, skip, skip_all, done, need_cloister, need_fuse, need_userns_bwrap  # noqa: E402
+from mcp_client import McpClient, source_repo  # noqa: E402
 
-
-if not CLOISTER:
-    skip_all("CLOISTER is not set")
-if not os.path.exists("/dev/fuse"):
-    skip_all("FUSE is not available (/dev/fuse missing)")
-if os.geteuid() != 0 and not os.access("/dev/fuse", os.R_OK | os.W_OK):
-    skip_all("/dev/fuse is closed to this user")
-if not shutil.which("bwrap") or subprocess.run(
-        ["bwrap", "--unshare-user", "--ro-bind", "/", "/", "true"], capture_output=True).returncode:
-    skip_all("bubblewrap is missing, or this kernel gives this user no user namespace")
+FIXED_ENV = ["PATH=/usr/sbin:/usr/bin:/sbin:/bin"]
+CLOISTER = need_cloister()
+need_fuse()
+need_userns_bwrap()
 BWRAP = os.path.realpath(shutil.which("bwrap"))
 
 MARK = f"hostenv{os.getpid()}"
@@ -64,12 +55,7 @@ VARS = {
 T = tempfile.mkdtemp(prefix="cloister-hostenv.")
 os.chmod(T, 0o755)
 repo = f"{T}/repo"
-subprocess.run(["git", "init", "-q", "-b", "main", repo], check=True)
-with open(f"{repo}/a.txt", "w") as f:
-    f.write("hello\n")
-subprocess.run(["git", "-C", repo, "add", "-A"], check=True)
-subprocess.run(["git", "-C", repo, "-c", "user.name=t", "-c", "user.email=t@example.com",
-                "commit", "-qm", "base"], check=True)
+source_repo(repo, {"a.txt": "hello\n"})
 cfg = f"{T}/ws.ini"
 mnt = f"{T}/state/mnt"
 with open(cfg, "w") as f:
@@ -192,39 +178,19 @@ try:
         ok(p.returncode == 0, "cloister_run_without_cloister_exec: the command ends well", err)
 
     # 3. An MCP client's run_command env: none of the host's, all the model's.
-    server = subprocess.Popen([CLOISTER, "mcp", cfg], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                              env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
-
-    def send(msg):
-        server.stdin.write((json.dumps(msg) + "\n").encode())
-        server.stdin.flush()
-
-    def answer(want):
-        while True:
-            line = server.stdout.readline()
-            if not line:
-                return None
-            m = json.loads(line)
-            if m.get("id") == want:
-                return m
-
-    send({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-          "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                     "clientInfo": {"name": "hostenv", "version": "1"}}})
-    ok(answer(1) is not None, "mcp: the server initializes")
-    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    send({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
-          "params": {"name": "run_command", "arguments": {"command": command("mcp"), "env": VARS}}})
+    server = McpClient(CLOISTER, cfg, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+    ok(server.initialize("hostenv") is not None, "mcp: the server initializes")
+    # Sent without waiting: the command holds itself open until the test has looked.
+    call = server.call("tools/call", {"name": "run_command",
+                                      "arguments": {"command": command("mcp"), "env": VARS}})
     found = wait_for_run("mcp")
     check_run("mcp_run_command", found, f"{mnt}/workspace/seen-mcp")
     release("mcp")
-    m = answer(2)
+    m = server.answer(call)
     res = (m or {}).get("result") or {}
     ok(not res.get("isError") and (res.get("structuredContent") or {}).get("exit_code") == 0,
        "mcp_run_command: the command ends well", m)
-    server.stdin.close()
-    server.wait(timeout=120)
+    server.close()
 finally:
     subprocess.run([CLOISTER, "unmount", cfg], capture_output=True)
     shutil.rmtree(T, ignore_errors=True)
