@@ -49,7 +49,11 @@
 struct view {
         const struct config *c;
         int root, repo; /* O_PATH directory fds */
-        bool as_agent;  /* root: switch this thread to uid/gid for each operation */
+        /* The mounts of the view: the workspace's own and each copy-on-write
+         * part's, which its daemon mounts over its directory (fs/daemon/parts.c) */
+        dev_t devs[3];
+        size_t n_devs;
+        bool as_agent; /* root: switch this thread to uid/gid for each operation */
         uid_t uid;
         gid_t gid;
         gid_t groups[NGROUPS_MAX];
@@ -102,6 +106,20 @@ static int view_open(const struct config *c, struct view *v, char **ret_error)
                 view_close(v);
                 return errorf(ret_error, negative_errno(), "workspace '%s': %s: %m",
                               c->workspace.name, c->repo.path);
+        }
+        {
+                struct stat st;
+                _cleanup_close_ int home = -1;
+
+                if (fstat(v->root, &st) == 0)
+                        v->devs[v->n_devs++] = st.st_dev;
+                if (fstat(v->repo, &st) == 0)
+                        v->devs[v->n_devs++] = st.st_dev;
+                if (c->home.path && c->home.path[0] == '/' && c->home.path[1])
+                        home = openat(v->root, c->home.path + 1,
+                                      O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (home >= 0 && fstat(home, &st) == 0)
+                        v->devs[v->n_devs++] = st.st_dev;
         }
         if (geteuid() == 0) {
                 if (agent_identity(v->root, &v->uid, &v->gid) < 0) {
@@ -305,9 +323,26 @@ static int view_resolve(struct view *v, const char *path, uint64_t flags, bool *
         bool ok;
         int fd;
 
-        fd = open2(v->root, path, flags, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV);
+        /*
+         * Not RESOLVE_NO_XDEV: the parts are mounts of their own inside the
+         * view. Where it lands must be on one of the view's mounts (never one
+         * mounted over the view by anyone else).
+         */
+        fd = open2(v->root, path, flags, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS);
         if (fd < 0)
                 return fd;
+        {
+                struct stat st;
+                bool ours = false;
+
+                if (fstat(fd, &st) == 0)
+                        for (size_t i = 0; i < v->n_devs; i++)
+                                ours = ours || st.st_dev == v->devs[i];
+                if (!ours) {
+                        safe_close(fd);
+                        return -EXDEV;
+                }
+        }
         snprintf(proc, sizeof(proc), "/proc/self/fd/%d", v->root);
         n = readlink(proc, root_at, sizeof(root_at) - 1);
         snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
