@@ -5,11 +5,7 @@ docs/mcp.md) by forgetting the oldest one that ended, and only once the
 new run has started: a refused call (a bad env name) forgets nothing,
 whose ended run's output the model can still read. Driven through the
 real `cloister mcp --runs 1 --background 1` over JSON-RPC. Prints TAP
-(docs/security.md, "The MCP server").
-
-Self-contained on purpose: its few lines of JSON-RPC do not wait for the
-shared tests/mcp client."""
-import json
+(docs/security.md, "The MCP server")."""
 import os
 import shutil
 import subprocess
@@ -19,6 +15,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # tests/
 from tap import ok, skip_all, done, need_cloister, need_fuse  # noqa: E402
+from mcp_client import McpClient, err, source_repo  # noqa: E402
 
 CLOISTER = need_cloister()
 
@@ -33,43 +30,13 @@ os.environ["XDG_CONFIG_HOME"] = f"{T}/xdg-config"
 os.environ["XDG_STATE_HOME"] = f"{T}/xdg-state"
 conf = f"{T}/conf"
 os.makedirs(conf)
-subprocess.run(["git", "init", "-q", "-b", "main", f"{T}/src"], check=True)
-with open(f"{T}/src/a.txt", "w") as f:
-    f.write("a\n")
-subprocess.run(["git", "-C", f"{T}/src", "add", "-A"], check=True)
-subprocess.run(["git", "-C", f"{T}/src", "-c", "user.name=t", "-c", "user.email=t@example.com",
-                "commit", "-qm", "base"], check=True)
+source_repo(f"{T}/src", {"a.txt": "a\n"})
 cfg = f"{conf}/ws.ini"
 with open(cfg, "w") as f:
     f.write(f"[workspace]\nname = ws\nstate = {T}/states/ws\n[repo]\nsource = {T}/src\n")
 
-server = subprocess.Popen([CLOISTER, "mcp", "--runs", "1", "--background", "1", cfg], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                          stderr=subprocess.DEVNULL)
-next_id = 0
-
-
-def request(method, params=None):
-    global next_id
-    next_id += 1
-    msg = {"jsonrpc": "2.0", "id": next_id, "method": method, "params": params or {}}
-    server.stdin.write((json.dumps(msg) + "\n").encode())
-    server.stdin.flush()
-    while True:
-        line = server.stdout.readline()
-        if not line:
-            return None
-        m = json.loads(line)
-        if m.get("id") == next_id:
-            return m
-
-
-def tool(tool_name, **args):
-    m = request("tools/call", {"name": tool_name, "arguments": args})
-    return (m or {}).get("result") or {"isError": True, "content": [{"text": json.dumps(m)}]}
-
-
-def err(res):
-    return res.get("isError") is True
+server = McpClient(CLOISTER, "--runs", "1", "--background", "1", cfg)
+tool = server.tool
 
 
 def text(res):
@@ -77,11 +44,9 @@ def text(res):
 
 
 try:
-    m = request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                               "clientInfo": {"name": "background-room", "version": "1"}})
+    m = server.initialize("background-room")
     ok(m and m["result"]["serverInfo"]["name"] == "cloister", "mcp_server_initializes", m)
-    server.stdin.write(b'{"jsonrpc": "2.0", "method": "notifications/initialized"}\n')
-    server.stdin.flush()
+
     def ended_unread(command):
         """A background run that has ended, its end not read (reading it
         would forget it): with --runs 1, a foreground run is let in only
@@ -113,8 +78,7 @@ try:
     r = tool("run_output", run_id=second)
     ok(err(r) and "no background run" in text(r), "and_the_ended_one_is_forgotten_for_it", text(r))
 finally:
-    server.stdin.close()
-    server.wait(timeout=120)
+    server.close()
     subprocess.run([CLOISTER, "unmount", cfg], capture_output=True)
     shutil.rmtree(T, ignore_errors=True)
 

@@ -110,29 +110,19 @@ check "diff_json_stat_exits_3_with_left_out" \
 
 # --- MCP's diff (the ops layer) -----------------------------------------------
 check "mcp_diff_returns_the_patch_and_left_out" python3 - "$CLOISTER" "$cfg" <<'PY'
-import json, subprocess, sys
-p = subprocess.Popen([sys.argv[1], "mcp", sys.argv[2]], stdin=subprocess.PIPE,
-                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-def rpc(i, method, params):
-    p.stdin.write((json.dumps({"jsonrpc": "2.0", "id": i, "method": method,
-                               "params": params}) + "\n").encode())
-    p.stdin.flush()
-    while True:
-        m = json.loads(p.stdout.readline())
-        if m.get("id") == i:
-            return m
-rpc(1, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                      "clientInfo": {"name": "t", "version": "1"}})
-p.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-for i, stat in ((2, False), (3, True)):
-    r = rpc(i, "tools/call", {"name": "diff", "arguments": {"stat": stat}})["result"]
+import os, sys
+sys.path.insert(0, os.path.join(os.environ["CLOISTER_SRC"], "tests"))
+from mcp_client import McpClient
+p = McpClient(sys.argv[1], sys.argv[2])
+p.initialize("t")
+for stat in (False, True):
+    r = p.tool("diff", stat=stat)
     assert not r.get("isError"), r
     s = r["structuredContent"]
     assert len(s["left_out"]) == 7, s.get("left_out")
     assert {"sparse.bin", "docs", "becomes-fifo"} <= {e["path"] for e in s["left_out"]}
     assert ("+++ b/new.txt" in s["patch"]) if not stat else s["changed"] >= 2
-p.stdin.close()
-p.wait()
+p.close()
 PY
 
 # --- cloister export ----------------------------------------------------------

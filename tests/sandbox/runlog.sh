@@ -65,24 +65,12 @@ n=$(runs_json | wc -l)
 # --- MCP run_command, foreground and background --------------------------
 if [ "$fs_mode" = fuse ] && [ "$(id -u)" = 0 ]; then
         python3 - "$CLOISTER" "$CFG" >"$T/mcp.out" 2>&1 <<'EOF'
-import json, subprocess, sys, time
-srv = subprocess.Popen([sys.argv[1], "mcp", sys.argv[2]], stdin=subprocess.PIPE,
-                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-n = 0
-def request(method, params):
-    global n
-    n += 1
-    srv.stdin.write((json.dumps({"jsonrpc": "2.0", "id": n, "method": method, "params": params}) + "\n").encode())
-    srv.stdin.flush()
-    while True:
-        m = json.loads(srv.stdout.readline())
-        if m.get("id") == n:
-            return m
-request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}})
-srv.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-srv.stdin.flush()
-def tool(name, **a):
-    return request("tools/call", {"name": name, "arguments": a})["result"]
+import os, sys, time
+sys.path.insert(0, os.path.join(os.environ["CLOISTER_SRC"], "tests"))
+from mcp_client import McpClient
+srv = McpClient(sys.argv[1], sys.argv[2])
+srv.initialize("t")
+tool = srv.tool
 r = tool("run_command", command="printf 12345; printf ab >&2; exit 4", cwd=".", env={"MCP_NAME": "v"})
 print("fg", r["structuredContent"]["exit_code"])
 r = tool("run_command", command="printf xyz", background=True)
@@ -93,8 +81,7 @@ for _ in range(600):
         break
     time.sleep(0.1)
 print("bg", o.get("exit_code"))
-srv.stdin.close()
-srv.wait()
+srv.close()
 EOF
         mcp=$(cat "$T/mcp.out")
         contains mcp_runs_ran "$mcp" "fg 4"
