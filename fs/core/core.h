@@ -146,8 +146,11 @@ struct fs_conn {
          * FUSE_INIT where the kernel has no FUSE_NO_OPEN_SUPPORT */
         _Atomic bool no_open;
         bool mounted, started;
-        int mnt_fd;       /* a part's: O_PATH on its mount's root, to unmount it by */
-        char *mountpoint; /* a part's: the root's mountpoint and the part's path */
+        /* The part's connection is the one its kernel side uses (its loop
+         * runs); stopping: parts_stop asked it to end */
+        _Atomic bool live, stopping;
+        int mnt_fd;       /* O_PATH on its mount's root: a part's to unmount it by, the root's
+                             to find the parts' directories from (parts.c) */
         pthread_t thread; /* a part's loop */
         int error;        /* what its loop ended with */
 };
@@ -357,6 +360,8 @@ struct fs_workspace {
          */
         bool parts_off, parts_split;
         const char *parts_why;
+        char parts_why_buf[192];
+        _Atomic bool parts_lost;      /* a part's connection ended unasked: the daemon ends */
         struct fs_conn conn;          /* the root's */
         _Atomic uint64_t checkpoints; /* bumped by each checkpoint (layers-online.c) */
 
@@ -413,11 +418,18 @@ static inline void fs_dir_changed(struct node *dir)
  * there (FUSE_ROOT_ID for that connection's root); NULL when it is not
  * serving.
  */
+static inline struct fs_conn *fs_node_conn(struct fs_workspace *ws, const struct node *n)
+{
+        /* Read once: it may be published meanwhile (parts.c), never unpublished. */
+        struct fs_conn *c = n->kind == NODE_COW && n->layer ? atomic_load(&n->layer->conn) : NULL;
+
+        return c && atomic_load(&c->live) ? c : &ws->conn;
+}
+
 static inline struct fuse_session *fs_node_session(struct fs_workspace *ws, struct node *n,
                                                    fuse_ino_t *ino)
 {
-        struct fs_conn *c =
-                n->kind == NODE_COW && n->layer && n->layer->conn ? n->layer->conn : &ws->conn;
+        struct fs_conn *c = fs_node_conn(ws, n);
 
         *ino = n == c->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
         return c->se;
@@ -428,9 +440,9 @@ static inline struct fuse_session *fs_node_session(struct fs_workspace *ws, stru
  * sees a file's last close, only the kernel's FORGET of it: a removed
  * file's space comes back then (release_locked, inode.c).
  */
-static inline bool fs_node_opens_unseen(const struct node *n)
+static inline bool fs_node_opens_unseen(struct fs_workspace *ws, const struct node *n)
 {
-        return n->kind == NODE_COW && n->layer && n->layer->conn && n->layer->conn->no_open;
+        return atomic_load(&fs_node_conn(ws, n)->no_open);
 }
 
 /* inode.c */

@@ -50,7 +50,8 @@ static const char *mount_hint(void)
                "that denies mount, or a missing privilege";
 }
 
-#define FS_MAX_WRITE (1u << 20)
+#define FS_MAX_WRITE        (1u << 20)
+#define FS_FUSE_SUPER_MAGIC 0x65735546UL /* <linux/magic.h>'s FUSE_SUPER_MAGIC */
 
 /* What every connection asks for, the root's and the parts'. */
 static void init_common(struct fuse_conn_info *conn)
@@ -338,6 +339,7 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
         }
         ws->conn.ws = ws;
         ws->conn.root = ws->root;
+        ws->conn.mnt_fd = -1;
         ws->se = ws->conn.se = fuse_session_new(&args, &fs_ops, sizeof(fs_ops), &ws->conn);
         fuse_opt_free_args(&args);
         if (!ws->se) {
@@ -358,6 +360,13 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
                 r = -EIO;
                 goto out_signals;
         }
+        /*
+         * The mount's root, held: the parts' directories are found from it
+         * (parts.c), never by the mountpoint's path again. O_PATH asks the
+         * daemon nothing, which serves nothing yet; parts_start checks it
+         * is a FUSE mount once it does.
+         */
+        ws->conn.mnt_fd = open(ws->mountpoint, O_PATH | O_DIRECTORY | O_CLOEXEC);
         /* Served from here on: lookups of .git/index wait for this thread. */
         r = gitindex_start(ws);
         if (r < 0) {
@@ -412,6 +421,9 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
                 r = serve_until_set_up(ws, &su);
                 r = r < 0 ? r : 0;
                 pthread_join(su.thread, NULL);
+                /* A part whose connection ended (part_main said so in the log). */
+                if (r == 0 && atomic_load(&ws->parts_lost))
+                        r = -ENOTCONN;
                 parts_stop(ws);
         }
         {
@@ -438,6 +450,7 @@ out_destroy:
         gitindex_stop(ws);      /* it may still notify the session */
         parts_stop(ws);         /* (an early failure: none started) */
         parts_free(ws);
+        ws->conn.mnt_fd = safe_close(ws->conn.mnt_fd);
         fuse_session_destroy(ws->se);
         ws->se = ws->conn.se = NULL;
         if (ws->has_home && !ws->home_persist) {

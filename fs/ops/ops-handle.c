@@ -77,7 +77,7 @@ void ops_handle_free(struct fs_workspace *ws, struct handle *h)
                 unlinked = h->node->unlinked;
                 pthread_mutex_unlock(&ws->itable_lock);
                 /* The last close of a removed file gives its space back, as on a disk. */
-                if (refs == 1 && unlinked && !fs_node_opens_unseen(h->node))
+                if (refs == 1 && unlinked && !fs_node_opens_unseen(ws, h->node))
                         quota_reclaim(ws, h->node);
                 node_unref(ws, h->node);
         }

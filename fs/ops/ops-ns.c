@@ -383,7 +383,7 @@ static void reclaim_if_closed(struct fs_workspace *ws, struct node *n)
         pthread_mutex_lock(&ws->itable_lock);
         refs = n->refs;
         pthread_mutex_unlock(&ws->itable_lock);
-        if (refs == 0 && !fs_node_opens_unseen(n))
+        if (refs == 0 && !fs_node_opens_unseen(ws, n))
                 quota_reclaim(ws, n);
 }
 

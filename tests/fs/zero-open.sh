@@ -156,6 +156,28 @@ check the_home_is_written_and_read bash -c "echo home >'$M/home/agent/h' && [ \"
 check unmount do_unmount "$C"
 same no_part_stays_mounted "$(awk -v m="$M" 'index($5, m) == 1' /proc/self/mountinfo | wc -l)" 0
 
+# A part's connection that ends under a live daemon (aborted through
+# fusectl here) ends the daemon, as the root's would: left alone,
+# /workspace would answer ENOTCONN under a mount that looks alive, and
+# never be mounted afresh.
+C3=$(make_config abort "$T/repo")
+M3=$(mnt_of "$C3")
+check mount_the_one_to_abort do_mount "$C3"
+pid3=$(cat "$(state_of "$C3")/mount.pid")
+conns=/sys/fs/fuse/connections
+if [ -w "$conns/$(stat -c %Ld "$M3/workspace")/abort" ]; then
+        echo 1 >"$conns/$(stat -c %Ld "$M3/workspace")/abort"
+        for i in $(seq 300); do kill -0 "$pid3" 2>/dev/null || break; sleep 0.1; done
+        check an_aborted_part_ends_the_daemon bash -c "! kill -0 $pid3 2>/dev/null"
+        check its_log_says_why grep -q "is no longer served" "$(state_of "$C3")/fs/daemon.log"
+        check it_mounts_afresh do_mount "$C3"
+        same and_serves_again "$(cat "$M3/workspace/README")" hello
+        check unmount_the_remounted do_unmount "$C3"
+else
+        skip an_aborted_part_ends_the_daemon "no fusectl ($conns) to abort a connection with"
+        check unmount_the_unaborted do_unmount "$C3"
+fi
+
 # The switch: one mount, every open an OPEN, and status says why.
 C2=$(make_config off "$T/repo" "
 [fs]
