@@ -52,7 +52,11 @@
  *
  * What the shed cannot drop, the agent can still pin: open files, a
  * working directory in each of thousands of directories, directories
- * (never dropped, above). The host's review reads the workspace through
+ * (never dropped, above). On a part's own connection (parts.c) the daemon
+ * sees no open, so an open file's node looks unused (refs 0): the shed may
+ * ask for its entry, the kernel keeps the inode as for any entry in use,
+ * and the cursor moves on; such a node holds its one pinned descriptor, as
+ * every cached node does, and no handle's. The host's review reads the workspace through
  * this same daemon (cloister diff, export, MCP), so an agent that pinned
  * every descriptor would stop its own review. So the agent's requests that
  * may leave the daemon holding one more descriptor (admit.c: lookups,
