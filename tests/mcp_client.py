@@ -13,6 +13,7 @@ import json
 import os
 import select
 import subprocess
+import tempfile
 import time
 
 from tap import ok
@@ -30,6 +31,21 @@ def source_repo(path, files):
     subprocess.run(["git", "-C", path, "add", "-A"], check=True)
     subprocess.run(["git", "-C", path, "-c", "user.name=t", "-c", "user.email=t@example.com",
                     "commit", "-qm", "base"], check=True)
+
+
+def scratch_workspace(prefix, files):
+    """A scratch directory of its own (its XDG config and state homes set
+    for the servers and commands started from here on) holding a source
+    repository of files and a workspace config over it: (dir, config)."""
+    t = tempfile.mkdtemp(prefix=prefix)
+    os.environ["XDG_CONFIG_HOME"] = f"{t}/xdg-config"
+    os.environ["XDG_STATE_HOME"] = f"{t}/xdg-state"
+    os.makedirs(f"{t}/conf")
+    source_repo(f"{t}/src", files)
+    cfg = f"{t}/conf/ws.ini"
+    with open(cfg, "w") as f:
+        f.write(f"[workspace]\nname = ws\nstate = {t}/states/ws\n[repo]\nsource = {t}/src\n")
+    return t, cfg
 
 
 def err(res):

@@ -10,12 +10,11 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # tests/
 from tap import ok, skip_all, done, need_cloister, need_fuse  # noqa: E402
-from mcp_client import McpClient, err, source_repo  # noqa: E402
+from mcp_client import McpClient, err, scratch_workspace  # noqa: E402
 
 CLOISTER = need_cloister()
 
@@ -25,15 +24,7 @@ need_fuse()
 if not shutil.which("bwrap"):
     skip_all("bubblewrap is not installed")
 
-T = tempfile.mkdtemp(prefix="cloister-mcp-bgroom.")
-os.environ["XDG_CONFIG_HOME"] = f"{T}/xdg-config"
-os.environ["XDG_STATE_HOME"] = f"{T}/xdg-state"
-conf = f"{T}/conf"
-os.makedirs(conf)
-source_repo(f"{T}/src", {"a.txt": "a\n"})
-cfg = f"{conf}/ws.ini"
-with open(cfg, "w") as f:
-    f.write(f"[workspace]\nname = ws\nstate = {T}/states/ws\n[repo]\nsource = {T}/src\n")
+T, cfg = scratch_workspace("cloister-mcp-bgroom.", {"a.txt": "a\n"})
 
 server = McpClient(CLOISTER, "--runs", "1", "--background", "1", cfg)
 tool = server.tool

@@ -10,11 +10,10 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # tests/
 from tap import ok, skip_all, done, need_cloister, need_fuse  # noqa: E402
-from mcp_client import McpClient, err, source_repo  # noqa: E402
+from mcp_client import McpClient, err, scratch_workspace  # noqa: E402
 
 CLOISTER = need_cloister()
 
@@ -24,15 +23,8 @@ need_fuse()
 if not shutil.which("bwrap"):
     skip_all("bubblewrap is not installed")
 
-T = tempfile.mkdtemp(prefix="cloister-mcp-forklimit.")
-os.environ["XDG_CONFIG_HOME"] = f"{T}/xdg-config"
-os.environ["XDG_STATE_HOME"] = f"{T}/xdg-state"
-conf = f"{T}/conf"
-os.makedirs(conf)
-source_repo(f"{T}/src", {"a.txt": "a\n"})
-cfg = f"{conf}/ws.ini"
-with open(cfg, "w") as f:
-    f.write(f"[workspace]\nname = ws\nstate = {T}/states/ws\n[repo]\nsource = {T}/src\n")
+T, cfg = scratch_workspace("cloister-mcp-forklimit.", {"a.txt": "a\n"})
+conf = os.path.dirname(cfg)
 
 server = McpClient(CLOISTER, cfg)
 tool = server.tool
