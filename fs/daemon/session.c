@@ -50,8 +50,7 @@ static const char *mount_hint(void)
                "that denies mount, or a missing privilege";
 }
 
-#define FS_MAX_WRITE        (1u << 20)
-#define FS_FUSE_SUPER_MAGIC 0x65735546UL /* <linux/magic.h>'s FUSE_SUPER_MAGIC */
+#define FS_MAX_WRITE (1u << 20)
 
 /* What every connection asks for, the root's and the parts'. */
 static void init_common(struct fuse_conn_info *conn)
