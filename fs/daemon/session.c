@@ -11,6 +11,7 @@
  */
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core.h"
@@ -211,15 +213,46 @@ struct serve_setup {
         struct fs_workspace *ws;
         int ready_fd;
         pthread_t thread;
+        sem_t inited;            /* the root's FUSE_INIT was answered */
         _Atomic bool done, stop; /* see serve_until_set_up */
 };
 
-static void *serve_setup_main(void *arg)
+/* After the root's FUSE_INIT was answered (fs_loop_run's hook). */
+static void serve_after_init(void *arg)
 {
         struct serve_setup *su = arg;
 
-        parts_start(su->ws);
-        (void)datapath_write(su->ws);
+        uring_confirm(su->ws);
+        sem_post(&su->inited);
+}
+
+/*
+ * Waits for the root's FUSE_INIT first: what it negotiated (ws->uring,
+ * ws->killpriv_v2) is read by the parts' INIT and by datapath_write, and a
+ * record written before it would say "not negotiated" (and could be
+ * renamed over INIT's own). A stop before INIT (the connection gone) mounts
+ * no part, whose lookups would wait for an INIT that never comes.
+ */
+static void *serve_setup_main(void *arg)
+{
+        struct serve_setup *su = arg;
+        bool inited = false;
+
+        while (!inited && !atomic_load(&su->stop)) {
+                struct timespec until;
+
+                clock_gettime(CLOCK_REALTIME, &until);
+                until.tv_nsec += 100 * 1000 * 1000;
+                if (until.tv_nsec >= 1000000000L) {
+                        until.tv_sec++;
+                        until.tv_nsec -= 1000000000L;
+                }
+                inited = sem_timedwait(&su->inited, &until) == 0;
+        }
+        if (inited) {
+                parts_start(su->ws);
+                (void)datapath_write(su->ws);
+        }
         if (su->ready_fd >= 0) {
                 char c = 1;
                 (void)!write(su->ready_fd, &c, 1);
@@ -243,7 +276,7 @@ static int serve_until_set_up(struct fs_workspace *ws, struct serve_setup *su)
 {
         /* Workers are kept once started (no idle limit): each one holds its own
          * libgit2 repository handle, which is worth not reopening per burst. */
-        int r = fs_loop_run(ws->se, 16, uring_confirm, ws);
+        int r = fs_loop_run(ws->se, 16, serve_after_init, su);
 
         while (!atomic_load(&su->done)) {
                 int k;
@@ -404,6 +437,11 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
                 struct serve_setup su = {.ws = ws, .ready_fd = ready_fd};
                 sigset_t stop, old;
 
+                if (sem_init(&su.inited, 0, 0) < 0) {
+                        r = negative_errno();
+                        goto out_unmount;
+                }
+
                 sigemptyset(&stop);
                 sigaddset(&stop, SIGINT);
                 sigaddset(&stop, SIGTERM);
@@ -412,6 +450,7 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
                 r = -pthread_create(&su.thread, NULL, serve_setup_main, &su);
                 pthread_sigmask(SIG_SETMASK, &old, NULL);
                 if (r < 0) {
+                        sem_destroy(&su.inited);
                         if (ret_error &&
                             asprintf(ret_error, "cannot start serving: %s", strerror(-r)) < 0)
                                 *ret_error = NULL;
@@ -420,6 +459,7 @@ int fs_workspace_serve(fs_workspace *ws, int ready_fd, char **ret_error)
                 r = serve_until_set_up(ws, &su);
                 r = r < 0 ? r : 0;
                 pthread_join(su.thread, NULL);
+                sem_destroy(&su.inited);
                 /* A part whose connection ended (part_main said so in the log). */
                 if (r == 0 && atomic_load(&ws->parts_lost))
                         r = -ENOTCONN;
